@@ -1,0 +1,99 @@
+#pragma once
+/// The backend interface: devices and their memory (buffers). Compilation and execution of
+/// programs extend it in the graph layer's issue.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/compute/fwd.h"
+
+namespace kiln::compute {
+
+/// Memory on one of a backend's devices: an untyped block of bytes. The tensor that owns it
+/// knows its shape. Released when the last BufferPtr goes.
+class Buffer {
+ public:
+  virtual ~Buffer() = default;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  int64_t ByteSize() const { return bytes_; }
+  int Device() const { return device_; }
+  /// The backend that owns this buffer.
+  Backend* backend() const { return backend_; }
+  /// Host-addressable memory of the buffer when the backend shares memory with the host
+  /// (CPU backends); nullptr for buffers on a discrete device.
+  virtual void* HostData() const { return nullptr; }
+
+ protected:
+  Buffer(Backend* backend, int device, int64_t bytes) : backend_(backend), device_(device), bytes_(bytes) {}
+
+ private:
+  Backend* backend_;
+  int device_;
+  int64_t bytes_;
+};
+
+/// Live and peak bytes held in a backend's buffers (all devices). Tests of memory behaviour
+/// assert on this, not on the process's resident size.
+struct MemoryUsage {
+  int64_t live_bytes = 0;
+  int64_t peak_bytes = 0;
+  int64_t live_buffers = 0;
+};
+
+/// A backend: devices, their memory, and (from the graph layer on) compiling and running
+/// programs. Obtain one with compute::New() or compute::NewWithConfig().
+class Backend : public std::enable_shared_from_this<Backend> {
+ public:
+  virtual ~Backend() = default;
+
+  /// Short registry name: "ref", "cpu"...
+  virtual std::string Name() const = 0;
+  /// One-line human description, with the options in effect.
+  virtual std::string Description() const = 0;
+  /// Number of devices; device numbers go from 0 to NumDevices()-1.
+  virtual int NumDevices() const = 0;
+  /// True when the device memory is host memory and buffers can be shared with tensors
+  /// without copies (CPU backends).
+  virtual bool HasSharedBuffers() const = 0;
+
+  /// A zero-filled buffer whose memory the host addresses directly (HostData() non-null).
+  /// Throws kiln::Error where HasSharedBuffers() is false.
+  virtual BufferPtr NewSharedBuffer(int device, int64_t bytes) = 0;
+  /// A new buffer on `device` holding a copy of `bytes` bytes at `data`.
+  virtual BufferPtr BufferFromHost(int device, const void* data, int64_t bytes) = 0;
+  /// Copies the buffer's contents into `dst`, which holds `buffer.ByteSize()` bytes.
+  virtual void BufferToHost(const Buffer& buffer, void* dst) = 0;
+
+  /// Current and peak buffer memory of this backend.
+  virtual MemoryUsage MemoryStats() const = 0;
+  /// Resets the peak to the current live bytes (for measuring one phase).
+  virtual void ResetPeakMemory() = 0;
+
+  /// Throws kiln::Error naming the backend unless 0 <= device < NumDevices().
+  void CheckDevice(int device) const;
+};
+
+/// A registered backend kind: its name, a description, the options its configuration accepts,
+/// and its factory. Backends are registered explicitly from one place (compute/registry.cc).
+struct BackendInfo {
+  std::string name;
+  std::string description;
+  /// Option name -> one-line description (the valid keys of "name:key=value,...").
+  std::map<std::string, std::string> options;
+};
+
+/// Backends linked into this build, best first.
+std::vector<BackendInfo> RegisteredBackends();
+
+/// The backend named by $KILN_BACKEND ("ref", "cpu:threads=2"...), else the best one linked in.
+BackendPtr New();
+/// The backend for a configuration string "name" or "name:key=value,key=value".
+/// An unknown name or option is a kiln::Error listing the valid ones.
+BackendPtr NewWithConfig(const std::string& config);
+
+}  // namespace kiln::compute
