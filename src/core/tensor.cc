@@ -273,6 +273,7 @@ compute::BufferPtr Tensor::DonateBuffer(const compute::BackendPtr& backend, int 
   compute::BufferPtr buffer = DeviceBuffer(backend, device);
   std::lock_guard lock(storage_->mu);
   std::erase_if(storage_->devices, [&](const TensorStorage::DeviceCopy& c) { return c.buffer == buffer; });
+  storage_->donate = false;
   if (storage_->shared == buffer) {
     storage_->shared.reset();
     storage_->host_valid = false;
@@ -280,6 +281,13 @@ compute::BufferPtr Tensor::DonateBuffer(const compute::BackendPtr& backend, int 
   if (!storage_->host_valid && storage_->devices.empty()) storage_->Release();
   return buffer;
 }
+
+void Tensor::MarkForDonation() {
+  if (!Ok()) detail::Throw("Tensor::MarkForDonation: the tensor is not Ok (empty, finalized or donated)");
+  storage_->donate = true;
+}
+
+bool Tensor::IsMarkedForDonation() const { return storage_ && storage_->donate.load(); }
 
 void Tensor::MoveToDevice(const compute::BackendPtr& backend, int device) {
   DeviceBuffer(backend, device);

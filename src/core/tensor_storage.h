@@ -33,6 +33,7 @@ struct TensorStorage {
   mutable std::recursive_mutex mu;
   const int64_t bytes;
   std::atomic<bool> finalized{false};
+  std::atomic<bool> donate{false};  // Marked by graph::Donate for the next execution.
   // Host copy: owned memory, or (when `shared` is set) a backend buffer the host addresses.
   std::unique_ptr<uint8_t, HostMemory::Free> host;
   compute::BufferPtr shared;

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "kiln/compute/fwd.h"
+#include "kiln/compute/program.h"
+#include "kiln/core/dtype.h"
 
 namespace kiln::compute {
 
@@ -45,6 +47,38 @@ struct MemoryUsage {
   int64_t live_buffers = 0;
 };
 
+/// How a backend handles shapes that vary between calls (the seed's DynamicShapes).
+enum class DynamicShapes {
+  None,         ///< Static shapes only: graphs are rebuilt and recompiled per concrete shape.
+  Native,       ///< One compilation serves every size of the dynamic axes.
+  Recompiling,  ///< Accepts dynamic graphs and specialises kernels internally.
+};
+
+/// What a backend runs.
+struct BackendCapabilities {
+  std::vector<DType> dtypes;  ///< DTypes its kernels accept.
+  std::vector<OpType> ops;    ///< Primitive ops it executes.
+  DynamicShapes dynamic_shapes = DynamicShapes::None;
+  std::vector<std::string> fused_ops;  ///< Optional fused kernels for composites ("Softmax"...).
+
+  bool HasDType(DType dtype) const;
+  bool HasOp(OpType op) const;
+  bool HasFusedOp(const std::string& name) const;
+  bool HasDynamicShapes() const { return dynamic_shapes != DynamicShapes::None; }
+};
+
+/// A compiled Program, ready to run many times (from several threads at once).
+class Executable {
+ public:
+  virtual ~Executable() = default;
+  /// Runs on `device`: `inputs` hold the program's parameters in order; `donated[i]` says the
+  /// caller gave input i up (its buffer may be reused for an output). Outputs never alias a
+  /// non-donated input.
+  virtual std::vector<BufferPtr> Execute(const std::vector<BufferPtr>& inputs,
+                                         const std::vector<bool>& donated, int device) = 0;
+  virtual const Program& program() const = 0;
+};
+
 /// A backend: devices, their memory, and (from the graph layer on) compiling and running
 /// programs. Obtain one with compute::New() or compute::NewWithConfig().
 class Backend : public std::enable_shared_from_this<Backend> {
@@ -68,6 +102,11 @@ class Backend : public std::enable_shared_from_this<Backend> {
   virtual BufferPtr BufferFromHost(int device, const void* data, int64_t bytes) = 0;
   /// Copies the buffer's contents into `dst`, which holds `buffer.ByteSize()` bytes.
   virtual void BufferToHost(const Buffer& buffer, void* dst) = 0;
+
+  /// DTypes, ops, dynamic-shape support and fused ops.
+  virtual const BackendCapabilities& Capabilities() const = 0;
+  /// Compiles `program` (verified first); throws kiln::Error naming what it cannot run.
+  virtual std::unique_ptr<Executable> Compile(std::shared_ptr<const Program> program) = 0;
 
   /// Current and peak buffer memory of this backend.
   virtual MemoryUsage MemoryStats() const = 0;

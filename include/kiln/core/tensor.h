@@ -148,6 +148,10 @@ class Tensor {
   /// If no other valid copy remains (always the case for a shared buffer), the tensor and
   /// every copy of its handle stop being Ok().
   compute::BufferPtr DonateBuffer(const compute::BackendPtr& backend, int device);
+  /// Marks the tensor so that the next execution it is passed to takes its buffer over
+  /// (graph::Donate); IsMarkedForDonation() says whether the mark is set.
+  void MarkForDonation();
+  bool IsMarkedForDonation() const;
   /// Makes sure a copy is on `backend`'s `device` and releases the host copy (unless the host
   /// memory is that very buffer). Reading the data later copies it back.
   void MoveToDevice(const compute::BackendPtr& backend, int device);

@@ -1,0 +1,159 @@
+#pragma once
+/// Exec: builds a graph from a C++ function once per distinct input shapes, compiles it on a
+/// backend, caches it, and runs it on tensors.
+
+#include <concepts>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "kiln/compute/fwd.h"
+#include "kiln/core/tensor.h"
+#include "kiln/graph/graph.h"
+
+namespace kiln::graph {
+
+/// Marks `tensor` so that the next execution it is passed to may reuse its buffer for an
+/// output (GoMLX's donation). Afterwards, where the buffer was shared with the host, every copy
+/// of the handle reports Ok() == false. Returns the same handle.
+Tensor Donate(Tensor tensor);
+/// The seed's spelling: donate `tensor`'s buffer on `backend`'s `device`.
+Tensor DonateTensorBuffer(Tensor tensor, const compute::BackendPtr& backend, int device);
+
+/// A graph-building function in normal form: the graph and its parameter nodes in, outputs out.
+using GraphFn = std::function<std::vector<Node>(Graph&, const std::vector<Node>&)>;
+
+/// An argument Exec::Call accepts: a Tensor, or C++ values Tensor::FromValue takes.
+template <typename V>
+concept CallArg = std::same_as<std::remove_cvref_t<V>, Tensor> || TensorValue<std::remove_cvref_t<V>>;
+
+/// Runs a graph function on a backend, compiling once per distinct input shapes (a bounded LRU
+/// cache, 32 entries by default). Copies of an Exec share the cache. Call is synchronous and
+/// safe from several threads at once.
+class Exec {
+ public:
+  /// `num_inputs` is the number of parameters, or -1 for a function taking a vector of nodes.
+  Exec(compute::BackendPtr backend, GraphFn fn, int num_inputs, std::string name = "exec");
+
+  /// Runs with the given inputs (Tensors or C++ values) and returns the outputs.
+  template <CallArg... Args>
+  std::vector<Tensor> Call(Args&&... args) {
+    return CallTensors({ToTensor(std::forward<Args>(args))...});
+  }
+  /// Runs with a list of input tensors.
+  std::vector<Tensor> Call(const std::vector<Tensor>& inputs) { return CallTensors(inputs); }
+  /// Runs a graph with exactly one output and returns it.
+  template <CallArg... Args>
+  Tensor Call1(Args&&... args) {
+    return Single(Call(std::forward<Args>(args)...));
+  }
+  Tensor Call1(const std::vector<Tensor>& inputs) { return Single(CallTensors(inputs)); }
+
+  /// Maximum number of compiled shape combinations kept (least recently used dropped first).
+  Exec& SetMaxCacheSize(int size);
+  /// Number of graphs built so far (cache misses).
+  int NumBuilds() const;
+  /// Declares dynamic axes per input, by name (the seed's API). Requires a backend with
+  /// dynamic shapes; every backend so far is static-only, so this throws kiln::Error.
+  Exec& WithDynamicAxes(const std::vector<std::vector<std::string>>& axes_per_input);
+  /// The backend this Exec compiles for.
+  const compute::BackendPtr& backend() const;
+  /// The Program compiled for the given input shapes (building it if needed): for debugging.
+  std::shared_ptr<const compute::Program> ProgramFor(const std::vector<Shape>& input_shapes);
+
+  struct State;
+
+ private:
+  template <typename V>
+  static Tensor ToTensor(V&& value) {
+    if constexpr (std::same_as<std::remove_cvref_t<V>, Tensor>) {
+      return std::forward<V>(value);
+    } else {
+      return Tensor::FromValue(value);
+    }
+  }
+  std::vector<Tensor> CallTensors(const std::vector<Tensor>& inputs);
+  Tensor Single(std::vector<Tensor> outputs) const;
+
+  std::shared_ptr<State> state_;
+};
+
+namespace detail {
+
+template <typename T>
+struct CallableTraits : CallableTraits<decltype(&std::remove_cvref_t<T>::operator())> {};
+template <typename R, typename... A>
+struct CallableTraits<R (*)(A...)> {
+  using Result = R;
+  using Args = std::tuple<A...>;
+};
+template <typename R, typename... A>
+struct CallableTraits<R(A...)> : CallableTraits<R (*)(A...)> {};
+template <typename R, typename... A>
+struct CallableTraits<R (&)(A...)> : CallableTraits<R (*)(A...)> {};
+template <typename C, typename R, typename... A>
+struct CallableTraits<R (C::*)(A...) const> : CallableTraits<R (*)(A...)> {};
+template <typename C, typename R, typename... A>
+struct CallableTraits<R (C::*)(A...)> : CallableTraits<R (*)(A...)> {};
+
+template <typename R>
+std::vector<Node> ToOutputs(R&& result) {
+  using T = std::remove_cvref_t<R>;
+  if constexpr (std::same_as<T, Node>) {
+    return {result};
+  } else if constexpr (std::same_as<T, std::vector<Node>>) {
+    return std::forward<R>(result);
+  } else {
+    return std::apply([](auto&&... nodes) { return std::vector<Node>{Node(nodes)...}; },
+                      std::forward<R>(result));
+  }
+}
+
+template <typename T>
+inline constexpr bool kIsNodeArg = std::same_as<std::remove_cvref_t<T>, Node>;
+
+template <typename Fn, typename Args>
+struct GraphFnAdapter;
+
+template <typename Fn, typename... A>
+struct GraphFnAdapter<Fn, std::tuple<A...>> {
+  static constexpr bool kTakesGraph = sizeof...(A) == 1 && (std::same_as<A, Graph&> && ...);
+  static constexpr bool kTakesVector =
+      sizeof...(A) == 1 && (std::same_as<std::remove_cvref_t<A>, std::vector<Node>> && ...);
+  static constexpr bool kTakesNodes = (kIsNodeArg<A> && ...);
+  static_assert(kTakesGraph || kTakesVector || kTakesNodes,
+                "NewExec: the function must take Node parameters, a (const) std::vector<Node>&, or a Graph&");
+  static constexpr int kNumInputs = kTakesVector ? -1 : kTakesGraph ? 0 : static_cast<int>(sizeof...(A));
+
+  static GraphFn Wrap(Fn fn) {
+    return [fn = std::move(fn)](Graph& g, const std::vector<Node>& params) mutable -> std::vector<Node> {
+      if constexpr (kTakesGraph) {
+        return ToOutputs(fn(g));
+      } else if constexpr (kTakesVector) {
+        return ToOutputs(fn(params));
+      } else {
+        return [&]<std::size_t... I>(std::index_sequence<I...>) { return ToOutputs(fn(params[I]...)); }
+        (std::index_sequence_for<A...>{});
+      }
+    };
+  }
+};
+
+}  // namespace detail
+
+/// Makes an Exec from a function or lambda of one of the forms `Node(Node...)`,
+/// `std::vector<Node>(Node...)`, `std::tuple<Node...>(Node...)`, `Node(Graph&)` or
+/// `R(const std::vector<Node>&)` (any number of inputs).
+template <typename Fn>
+Exec NewExec(compute::BackendPtr backend, Fn&& fn, std::string name = "exec") {
+  using Traits = detail::CallableTraits<std::decay_t<Fn>>;
+  using Adapter = detail::GraphFnAdapter<std::decay_t<Fn>, typename Traits::Args>;
+  return Exec(std::move(backend), Adapter::Wrap(std::forward<Fn>(fn)), Adapter::kNumInputs, std::move(name));
+}
+
+}  // namespace kiln::graph

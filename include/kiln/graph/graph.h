@@ -1,0 +1,92 @@
+#pragma once
+/// Graph and Node: the symbolic computation a user function builds, op by op, before it is
+/// compiled by a backend.
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/compute/fwd.h"
+#include "kiln/compute/program.h"
+#include "kiln/core/shape.h"
+
+namespace kiln::graph {
+
+class Graph;
+
+/// A cheap handle to the output of one operation in a Graph: a future value with a known shape.
+class Node {
+ public:
+  /// An invalid handle (Ok() false).
+  Node() = default;
+
+  const Shape& shape() const;
+  DType dtype() const { return shape().dtype(); }
+  int rank() const { return shape().Rank(); }
+  /// The graph the node belongs to.
+  Graph& graph() const;
+  /// Position of the node in its graph (its value number in the Program).
+  int id() const { return id_; }
+  bool Ok() const { return graph_ != nullptr; }
+  /// "#3 Add(#1, #2) -> (Float32)[2, 3]".
+  std::string ToString() const;
+  /// The primitive op that produced the node.
+  compute::OpType op() const;
+  /// The node's operands.
+  std::vector<Node> operands() const;
+
+  friend bool operator==(const Node& a, const Node& b) { return a.graph_ == b.graph_ && a.id_ == b.id_; }
+
+ private:
+  friend class Graph;
+  Node(Graph* graph, int id) : graph_(graph), id_(id) {}
+  Graph* graph_ = nullptr;
+  int id_ = -1;
+};
+
+/// A computation graph under construction. Ops are free functions of kiln::graph taking and
+/// returning Nodes; each checks its operands' shapes and dtypes and throws kiln::Error (with
+/// the stack of the call) when they do not fit, before anything runs.
+/// Not copyable: nodes refer to it by address.
+class Graph {
+ public:
+  explicit Graph(std::string name = "graph");
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  ~Graph();
+
+  const std::string& name() const { return name_; }
+
+  /// A new input of the graph; parameters are numbered in creation order.
+  Node Parameter(const Shape& shape, const std::string& name = "");
+  int NumParameters() const { return static_cast<int>(parameters_.size()); }
+  Node ParameterNode(int index) const;
+
+  /// Appends a primitive op after checking operands and attributes with the op's shape rule
+  /// (compute::InferShape). Frontend functions call this; users call the functions.
+  Node AddOp(compute::OpType op, const std::vector<Node>& operands, compute::OpAttributes attrs = {});
+
+  /// Number of nodes so far.
+  int NumNodes() const { return static_cast<int>(instructions_.size()); }
+  const compute::Instruction& instruction(int id) const { return instructions_.at(static_cast<size_t>(id)); }
+  Node NodeAt(int id);
+
+  /// The Program computing `outputs` (only what they need), ready for a backend to compile.
+  /// `donatable[i]` marks parameter i as one whose buffer an execution may reuse.
+  std::shared_ptr<const compute::Program> Build(const std::vector<Node>& outputs,
+                                                const std::vector<bool>& donatable = {}) const;
+
+  /// A listing of every node.
+  std::string ToString() const;
+
+ private:
+  std::string name_;
+  // A deque: references returned by Node::shape() stay valid while nodes are added.
+  std::deque<compute::Instruction> instructions_;
+  std::vector<int> parameters_;
+  std::vector<std::string> parameter_names_;
+};
+
+}  // namespace kiln::graph

@@ -1,0 +1,204 @@
+#include "kiln/compute/program.h"
+
+#include <algorithm>
+#include <string>
+
+#include "core/check.h"
+#include "kiln/compute/shape_inference.h"
+
+namespace kiln::compute {
+
+namespace {
+
+// The attribute slots, named as the OpAttributes fields and the ops.def columns.
+enum class Attr {
+  index,
+  shape,
+  literal,
+  axis,
+  dtype,
+  axes,
+  permutation,
+  starts,
+  limits,
+  strides,
+  padding,
+  lhs_contracting,
+  rhs_contracting,
+  lhs_batch,
+  rhs_batch
+};
+
+struct OpInfo {
+  std::string_view name;
+  int arity;
+  OpCategory category;
+  std::vector<Attr> attrs;
+};
+
+const std::vector<OpInfo>& OpTable() {
+  static const std::vector<OpInfo> table = {
+#define KILN_OP(name, arity, category, ...) \
+  {#name, arity, OpCategory::category, [] { \
+     using enum Attr;                       \
+     return std::vector<Attr>{__VA_ARGS__}; \
+   }()},
+#include "kiln/compute/ops.def"
+#undef KILN_OP
+  };
+  return table;
+}
+
+static_assert(kNumOps == 74, "ops.def changed: update the op count, the shape rules and every kernel table");
+
+std::string Ints(const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
+
+std::string FormatAttr(Attr a, const OpAttributes& at) {
+  switch (a) {
+    case Attr::index:
+      return fmt::format("index={}", at.index);
+    case Attr::shape:
+      return fmt::format("shape={}", at.shape);
+    case Attr::literal: {
+      std::string v = at.literal.ToString();
+      if (v.size() > 60) v = v.substr(0, 57) + "...";
+      return "value=" + v;
+    }
+    case Attr::axis:
+      return fmt::format("axis={}", at.axis);
+    case Attr::dtype:
+      return fmt::format("dtype={}", at.dtype);
+    case Attr::axes:
+      return "axes=" + Ints(at.axes);
+    case Attr::permutation:
+      return "permutation=" + Ints(at.permutation);
+    case Attr::starts:
+      return "starts=" + Ints(at.starts);
+    case Attr::limits:
+      return "limits=" + Ints(at.limits);
+    case Attr::strides:
+      return "strides=" + Ints(at.strides);
+    case Attr::padding: {
+      std::vector<std::string> parts;
+      for (const auto& p : at.padding) parts.push_back(fmt::format("{}:{}:{}", p.low, p.high, p.interior));
+      return fmt::format("padding=[{}]", fmt::join(parts, ", "));
+    }
+    case Attr::lhs_contracting:
+      return "lhs_contracting=" + Ints(at.lhs_contracting);
+    case Attr::rhs_contracting:
+      return "rhs_contracting=" + Ints(at.rhs_contracting);
+    case Attr::lhs_batch:
+      return "lhs_batch=" + Ints(at.lhs_batch);
+    case Attr::rhs_batch:
+      return "rhs_batch=" + Ints(at.rhs_batch);
+  }
+  return "?";
+}
+
+const OpInfo& Info(OpType op) {
+  const auto i = static_cast<size_t>(op);
+  if (i >= OpTable().size()) detail::Throw("invalid op code {}", i);
+  return OpTable()[i];
+}
+
+}  // namespace
+
+std::string_view OpName(OpType op) { return Info(op).name; }
+int OpArity(OpType op) { return Info(op).arity; }
+OpCategory GetOpCategory(OpType op) { return Info(op).category; }
+
+const std::vector<OpType>& AllOps() {
+  static const std::vector<OpType> ops = [] {
+    std::vector<OpType> v;
+    for (int i = 0; i < kNumOps; ++i) v.push_back(static_cast<OpType>(i));
+    return v;
+  }();
+  return ops;
+}
+
+/// "Slice(starts=[0], limits=[2], strides=[1])": the op with its attributes.
+std::string FormatOp(OpType op, const OpAttributes& attrs) {
+  std::vector<std::string> parts;
+  for (Attr a : Info(op).attrs) parts.push_back(FormatAttr(a, attrs));
+  if (parts.empty()) return std::string(OpName(op));
+  return fmt::format("{}{{{}}}", OpName(op), fmt::join(parts, ", "));
+}
+
+Program::Program(std::vector<Instruction> instructions, std::vector<int> outputs, std::vector<bool> donatable)
+    : instructions_(std::move(instructions)), outputs_(std::move(outputs)), donatable_(std::move(donatable)) {
+  std::vector<int> by_index;
+  for (size_t id = 0; id < instructions_.size(); ++id) {
+    const Instruction& inst = instructions_[id];
+    if (inst.op != OpType::Parameter) continue;
+    const auto index = static_cast<size_t>(inst.attrs.index);
+    if (inst.attrs.index < 0 || index >= instructions_.size())
+      detail::Throw("Program: parameter index {} out of range", inst.attrs.index);
+    if (by_index.size() <= index) by_index.resize(index + 1, -1);
+    if (by_index[index] != -1) detail::Throw("Program: parameter {} defined twice", index);
+    by_index[index] = static_cast<int>(id);
+  }
+  for (size_t i = 0; i < by_index.size(); ++i) {
+    if (by_index[i] == -1) detail::Throw("Program: parameter {} is missing", i);
+  }
+  parameters_ = std::move(by_index);
+  if (donatable_.empty()) donatable_.assign(parameters_.size(), false);
+  if (donatable_.size() != parameters_.size()) {
+    detail::Throw("Program: {} donation flags for {} parameters", donatable_.size(), parameters_.size());
+  }
+  for (int out : outputs_) {
+    if (out < 0 || static_cast<size_t>(out) >= instructions_.size())
+      detail::Throw("Program: output #{} does not exist", out);
+  }
+}
+
+void Program::Verify() const {
+  for (size_t id = 0; id < instructions_.size(); ++id) {
+    const Instruction& inst = instructions_[id];
+    std::vector<Shape> operand_shapes;
+    for (int operand : inst.operands) {
+      if (operand < 0 || static_cast<size_t>(operand) >= id) {
+        detail::Throw("Program::Verify: #{} {} uses #{}, which is not an earlier instruction", id,
+                      OpName(inst.op), operand);
+      }
+      operand_shapes.push_back(instructions_[static_cast<size_t>(operand)].shape);
+    }
+    Shape inferred;
+    try {
+      inferred = InferShape(inst.op, operand_shapes, inst.attrs);
+    } catch (const Error& e) {
+      detail::Throw("Program::Verify: #{}: {}", id, e.message());
+    }
+    if (inferred != inst.shape) {
+      detail::Throw("Program::Verify: #{} {} has shape {} but its operands give {}", id, OpName(inst.op),
+                    inst.shape, inferred);
+    }
+  }
+}
+
+std::string Program::ToString() const {
+  std::string s = fmt::format("Program ({} parameters, {} instructions, outputs", parameters_.size(),
+                              instructions_.size());
+  for (int o : outputs_) s += fmt::format(" #{}", o);
+  s += ")\n";
+  for (size_t id = 0; id < instructions_.size(); ++id) {
+    const Instruction& inst = instructions_[id];
+    std::vector<std::string> operands;
+    for (int o : inst.operands) operands.push_back(fmt::format("#{}", o));
+    s += fmt::format("  #{} = {}({}) -> {}\n", id, FormatOp(inst.op, inst.attrs), fmt::join(operands, ", "),
+                     inst.shape);
+    for (size_t k = 0; k < inst.subprograms.size(); ++k) {
+      std::string sub = inst.subprograms[k]->ToString();
+      s += fmt::format("    sub-program {}:\n", k);
+      size_t start = 0;
+      while (start < sub.size()) {
+        size_t end = sub.find('\n', start);
+        if (end == std::string::npos) end = sub.size();
+        s += "      " + sub.substr(start, end - start) + "\n";
+        start = end + 1;
+      }
+    }
+  }
+  return s;
+}
+
+}  // namespace kiln::compute
