@@ -310,7 +310,8 @@ Shape InferShape(OpType op, const std::vector<Shape>& in, const OpAttributes& at
       const Shape& x = in[0];
       if (!IsValid(at.dtype)) Fail(op, "invalid target dtype");
       if (op == OpType::ConvertDType) return x.WithDType(at.dtype);
-      // Bitcast.
+      // Bitcast. Bool is excluded: arbitrary bits are not valid bools.
+      if (x.dtype() == DType::Bool || at.dtype == DType::Bool) Fail(op, "cannot bitcast from or to Bool");
       if (IsPacked(at.dtype)) Fail(op, fmt::format("cannot bitcast to the packed dtype {}", at.dtype));
       const int from = DTypeBits(x.dtype()), to = DTypeBits(at.dtype);
       std::vector<int64_t> dims = x.Dimensions();

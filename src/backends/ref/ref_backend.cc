@@ -75,8 +75,10 @@ void RefBackend::BufferToHost(const Buffer& buffer, void* dst) {
 const BackendCapabilities& RefBackend::Capabilities() const {
   static const BackendCapabilities caps = [] {
     BackendCapabilities c;
+    // Packed dtypes included: ref runs the storage ops (Parameter, Constant, Reshape,
+    // ConvertDType) on them, which are the only ops the shape rules accept for them.
     for (DType d : kAllDTypes) {
-      if (!IsPacked(d)) c.dtypes.push_back(d);
+      c.dtypes.push_back(d);
     }
     c.ops = AllOps();
     c.dynamic_shapes = DynamicShapes::None;
