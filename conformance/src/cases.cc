@@ -21,6 +21,9 @@ const std::vector<Case>& Cases() {
     internal::AddConvertCases(list);
     internal::AddDotCases(list);
     internal::AddEdgeCases(list);
+    internal::AddConvCases(list);
+    internal::AddIndexingCases(list);
+    internal::AddRandomControlCases(list);
     std::set<std::string> names;
     for (const Case& c : list.cases()) {
       if (!names.insert(c.name).second) throw std::logic_error("conformance table: duplicate row " + c.name);

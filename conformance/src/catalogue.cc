@@ -140,7 +140,15 @@ const std::vector<CatalogueEntry>& Catalogue() {
       {"MatMul", {OpType::DotGeneral}},
       {"Einsum", {OpType::DotGeneral}},
   };
-  return catalogue;
+  static const std::vector<CatalogueEntry> all = [] {
+    std::vector<CatalogueEntry> entries = catalogue;
+    // Graphs part 2: each family appends its functions (cases_<family>.cc).
+    internal::AddConvCatalogue(entries);
+    internal::AddIndexingCatalogue(entries);
+    internal::AddRandomControlCatalogue(entries);
+    return entries;
+  }();
+  return all;
 }
 
 namespace internal {
@@ -222,6 +230,13 @@ bool PrimitiveAccepts(OpType op, DType dtype) {
       in = {s};
       at.dtype = dtype;
       break;
+    // Graphs part 2: each family probes its own primitives (cases_<family>.cc).
+    case compute::OpCategory::Convolution:
+    case compute::OpCategory::Window:
+      return internal::ConvPrimitiveAccepts(op, dtype);
+    case compute::OpCategory::Indexing:
+    case compute::OpCategory::SortScan:
+      return internal::IndexingPrimitiveAccepts(op, dtype);
   }
   try {
     compute::InferShape(op, in, at);

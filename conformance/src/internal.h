@@ -134,6 +134,15 @@ void AddShapeCases(CaseList& list);
 void AddConvertCases(CaseList& list);
 void AddDotCases(CaseList& list);
 void AddEdgeCases(CaseList& list);
+// Graphs part 2: each family's catalogue entries and rows live in its own file.
+void AddConvCatalogue(std::vector<CatalogueEntry>& entries);  // cases_conv.cc
+void AddConvCases(CaseList& list);
+bool ConvPrimitiveAccepts(OpType op, DType dtype);                // For PrimitiveAccepts.
+void AddIndexingCatalogue(std::vector<CatalogueEntry>& entries);  // cases_indexing.cc
+void AddIndexingCases(CaseList& list);
+bool IndexingPrimitiveAccepts(OpType op, DType dtype);
+void AddRandomControlCatalogue(std::vector<CatalogueEntry>& entries);  // cases_random_control.cc
+void AddRandomControlCases(CaseList& list);
 
 // ---- Running ------------------------------------------------------------------------------------
 

@@ -26,7 +26,18 @@ enum class Attr {
   lhs_contracting,
   rhs_contracting,
   lhs_batch,
-  rhs_batch
+  rhs_batch,
+  conv,
+  window,
+  input_dilations,
+  kernel_dilations,
+  feature_groups,
+  batch_groups,
+  reduce_kind,
+  gather,
+  scatter,
+  sizes,
+  reverse
 };
 
 struct OpInfo {
@@ -49,7 +60,7 @@ const std::vector<OpInfo>& OpTable() {
   return table;
 }
 
-static_assert(kNumOps == 74, "ops.def changed: update the op count, the shape rules and every kernel table");
+static_assert(kNumOps == 83, "ops.def changed: update the op count, the shape rules and every kernel table");
 
 std::string Ints(const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
 
@@ -91,6 +102,38 @@ std::string FormatAttr(Attr a, const OpAttributes& at) {
       return "lhs_batch=" + Ints(at.lhs_batch);
     case Attr::rhs_batch:
       return "rhs_batch=" + Ints(at.rhs_batch);
+    case Attr::conv:
+      return fmt::format("conv=[b{} f{} s{}]x[i{} o{} s{}]->[b{} f{} s{}]", at.conv.input_batch,
+                         at.conv.input_feature, Ints(at.conv.input_spatial), at.conv.kernel_input_feature,
+                         at.conv.kernel_output_feature, Ints(at.conv.kernel_spatial), at.conv.output_batch,
+                         at.conv.output_feature, Ints(at.conv.output_spatial));
+    case Attr::window:
+      return "window=" + Ints(at.window);
+    case Attr::input_dilations:
+      return "input_dilations=" + Ints(at.input_dilations);
+    case Attr::kernel_dilations:
+      return "kernel_dilations=" + Ints(at.kernel_dilations);
+    case Attr::feature_groups:
+      return fmt::format("feature_groups={}", at.feature_groups);
+    case Attr::batch_groups:
+      return fmt::format("batch_groups={}", at.batch_groups);
+    case Attr::reduce_kind: {
+      static constexpr const char* kNames[] = {"Sum", "Product", "Max", "Min", "Set"};
+      return fmt::format("reduce={}", kNames[static_cast<int>(at.reduce_kind)]);
+    }
+    case Attr::gather:
+      return fmt::format(
+          "gather=[offset_dims={} collapsed={} start_index_map={} slice_sizes={} index_vector_dim={}]",
+          Ints(at.gather.offset_dims), Ints(at.gather.collapsed_slice_dims), Ints(at.gather.start_index_map),
+          Ints(at.gather.slice_sizes), at.gather.index_vector_dim);
+    case Attr::scatter:
+      return fmt::format("scatter=[update_window_dims={} inserted={} to_operand={} index_vector_dim={}]",
+                         Ints(at.scatter.update_window_dims), Ints(at.scatter.inserted_window_dims),
+                         Ints(at.scatter.scatter_dims_to_operand_dims), at.scatter.index_vector_dim);
+    case Attr::sizes:
+      return "sizes=" + Ints(at.sizes);
+    case Attr::reverse:
+      return fmt::format("reverse={}", at.reverse);
   }
   return "?";
 }

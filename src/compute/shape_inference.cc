@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 
+#include "compute/shape_rules.h"
 #include "core/check.h"
 
 namespace kiln::compute {
@@ -328,6 +329,14 @@ Shape InferShape(OpType op, const std::vector<Shape>& in, const OpAttributes& at
     }
     case OpCategory::Contraction:
       return DotShape(in, at);
+    case OpCategory::Convolution:
+      return ConvolutionShape(op, in, at);
+    case OpCategory::Window:
+      return WindowShape(op, in, at);
+    case OpCategory::Indexing:
+      return IndexingShape(op, in, at);
+    case OpCategory::SortScan:
+      return SortScanShape(op, in, at);
   }
   Fail(op, "unknown op category");
 }

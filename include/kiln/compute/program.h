@@ -41,6 +41,10 @@ enum class OpCategory {
   Movement,        ///< Data movement: reshape, transpose, broadcast, slice, pad...
   Convert,         ///< DType conversion and bit casts.
   Contraction,     ///< DotGeneral.
+  Convolution,     ///< ConvGeneral.
+  Window,          ///< ReduceWindow, SelectAndScatter.
+  Indexing,        ///< Gather, Scatter, DynamicSlice, DynamicUpdateSlice.
+  SortScan,        ///< ArgSort, CumSum.
 };
 
 /// The op's name as in ops.def ("Add", "DotGeneral"...).
@@ -60,6 +64,36 @@ struct PadAxis {
   friend bool operator==(const PadAxis&, const PadAxis&) = default;
 };
 
+/// How windows and scatters combine values.
+enum class ReduceKind { Sum, Product, Max, Min, Set };
+
+/// ConvGeneral's axis layout (XLA's dimension numbers): which axes of the input, kernel and
+/// output hold the batch, the features and the spatial dimensions.
+struct ConvDims {
+  int64_t input_batch = 0, input_feature = 0;
+  std::vector<int64_t> input_spatial;
+  int64_t kernel_input_feature = 0, kernel_output_feature = 0;
+  std::vector<int64_t> kernel_spatial;
+  int64_t output_batch = 0, output_feature = 0;
+  std::vector<int64_t> output_spatial;
+  friend bool operator==(const ConvDims&, const ConvDims&) = default;
+};
+
+/// Gather's dimension numbers (XLA's): offset_dims are the result axes of the slice, collapsed
+/// slice axes are dropped, start_index_map maps index vector entries to operand axes.
+struct GatherDims {
+  std::vector<int64_t> offset_dims, collapsed_slice_dims, start_index_map, slice_sizes;
+  int64_t index_vector_dim = 0;
+  friend bool operator==(const GatherDims&, const GatherDims&) = default;
+};
+
+/// Scatter's dimension numbers (XLA's).
+struct ScatterDims {
+  std::vector<int64_t> update_window_dims, inserted_window_dims, scatter_dims_to_operand_dims;
+  int64_t index_vector_dim = 0;
+  friend bool operator==(const ScatterDims&, const ScatterDims&) = default;
+};
+
 /// Typed attribute slots; each op uses the ones its ops.def entry names.
 struct OpAttributes {
   int64_t index = 0;                 ///< Parameter: its position.
@@ -72,6 +106,16 @@ struct OpAttributes {
   std::vector<int64_t> starts, limits, strides;                                 ///< Slice.
   std::vector<PadAxis> padding;                                                 ///< Pad.
   std::vector<int64_t> lhs_contracting, rhs_contracting, lhs_batch, rhs_batch;  ///< DotGeneral.
+  ConvDims conv;                                                                ///< ConvGeneral.
+  std::vector<int64_t> window;                   ///< ReduceWindow, SelectAndScatter: window sizes.
+  std::vector<int64_t> input_dilations;          ///< ConvGeneral (transposed conv), ReduceWindow (base).
+  std::vector<int64_t> kernel_dilations;         ///< ConvGeneral, ReduceWindow (window dilations).
+  int64_t feature_groups = 1, batch_groups = 1;  ///< ConvGeneral.
+  ReduceKind reduce_kind = ReduceKind::Sum;      ///< ReduceWindow, SelectAndScatter, Scatter.
+  GatherDims gather;                             ///< Gather.
+  ScatterDims scatter;                           ///< Scatter.
+  std::vector<int64_t> sizes;                    ///< DynamicSlice: the slice sizes.
+  bool reverse = false;                          ///< ArgSort: descending; CumSum: from the end.
 };
 
 /// One instruction: its result is value number `id` (its position in the program).

@@ -74,6 +74,14 @@ Kernel KernelOf(const Instruction& inst, const std::vector<Shape>& operands) {
                                         : MakeConvertKernel(inst, operands);
     case OpCategory::Contraction:
       return MakeDotKernel(inst, operands);
+    case OpCategory::Convolution:
+      return MakeConvKernel(inst, operands);
+    case OpCategory::Window:
+      return MakeWindowKernel(inst, operands);
+    case OpCategory::Indexing:
+      return MakeIndexingKernel(inst, operands);
+    case OpCategory::SortScan:
+      return MakeSortScanKernel(inst, operands);
   }
   NoKernel(inst.op, inst.shape.dtype());
 }

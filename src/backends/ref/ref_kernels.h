@@ -42,6 +42,14 @@ Kernel MakeConvertKernel(const Instruction& inst, const std::vector<Shape>& oper
 Kernel MakeLeafKernel(const Instruction& inst);
 /// DotGeneral (ref_dot.cc).
 Kernel MakeDotKernel(const Instruction& inst, const std::vector<Shape>& operands);
+/// ConvGeneral (ref_conv.cc).
+Kernel MakeConvKernel(const Instruction& inst, const std::vector<Shape>& operands);
+/// ReduceWindow, SelectAndScatter (ref_window.cc).
+Kernel MakeWindowKernel(const Instruction& inst, const std::vector<Shape>& operands);
+/// Gather, Scatter, DynamicSlice, DynamicUpdateSlice (ref_indexing.cc).
+Kernel MakeIndexingKernel(const Instruction& inst, const std::vector<Shape>& operands);
+/// ArgSort, CumSum (ref_sort.cc).
+Kernel MakeSortScanKernel(const Instruction& inst, const std::vector<Shape>& operands);
 
 /// Throws kiln::Error: the interpreter has no kernel for `op` on `dtype` (the shape rules
 /// should have rejected it).
