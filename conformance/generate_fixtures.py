@@ -13,6 +13,7 @@ float64 reference results to it.
 """
 
 import io
+import itertools
 import math
 import os
 import sys
@@ -206,12 +207,159 @@ def contraction_fixtures():
     return arrays
 
 
+# ---- Convolutions (graph/conv.h) ----------------------------------------------------------------
+# A plain loop reference of XLA's convolution in [batch, spatial..., features] layout with a
+# [spatial..., in_features / groups, out_features] kernel. Small non-negative integers: every
+# result is exact in every numeric dtype (at most 127).
+
+CONVS = [
+    # name, x shape, kernel shape, strides, padding (low, high), lhs dilation, rhs dilation, groups, batch groups
+    ("conv1d_stride_pad", (2, 7, 2), (3, 2, 2), (2,), ((1, 2),), (1,), (1,), 1, 1),
+    ("conv1d_lhs_dilation", (1, 4, 1), (3, 1, 2), (1,), ((2, 2),), (2,), (1,), 1, 1),
+    ("conv2d_dilated", (1, 5, 5, 2), (2, 2, 2, 1), (1, 1), ((0, 0), (1, 0)), (1, 1), (2, 2), 1, 1),
+    ("conv2d_groups", (1, 3, 4, 4), (2, 2, 2, 4), (1, 2), ((0, 1), (0, 1)), (1, 1), (1, 1), 2, 1),
+    ("conv2d_batch_groups", (4, 3, 3, 1), (2, 2, 1, 2), (1, 1), ((0, 0), (0, 0)), (1, 1), (1, 1), 1, 2),
+    ("conv3d", (1, 3, 3, 3, 1), (2, 2, 2, 1, 2), (1, 1, 2), ((0, 0), (0, 0), (0, 1)), (1, 1, 1), (1, 1, 1), 1, 1),
+]
+
+
+def conv_reference(x, k, strides, padding, lhs_dil, rhs_dil, groups, batch_groups):
+    n = x.ndim - 2
+    batch, features = x.shape[0], x.shape[-1]
+    # Input dilation then edge padding.
+    dil_shape = [batch] + [(s - 1) * d + 1 for s, d in zip(x.shape[1:-1], lhs_dil)] + [features]
+    xd = np.zeros(dil_shape)
+    xd[(slice(None),) + tuple(slice(None, None, d) for d in lhs_dil) + (slice(None),)] = x
+    xp = np.pad(xd, [(0, 0)] + [tuple(p) for p in padding] + [(0, 0)])
+    ksp = k.shape[:n]
+    kin, kout = k.shape[n], k.shape[n + 1]
+    span = [(w - 1) * d + 1 for w, d in zip(ksp, rhs_dil)]
+    out_sp = [(p - s) // st + 1 if p >= s else 0 for p, s, st in zip(xp.shape[1:-1], span, strides)]
+    out_batch = batch // batch_groups
+    y = np.zeros([out_batch] + out_sp + [kout])
+    fg_out = kout // groups
+    bg_out = kout // batch_groups
+    for b in range(out_batch):
+        for pos in itertools.product(*[range(o) for o in out_sp]):
+            for f in range(kout):
+                ib = (f // bg_out) * out_batch + b
+                c0 = (f // fg_out) * kin
+                acc = 0.0
+                for tap in itertools.product(*[range(w) for w in ksp]):
+                    idx = tuple(o * st + t * d for o, st, t, d in zip(pos, strides, tap, rhs_dil))
+                    for c in range(kin):
+                        acc += xp[(ib,) + idx + (c0 + c,)] * k[tap + (c, f)]
+                y[(b,) + pos + (f,)] = acc
+    return y
+
+
+def conv_fixtures():
+    rng = np.random.default_rng(20241129)
+    arrays = {}
+    for name, xs, ks, st, pad, ld, rd, g, bg in CONVS:
+        x = rng.integers(0, 3, size=xs).astype(np.float64)
+        k = rng.integers(0, 3, size=ks).astype(np.float64)
+        y = f64(conv_reference(x, k, st, pad, ld, rd, g, bg))
+        if y.size and (y.max() > 127 or y.min() < 0):
+            sys.exit(f"{name}: result out of the exact range")
+        arrays[f"{name}.x"] = x
+        arrays[f"{name}.k"] = k
+        arrays[f"{name}.y"] = y
+    return arrays
+
+
+# ---- Random numbers (graph/random.h) -------------------------------------------------------------
+# An independent Philox-4x32-10 (Random123's philox4x32_R(10, ...)) in Python integers, the
+# state layout [key, counter_hi, counter_lo] and the distributions as random.h documents them.
+
+M32 = 0xFFFFFFFF
+M64 = 0xFFFFFFFFFFFFFFFF
+
+
+def philox4x32(c, k):
+    c, k = list(c), list(k)
+    for r in range(10):
+        if r > 0:
+            k = [(k[0] + 0x9E3779B9) & M32, (k[1] + 0xBB67AE85) & M32]
+        p0, p1 = 0xD2511F53 * c[0], 0xCD9E8D57 * c[2]
+        c = [(p1 >> 32) ^ c[1] ^ k[0], p1 & M32, (p0 >> 32) ^ c[3] ^ k[1], p0 & M32]
+    return c
+
+
+def philox_words(state, count):
+    """(next state, count 32-bit words) from state [key, hi, lo]."""
+    key, hi, lo = state
+    words = []
+    blocks = (count + 3) // 4
+    for b in range(blocks):
+        lb = (lo + b) & M64
+        hb = (hi + (1 if lb < lo else 0)) & M64
+        words += philox4x32([lb & M32, lb >> 32, hb & M32, hb >> 32], [key & M32, key >> 32])
+    nlo = (lo + blocks) & M64
+    nhi = (hi + (1 if nlo < lo else 0)) & M64
+    return [key, nhi, nlo], words[:count]
+
+
+def philox_words64(state, count):
+    state, w = philox_words(state, 2 * count)
+    return state, [w[2 * j] | (w[2 * j + 1] << 32) for j in range(count)]
+
+
+PRECISION = {"f64": 53, "f32": 24, "f16": 11, "bf16": 8}
+
+
+def uniform(state, n, p):
+    if p == 53:
+        state, w = philox_words64(state, n)
+        return state, [math.ldexp(x >> 11, -53) for x in w]
+    state, w = philox_words(state, n)
+    return state, [math.ldexp(x >> (32 - p), -p) for x in w]
+
+
+def random_fixtures():
+    arrays = {}
+    seed = [42, 0, 0]
+    # Known answers of Philox itself (Random123's kat_vectors).
+    kat = philox4x32([0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344], [0xA4093822, 0x299F31D0])
+    if kat != [0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1]:
+        sys.exit("philox4x32: known-answer test failed")
+    for name, p in PRECISION.items():
+        arrays[f"uniform.{name}"] = f64(uniform(seed, 8, p)[1])
+    # Two calls in a row: the second continues after the first's blocks (3 of them).
+    st, _ = uniform(seed, 10, 24)
+    arrays["uniform.second_call"] = f64(uniform(st, 6, 24)[1])
+    arrays["uniform.state_after"] = f64(st)
+    # Normal: Box-Muller on the uniforms of the computing precision (float32 for halves).
+    for name, p in [("f64", 53), ("f32", 24)]:
+        _, u = uniform(seed, 16, p)
+        u1, u2 = u[:8], u[8:]
+        arrays[f"normal.{name}"] = f64(
+            [math.sqrt(-2.0 * math.log(1.0 - a)) * math.cos(2.0 * math.pi * b) for a, b in zip(u1, u2)])
+    _, w = philox_words64(seed, 12)
+    arrays["intn.7"] = f64([x % 7 for x in w])
+    _, w = philox_words(seed, 12)
+    t = math.ceil(math.ldexp(0.3, 32))
+    arrays["bernoulli.0.3"] = f64([1.0 if x < t else 0.0 for x in w])
+    n, size = 6, 8
+    _, w = philox_words(seed, n * size)
+    t = math.ceil(math.ldexp(0.5, 32))
+    arrays["binomial.6.0.5"] = f64([sum(1 for i in range(n) if w[i * size + j] < t) for j in range(size)])
+    # Split: the keys are four words of the state's stream, counters 0.
+    _, w = philox_words(seed, 4)
+    a, b = [w[0] | (w[1] << 32), 0, 0], [w[2] | (w[3] << 32), 0, 0]
+    arrays["split.a"] = f64(uniform(a, 8, 24)[1])
+    arrays["split.b"] = f64(uniform(b, 8, 24)[1])
+    return arrays
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     write_npz(os.path.join(OUT, "unary.npz"), unary_fixtures())
     write_npz(os.path.join(OUT, "binary.npz"), binary_fixtures())
     write_npz(os.path.join(OUT, "reduce.npz"), reduce_fixtures())
     write_npz(os.path.join(OUT, "contraction.npz"), contraction_fixtures())
+    write_npz(os.path.join(OUT, "conv.npz"), conv_fixtures())
+    write_npz(os.path.join(OUT, "random.npz"), random_fixtures())
 
 
 if __name__ == "__main__":

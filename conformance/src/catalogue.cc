@@ -237,6 +237,8 @@ bool PrimitiveAccepts(OpType op, DType dtype) {
     case compute::OpCategory::Indexing:
     case compute::OpCategory::SortScan:
       return internal::IndexingPrimitiveAccepts(op, dtype);
+    case compute::OpCategory::Control:
+      return internal::ControlPrimitiveAccepts(op, dtype);
   }
   try {
     compute::InferShape(op, in, at);

@@ -48,7 +48,7 @@ namespace internal {
 namespace {
 
 // The dtypes an instruction counts for in the primitive rows: the operand dtype (the values'
-// for Where), the result's for leaves, both for conversions.
+// for Where, every value's for control flow), the result's for leaves, both for conversions.
 std::vector<DType> KeyDTypes(const compute::Program& program, const compute::Instruction& inst) {
   auto operand = [&](size_t i) {
     return program.Instructions()[static_cast<size_t>(inst.operands[i])].shape.dtype();
@@ -60,6 +60,14 @@ std::vector<DType> KeyDTypes(const compute::Program& program, const compute::Ins
       return {operand(1)};
     case compute::OpCategory::Convert:
       return {operand(0), inst.shape.dtype()};
+    case compute::OpCategory::Control: {
+      // GetTupleElement: its value's; tuple ops: their values' (not If's predicate).
+      if (inst.op == compute::OpType::GetTupleElement) return {inst.shape.dtype()};
+      std::vector<DType> v;
+      for (size_t i = inst.op == compute::OpType::If ? 1 : 0; i < inst.operands.size(); ++i)
+        v.push_back(operand(i));
+      return v;
+    }
     default:
       if (inst.operands.empty()) return {inst.shape.dtype()};
       return {operand(0)};

@@ -143,6 +143,7 @@ void AddIndexingCases(CaseList& list);
 bool IndexingPrimitiveAccepts(OpType op, DType dtype);
 void AddRandomControlCatalogue(std::vector<CatalogueEntry>& entries);  // cases_random_control.cc
 void AddRandomControlCases(CaseList& list);
+bool ControlPrimitiveAccepts(OpType op, DType dtype);
 
 // ---- Running ------------------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <utility>
@@ -128,12 +129,23 @@ Outcome RunOne(const compute::BackendPtr& backend, const compute::BackendCapabil
   } catch (const std::exception& e) {
     return fail(fmt::format("building the graph threw: {}\n  {}", ErrorText(e), header()));
   }
-  // Skip what the backend declares absent.
-  for (const compute::Instruction& inst : out.program->Instructions()) {
-    if (!caps.HasOp(inst.op) || !caps.HasDType(inst.shape.dtype())) {
-      out.status = Outcome::Status::kSkip;
-      return out;
+  // Skip what the backend declares absent (in sub-programs too; a tuple op by its results).
+  std::function<bool(const compute::Program&)> supported = [&](const compute::Program& p) {
+    for (const compute::Instruction& inst : p.Instructions()) {
+      if (!caps.HasOp(inst.op)) return false;
+      if (!inst.IsTuple() && !caps.HasDType(inst.shape.dtype())) return false;
+      for (const Shape& s : inst.tuple_shapes) {
+        if (!caps.HasDType(s.dtype())) return false;
+      }
+      for (const auto& sub : inst.subprograms) {
+        if (sub && !supported(*sub)) return false;
+      }
     }
+    return true;
+  };
+  if (!supported(*out.program)) {
+    out.status = Outcome::Status::kSkip;
+    return out;
   }
   for (const Tensor& t : c.expected) {
     if (!caps.HasDType(t.dtype())) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "compute/shape_rules.h"
 #include "core/check.h"
 #include "kiln/compute/shape_inference.h"
 
@@ -37,7 +38,8 @@ enum class Attr {
   gather,
   scatter,
   sizes,
-  reverse
+  reverse,
+  trip_count
 };
 
 struct OpInfo {
@@ -60,7 +62,7 @@ const std::vector<OpInfo>& OpTable() {
   return table;
 }
 
-static_assert(kNumOps == 83, "ops.def changed: update the op count, the shape rules and every kernel table");
+static_assert(kNumOps == 87, "ops.def changed: update the op count, the shape rules and every kernel table");
 
 std::string Ints(const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
 
@@ -134,6 +136,8 @@ std::string FormatAttr(Attr a, const OpAttributes& at) {
       return "sizes=" + Ints(at.sizes);
     case Attr::reverse:
       return fmt::format("reverse={}", at.reverse);
+    case Attr::trip_count:
+      return fmt::format("trip_count={}", at.trip_count);
   }
   return "?";
 }
@@ -198,16 +202,46 @@ void Program::Verify() const {
   for (size_t id = 0; id < instructions_.size(); ++id) {
     const Instruction& inst = instructions_[id];
     std::vector<Shape> operand_shapes;
+    std::vector<Shape> tuple_operand;
     for (int operand : inst.operands) {
       if (operand < 0 || static_cast<size_t>(operand) >= id) {
         detail::Throw("Program::Verify: #{} {} uses #{}, which is not an earlier instruction", id,
                       OpName(inst.op), operand);
       }
-      operand_shapes.push_back(instructions_[static_cast<size_t>(operand)].shape);
+      const Instruction& from = instructions_[static_cast<size_t>(operand)];
+      if (from.IsTuple() && inst.op != OpType::GetTupleElement) {
+        detail::Throw("Program::Verify: #{} {} uses the tuple #{} directly (read it with GetTupleElement)",
+                      id, OpName(inst.op), operand);
+      }
+      if (inst.op == OpType::GetTupleElement) tuple_operand = from.tuple_shapes;
+      operand_shapes.push_back(from.shape);
+    }
+    const bool tuple_op = IsTupleOp(inst.op);
+    if (!tuple_op && (inst.IsTuple() || !inst.subprograms.empty())) {
+      detail::Throw("Program::Verify: #{} {} has tuple shapes or sub-programs, which only tuple ops have", id,
+                    OpName(inst.op));
+    }
+    if (tuple_op) {
+      std::vector<Shape> inferred;
+      try {
+        for (size_t k = 0; k < inst.subprograms.size(); ++k) {
+          if (inst.subprograms[k]) inst.subprograms[k]->Verify();
+        }
+        inferred = InferTupleShapes(inst.op, operand_shapes, inst.attrs, inst.subprograms);
+      } catch (const Error& e) {
+        detail::Throw("Program::Verify: #{}: {}", id, e.message());
+      }
+      if (inferred != inst.tuple_shapes || inst.shape.Ok()) {
+        detail::Throw("Program::Verify: #{} {} has results that do not match its operands and sub-programs",
+                      id, OpName(inst.op));
+      }
+      continue;
     }
     Shape inferred;
     try {
-      inferred = InferShape(inst.op, operand_shapes, inst.attrs);
+      inferred = inst.op == OpType::GetTupleElement && operand_shapes.size() == 1
+                     ? InferTupleElementShape(tuple_operand, inst.attrs)
+                     : InferShape(inst.op, operand_shapes, inst.attrs);
     } catch (const Error& e) {
       detail::Throw("Program::Verify: #{}: {}", id, e.message());
     }
@@ -215,6 +249,10 @@ void Program::Verify() const {
       detail::Throw("Program::Verify: #{} {} has shape {} but its operands give {}", id, OpName(inst.op),
                     inst.shape, inferred);
     }
+  }
+  for (int out : outputs_) {
+    if (instructions_[static_cast<size_t>(out)].IsTuple())
+      detail::Throw("Program::Verify: output #{} is a tuple (output its elements)", out);
   }
 }
 
@@ -227,8 +265,14 @@ std::string Program::ToString() const {
     const Instruction& inst = instructions_[id];
     std::vector<std::string> operands;
     for (int o : inst.operands) operands.push_back(fmt::format("#{}", o));
+    std::string shape = inst.shape.ToString();
+    if (inst.IsTuple()) {
+      std::vector<std::string> parts;
+      for (const Shape& t : inst.tuple_shapes) parts.push_back(t.ToString());
+      shape = fmt::format("({})", fmt::join(parts, ", "));
+    }
     s += fmt::format("  #{} = {}({}) -> {}\n", id, FormatOp(inst.op, inst.attrs), fmt::join(operands, ", "),
-                     inst.shape);
+                     shape);
     for (size_t k = 0; k < inst.subprograms.size(); ++k) {
       std::string sub = inst.subprograms[k]->ToString();
       s += fmt::format("    sub-program {}:\n", k);

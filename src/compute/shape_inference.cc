@@ -337,6 +337,8 @@ Shape InferShape(OpType op, const std::vector<Shape>& in, const OpAttributes& at
       return IndexingShape(op, in, at);
     case OpCategory::SortScan:
       return SortScanShape(op, in, at);
+    case OpCategory::Control:
+      return ControlShape(op, in, at);
   }
   Fail(op, "unknown op category");
 }

@@ -2,6 +2,7 @@
 // Shape rules of the op families that live in their own files; compute::InferShape dispatches
 // to them after its common checks (operand count, packed and dynamic operands).
 
+#include <memory>
 #include <vector>
 
 #include "kiln/compute/program.h"
@@ -16,5 +17,19 @@ Shape WindowShape(OpType op, const std::vector<Shape>& operands, const OpAttribu
 Shape IndexingShape(OpType op, const std::vector<Shape>& operands, const OpAttributes& attrs);
 /// ArgSort, CumSum (shape_rules_indexing.cc).
 Shape SortScanShape(OpType op, const std::vector<Shape>& operands, const OpAttributes& attrs);
+
+// ---- Control flow (shape_rules_control.cc) ------------------------------------------------------
+
+/// While, If, OptimizationBarrier: the ops whose result is a tuple (Instruction::tuple_shapes).
+bool IsTupleOp(OpType op);
+/// InferShape's rule for the Control category: always an error (tuple ops have no single shape;
+/// GetTupleElement needs its tuple's shapes), saying which function to use.
+Shape ControlShape(OpType op, const std::vector<Shape>& operands, const OpAttributes& attrs);
+/// The results of a tuple op on operands of `operands` shapes, after checking its sub-programs'
+/// signatures (parameters and outputs). Throws kiln::Error naming the op.
+std::vector<Shape> InferTupleShapes(OpType op, const std::vector<Shape>& operands, const OpAttributes& attrs,
+                                    const std::vector<std::shared_ptr<const Program>>& subprograms);
+/// GetTupleElement's result: element attrs.index of a tuple of `tuple_shapes`.
+Shape InferTupleElementShape(const std::vector<Shape>& tuple_shapes, const OpAttributes& attrs);
 
 }  // namespace kiln::compute

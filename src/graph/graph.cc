@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "compute/shape_rules.h"
 #include "core/check.h"
 #include "kiln/compute/shape_inference.h"
 
@@ -61,9 +62,8 @@ Node Graph::NodeAt(int id) {
   return Node(this, id);
 }
 
-Node Graph::AddOp(compute::OpType op, const std::vector<Node>& operands, compute::OpAttributes attrs) {
-  std::vector<Shape> shapes;
-  std::vector<int> ids;
+void Graph::CollectOperands(compute::OpType op, const std::vector<Node>& operands, std::vector<Shape>& shapes,
+                            std::vector<int>& ids) const {
   shapes.reserve(operands.size());
   for (size_t i = 0; i < operands.size(); ++i) {
     const Node& n = operands[i];
@@ -76,9 +76,45 @@ Node Graph::AddOp(compute::OpType op, const std::vector<Node>& operands, compute
     shapes.push_back(instructions_[static_cast<size_t>(n.id_)].shape);
     ids.push_back(n.id_);
   }
-  Shape shape = compute::InferShape(op, shapes, attrs);
-  instructions_.push_back(compute::Instruction{op, std::move(ids), std::move(attrs), std::move(shape), {}});
+}
+
+Node Graph::AddOp(compute::OpType op, const std::vector<Node>& operands, compute::OpAttributes attrs) {
+  std::vector<Shape> shapes;
+  std::vector<int> ids;
+  CollectOperands(op, operands, shapes, ids);
+  Shape shape;
+  const compute::Instruction* tuple = op == compute::OpType::GetTupleElement && ids.size() == 1
+                                          ? &instructions_[static_cast<size_t>(ids[0])]
+                                          : nullptr;
+  if (tuple != nullptr && tuple->IsTuple()) {
+    shape = compute::InferTupleElementShape(tuple->tuple_shapes, attrs);
+  } else {
+    shape = compute::InferShape(op, shapes, attrs);
+  }
+  instructions_.push_back(
+      compute::Instruction{op, std::move(ids), std::move(attrs), std::move(shape), {}, {}});
   return Node(this, NumNodes() - 1);
+}
+
+std::vector<Node> Graph::AddTupleOp(compute::OpType op, const std::vector<Node>& operands,
+                                    compute::OpAttributes attrs,
+                                    std::vector<std::shared_ptr<const compute::Program>> subprograms) {
+  std::vector<Shape> shapes;
+  std::vector<int> ids;
+  CollectOperands(op, operands, shapes, ids);
+  std::vector<Shape> results = compute::InferTupleShapes(op, shapes, attrs, subprograms);
+  instructions_.push_back(
+      compute::Instruction{op, std::move(ids), std::move(attrs), Shape(), std::move(subprograms), results});
+  const int tuple = NumNodes() - 1;
+  std::vector<Node> nodes;
+  for (size_t i = 0; i < results.size(); ++i) {
+    compute::OpAttributes at;
+    at.index = static_cast<int64_t>(i);
+    instructions_.push_back(
+        compute::Instruction{compute::OpType::GetTupleElement, {tuple}, at, results[i], {}, {}});
+    nodes.push_back(Node(this, NumNodes() - 1));
+  }
+  return nodes;
 }
 
 std::shared_ptr<const compute::Program> Graph::Build(const std::vector<Node>& outputs,

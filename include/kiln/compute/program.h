@@ -45,6 +45,7 @@ enum class OpCategory {
   Window,          ///< ReduceWindow, SelectAndScatter.
   Indexing,        ///< Gather, Scatter, DynamicSlice, DynamicUpdateSlice.
   SortScan,        ///< ArgSort, CumSum.
+  Control,         ///< While, If, OptimizationBarrier (tuple results), GetTupleElement.
 };
 
 /// The op's name as in ops.def ("Add", "DotGeneral"...).
@@ -116,6 +117,7 @@ struct OpAttributes {
   ScatterDims scatter;                           ///< Scatter.
   std::vector<int64_t> sizes;                    ///< DynamicSlice: the slice sizes.
   bool reverse = false;                          ///< ArgSort: descending; CumSum: from the end.
+  int64_t trip_count = -1;  ///< While: the static iteration count, -1 when data-dependent.
 };
 
 /// One instruction: its result is value number `id` (its position in the program).
@@ -123,9 +125,12 @@ struct Instruction {
   OpType op;
   std::vector<int> operands;  ///< Value numbers of earlier instructions.
   OpAttributes attrs;
-  Shape shape;  ///< Result shape.
+  Shape shape;  ///< Result shape (an invalid Shape() for tuple-producing ops).
   /// Programs the op runs (loop condition and body, branches, comparators), in op order.
   std::vector<std::shared_ptr<const class Program>> subprograms;
+  /// The results of a tuple-producing op (While, If, OptimizationBarrier); empty otherwise.
+  std::vector<Shape> tuple_shapes = {};
+  bool IsTuple() const { return !tuple_shapes.empty(); }
 };
 
 /// A compiled-unit description: built once by the graph layer, then read-only.

@@ -67,6 +67,12 @@ class Graph {
   /// Appends a primitive op after checking operands and attributes with the op's shape rule
   /// (compute::InferShape). Frontend functions call this; users call the functions.
   Node AddOp(compute::OpType op, const std::vector<Node>& operands, compute::OpAttributes attrs = {});
+  /// Appends a tuple-producing op (While, If, OptimizationBarrier) with its sub-programs after
+  /// checking them (compute::InferTupleShapes), then one GetTupleElement node per result, which
+  /// it returns. The control-flow functions (control_flow.h) call this.
+  std::vector<Node> AddTupleOp(compute::OpType op, const std::vector<Node>& operands,
+                               compute::OpAttributes attrs,
+                               std::vector<std::shared_ptr<const compute::Program>> subprograms);
 
   /// Number of nodes so far.
   int NumNodes() const { return static_cast<int>(instructions_.size()); }
@@ -82,6 +88,10 @@ class Graph {
   std::string ToString() const;
 
  private:
+  /// Checks that `operands` are valid nodes of this graph; their shapes and ids.
+  void CollectOperands(compute::OpType op, const std::vector<Node>& operands, std::vector<Shape>& shapes,
+                       std::vector<int>& ids) const;
+
   std::string name_;
   // A deque: references returned by Node::shape() stay valid while nodes are added.
   std::deque<compute::Instruction> instructions_;

@@ -26,8 +26,9 @@ enum class Reuse {
 
 struct Step {
   const Instruction* inst;
-  int64_t bytes;  ///< Result size.
-  Kernel kernel;  ///< Empty for Parameter.
+  int64_t bytes;             ///< Result size.
+  Kernel kernel;             ///< Empty for Parameter, tuple ops and GetTupleElement.
+  TupleKernel tuple_kernel;  ///< Tuple ops (While, If, OptimizationBarrier).
   Reuse reuse = Reuse::None;
   std::vector<int> release;  ///< Values whose last use is this step, freed after it.
 };
@@ -82,6 +83,8 @@ Kernel KernelOf(const Instruction& inst, const std::vector<Shape>& operands) {
       return MakeIndexingKernel(inst, operands);
     case OpCategory::SortScan:
       return MakeSortScanKernel(inst, operands);
+    case OpCategory::Control:
+      return Kernel();  // Tuple ops and GetTupleElement run in Execute.
   }
   NoKernel(inst.op, inst.shape.dtype());
 }
@@ -92,6 +95,8 @@ struct Value {
   uint8_t* data = nullptr;
   /// The execution may overwrite it (an intermediate, or an input donated to it).
   bool owned = false;
+  /// The results of a tuple op (buffer and data are then empty).
+  std::vector<BufferPtr> tuple;
 };
 
 class RefExecutable final : public Executable {
@@ -109,15 +114,22 @@ class RefExecutable final : public Executable {
     for (int o : program_->Outputs()) last_use[static_cast<size_t>(o)] = n;
     for (int id = 0; id < n; ++id) {
       const Instruction& inst = insts[static_cast<size_t>(id)];
-      if (!inst.subprograms.empty()) {
-        detail::Throw(
-            "backend \"ref\": instruction #{} ({}) has sub-programs, which the ref interpreter does not run",
-            id, OpName(inst.op));
+      if (!inst.subprograms.empty() && !inst.IsTuple()) {
+        detail::Throw("backend \"ref\": instruction #{} ({}) has sub-programs but is not a tuple op", id,
+                      OpName(inst.op));
       }
       std::vector<Shape> operands;
       for (int o : inst.operands) operands.push_back(insts[static_cast<size_t>(o)].shape);
-      steps_.push_back(
-          Step{&inst, inst.shape.ByteSize(), KernelOf(inst, operands), ReuseOf(inst, operands), {}});
+      if (inst.IsTuple()) {
+        steps_.push_back(Step{&inst, 0, Kernel(), MakeControlKernel(backend_, inst), Reuse::None, {}});
+        continue;
+      }
+      steps_.push_back(Step{&inst,
+                            inst.shape.ByteSize(),
+                            KernelOf(inst, operands),
+                            TupleKernel(),
+                            ReuseOf(inst, operands),
+                            {}});
     }
     for (int id = 0; id < n; ++id) {
       const int last = last_use[static_cast<size_t>(id)];
@@ -143,7 +155,17 @@ class RefExecutable final : public Executable {
       Value& result = values[id];
       if (inst.op == OpType::Parameter) {
         const auto index = static_cast<size_t>(inst.attrs.index);
-        result = Value{inputs[index], backend_->AsRefBuffer(*inputs[index])->data(), owned_inputs[index]};
+        result = Value{inputs[index], backend_->AsRefBuffer(*inputs[index])->data(), owned_inputs[index], {}};
+      } else if (step.tuple_kernel) {
+        std::vector<BufferPtr> operand_buffers;
+        for (int o : inst.operands) operand_buffers.push_back(values[static_cast<size_t>(o)].buffer);
+        result.tuple = step.tuple_kernel(operand_buffers, device);
+      } else if (inst.op == OpType::GetTupleElement) {
+        // Shares the tuple's buffer, so not owned: never overwritten, copied when output.
+        BufferPtr b =
+            values[static_cast<size_t>(inst.operands[0])].tuple.at(static_cast<size_t>(inst.attrs.index));
+        uint8_t* data = backend_->AsRefBuffer(*b)->data();
+        result = Value{std::move(b), data, false, {}};
       } else {
         operand_data.clear();
         for (int o : inst.operands) operand_data.push_back(values[static_cast<size_t>(o)].data);
@@ -226,7 +248,7 @@ class RefExecutable final : public Executable {
     }
     for (auto it = spare.begin(); it != spare.end(); ++it) {
       if ((*it)->ByteSize() == step.bytes) {
-        Value taken{std::move(*it), nullptr, true};
+        Value taken{std::move(*it), nullptr, true, {}};
         spare.erase(it);
         taken.data = backend_->AsRefBuffer(*taken.buffer)->data();
         return taken;
@@ -234,7 +256,7 @@ class RefExecutable final : public Executable {
     }
     std::shared_ptr<RefBuffer> buffer = backend_->NewBuffer(step.bytes);
     uint8_t* data = buffer->data();
-    return Value{std::move(buffer), data, true};
+    return Value{std::move(buffer), data, true, {}};
   }
 
   RefBackend* backend_;

@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kiln/compute/fwd.h"
 #include "kiln/compute/program.h"
 #include "kiln/core/dtype.h"
 #include "kiln/core/half.h"
@@ -50,6 +51,13 @@ Kernel MakeWindowKernel(const Instruction& inst, const std::vector<Shape>& opera
 Kernel MakeIndexingKernel(const Instruction& inst, const std::vector<Shape>& operands);
 /// ArgSort, CumSum (ref_sort.cc).
 Kernel MakeSortScanKernel(const Instruction& inst, const std::vector<Shape>& operands);
+
+class RefBackend;
+/// A compiled tuple op (While, If, OptimizationBarrier; ref_control.cc): the operands' buffers in,
+/// the results' buffers out, never aliasing an operand. Sub-programs are compiled once, as ref
+/// executables of their own, when the kernel is made.
+using TupleKernel = std::function<std::vector<BufferPtr>(const std::vector<BufferPtr>& operands, int device)>;
+TupleKernel MakeControlKernel(RefBackend* backend, const Instruction& inst);
 
 /// Throws kiln::Error: the interpreter has no kernel for `op` on `dtype` (the shape rules
 /// should have rejected it).

@@ -1,0 +1,44 @@
+#pragma once
+/// Sorting, top-k, cumulative sums and the softmax family (GoMLX's names).
+
+#include <cstdint>
+#include <vector>
+
+#include "kiln/graph/graph.h"
+
+namespace kiln::graph {
+
+/// Sorted values and the positions (Int32, along the sorted axis) they came from.
+struct ValuesAndIndices {
+  Node values;
+  Node indices;
+};
+
+/// The stable permutation (Int32) sorting `x` along `axis`: ascending with NaN last, or
+/// descending with NaN first; equal values (-0 and +0 too) keep their order.
+Node ArgSort(Node x, int axis, bool descending = false);
+/// `x` sorted along `axis` (as ArgSort).
+Node Sort(Node x, int axis, bool descending = false);
+/// The sorted values and the ArgSort permutation.
+ValuesAndIndices SortWithIndices(Node x, int axis, bool descending = false);
+/// Sorts every operand along `axis` by the values of the first (all have its dimensions).
+std::vector<Node> SortMany(const std::vector<Node>& operands, int axis, bool descending = false);
+/// Values of `x` at `indices` along `axis`: indices have x's dimensions except on `axis`.
+Node TakeAlongAxis(Node x, Node indices, int axis);
+/// The k largest values along `axis`, largest first (ties: the lower index first), and their indices.
+ValuesAndIndices TopK(Node x, int64_t k, int axis = -1);
+/// The k smallest values along `axis`, smallest first (ties: the lower index first), and their indices.
+ValuesAndIndices BottomK(Node x, int64_t k, int axis = -1);
+
+/// Inclusive running sum along `axis` (from the end when `reverse`); integers wrap.
+Node CumSum(Node x, int axis, bool reverse = false);
+
+/// exp(x) / sum(exp(x)) over `axes`, computed stably (shifted by the max). Float dtypes.
+Node Softmax(Node x, const std::vector<int>& axes = {-1});
+/// log(Softmax(x)), computed stably.
+Node LogSoftmax(Node x, const std::vector<int>& axes = {-1});
+/// Softmax over the positions where `mask` (Bool, broadcastable to x) is true; masked-out
+/// positions get 0, and a fully masked row gives zeros.
+Node MaskedSoftmax(Node x, Node mask, const std::vector<int>& axes = {-1});
+
+}  // namespace kiln::graph

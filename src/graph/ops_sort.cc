@@ -1,0 +1,161 @@
+// Graph frontend: sorting, top-k, cumulative sums and the softmax family
+// (include/kiln/graph/sort.h). Sort, TopK and the like are ArgSort followed by a gather along the
+// axis (TakeAlongAxis); the softmax family shifts by the (gradient-stopped) maximum.
+
+#include <cstdint>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "graph/ops_internal.h"
+#include "kiln/graph/gather.h"
+#include "kiln/graph/ops.h"
+#include "kiln/graph/sort.h"
+
+namespace kiln::graph {
+
+using compute::OpType;
+using ops_internal::CheckNodes;
+using ops_internal::Emit;
+using ops_internal::NormalizeAxis;
+
+namespace {
+
+/// ArgSort with the error naming `op`.
+Node ArgSortNamed(const char* op, Node x, int axis, bool descending) {
+  CheckNodes(op, {x});
+  compute::OpAttributes attrs;
+  attrs.axis = NormalizeAxis(op, axis, x.rank(), x.shape());
+  attrs.reverse = descending;
+  return Emit(op, OpType::ArgSort, {x}, std::move(attrs));
+}
+
+Node TakeAlongAxisNamed(const char* op, Node x, Node indices, int axis) {
+  CheckNodes(op, {x, indices});
+  if (!IsInt(indices.dtype()) || IsPacked(indices.dtype()))
+    kiln::detail::Throw("{}: indices must have an integer dtype, got {}", op, indices.shape());
+  const int a = NormalizeAxis(op, axis, x.rank(), x.shape());
+  if (indices.rank() != x.rank())
+    kiln::detail::Throw("{}: indices {} must have the rank of {}", op, indices.shape(), x.shape());
+  for (int i = 0; i < x.rank(); ++i) {
+    if (i != a && indices.shape().Dim(i) != x.shape().Dim(i))
+      kiln::detail::Throw("{}: indices {} and {} differ on axis {} (only axis {} may)", op, indices.shape(),
+                          x.shape(), i, a);
+  }
+  bool wide = false;
+  for (int64_t d : x.shape().Dimensions()) wide = wide || d > std::numeric_limits<int32_t>::max();
+  const DType index_dtype = wide ? DType::Int64 : DType::Int32;
+  const Shape index_shape(index_dtype, indices.shape().Dimensions());
+  std::vector<Node> parts;
+  for (int i = 0; i < x.rank(); ++i) {
+    Node part = i == a ? (indices.dtype() == index_dtype ? indices : ConvertDType(indices, index_dtype))
+                       : Iota(x.graph(), index_shape, i);
+    parts.push_back(ExpandAxes(part, {-1}));
+  }
+  return Gather(x, Concatenate(parts, -1));
+}
+
+/// TopK (descending) and BottomK.
+ValuesAndIndices Extremes(const char* op, Node x, int64_t k, int axis, bool descending) {
+  CheckNodes(op, {x});
+  const int a = NormalizeAxis(op, axis, x.rank(), x.shape());
+  const int64_t dim = x.shape().Dim(a);
+  if (k < 0 || k > dim)
+    kiln::detail::Throw("{}: k = {} is out of range [0, {}] for axis {} of {}", op, k, dim, a, x.shape());
+  Node order = ArgSortNamed(op, x, a, descending);
+  std::vector<AxisRangeSpec> ranges(static_cast<size_t>(a), AxisRange());
+  ranges.push_back(AxisRange(0, k));
+  Node indices = Slice(order, ranges);
+  return {TakeAlongAxisNamed(op, x, indices, a), indices};
+}
+
+/// Validated softmax axes (as ints for ReduceAndKeep).
+std::vector<int> SoftmaxAxes(const char* op, Node x, const std::vector<int>& axes) {
+  CheckNodes(op, {x});
+  ops_internal::CheckFloat(op, x);
+  const std::vector<int64_t> n = ops_internal::NormalizeAxes(op, axes, x.shape(), true);
+  return {n.begin(), n.end()};
+}
+
+Node KeptMax(Node x, const std::vector<int>& axes) {
+  return StopGradient(ReduceAndKeep(
+      x, [](Node v, const std::vector<int>& ax) { return ReduceMax(v, ax); }, axes));
+}
+
+Node KeptSum(Node x, const std::vector<int>& axes) {
+  return ReduceAndKeep(
+      x, [](Node v, const std::vector<int>& ax) { return ReduceSum(v, ax); }, axes);
+}
+
+}  // namespace
+
+Node ArgSort(Node x, int axis, bool descending) { return ArgSortNamed("ArgSort", x, axis, descending); }
+
+Node TakeAlongAxis(Node x, Node indices, int axis) {
+  return TakeAlongAxisNamed("TakeAlongAxis", x, indices, axis);
+}
+
+Node Sort(Node x, int axis, bool descending) {
+  return TakeAlongAxisNamed("Sort", x, ArgSortNamed("Sort", x, axis, descending), axis);
+}
+
+ValuesAndIndices SortWithIndices(Node x, int axis, bool descending) {
+  Node indices = ArgSortNamed("SortWithIndices", x, axis, descending);
+  return {TakeAlongAxisNamed("SortWithIndices", x, indices, axis), indices};
+}
+
+std::vector<Node> SortMany(const std::vector<Node>& operands, int axis, bool descending) {
+  if (operands.empty()) kiln::detail::Throw("SortMany: needs at least one operand");
+  CheckNodes("SortMany", operands);
+  for (const Node& n : operands) {
+    if (n.shape().Dimensions() != operands[0].shape().Dimensions())
+      kiln::detail::Throw("SortMany: operand {} must have the dimensions of the first, {}", n.shape(),
+                          operands[0].shape());
+  }
+  Node order = ArgSortNamed("SortMany", operands[0], axis, descending);
+  std::vector<Node> result;
+  for (const Node& n : operands) result.push_back(TakeAlongAxisNamed("SortMany", n, order, axis));
+  return result;
+}
+
+ValuesAndIndices TopK(Node x, int64_t k, int axis) { return Extremes("TopK", x, k, axis, true); }
+
+ValuesAndIndices BottomK(Node x, int64_t k, int axis) { return Extremes("BottomK", x, k, axis, false); }
+
+Node CumSum(Node x, int axis, bool reverse) {
+  CheckNodes("CumSum", {x});
+  compute::OpAttributes attrs;
+  attrs.axis = NormalizeAxis("CumSum", axis, x.rank(), x.shape());
+  attrs.reverse = reverse;
+  return Emit("CumSum", OpType::CumSum, {x}, std::move(attrs));
+}
+
+Node Softmax(Node x, const std::vector<int>& axes) {
+  const std::vector<int> ax = SoftmaxAxes("Softmax", x, axes);
+  Node e = Exp(Sub(x, KeptMax(x, ax)));
+  return Div(e, KeptSum(e, ax));
+}
+
+Node LogSoftmax(Node x, const std::vector<int>& axes) {
+  const std::vector<int> ax = SoftmaxAxes("LogSoftmax", x, axes);
+  Node shifted = Sub(x, KeptMax(x, ax));
+  return Sub(shifted, Log(KeptSum(Exp(shifted), ax)));
+}
+
+Node MaskedSoftmax(Node x, Node mask, const std::vector<int>& axes) {
+  const char* op = "MaskedSoftmax";
+  const std::vector<int> ax = SoftmaxAxes(op, x, axes);
+  CheckNodes(op, {x, mask});
+  if (mask.dtype() != DType::Bool) kiln::detail::Throw("{}: mask must be Bool, got {}", op, mask.shape());
+  if (!mask.shape().IsScalar() && mask.rank() != x.rank())
+    kiln::detail::Throw("{}: mask {} must be a scalar or have the rank of {}", op, mask.shape(), x.shape());
+  mask = ops_internal::BroadcastTo(op, mask, x.shape().Dimensions());
+  // The max over the unmasked positions; none (or only -inf): shift by 0 instead.
+  Node max = KeptMax(Where(mask, x, ops_internal::Lowest(x.graph(), x.dtype())), ax);
+  max = Where(IsFinite(max), max, ScalarLike(max, 0));
+  Node e = Where(mask, Exp(Sub(x, max)), ScalarLike(x, 0));
+  Node sum = KeptSum(e, ax);
+  return Div(e, Where(IsZero(sum), ScalarLike(sum, 1), sum));
+}
+
+}  // namespace kiln::graph
