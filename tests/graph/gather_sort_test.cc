@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kiln/kiln.h"
+#include "test_util.h"
 
 namespace kiln::graph {
 namespace {
@@ -20,21 +21,7 @@ using compute::OpType;
 constexpr DType F32 = DType::Float32;
 constexpr DType I32 = DType::Int32;
 
-::testing::AssertionResult Throws(const std::function<void()>& fn,
-                                  const std::vector<std::string>& parts = {}) {
-  try {
-    fn();
-  } catch (const kiln::Error& e) {
-    for (const auto& p : parts) {
-      if (e.message().find(p) == std::string::npos)
-        return ::testing::AssertionFailure() << "message \"" << e.message() << "\" lacks \"" << p << "\"";
-    }
-    return ::testing::AssertionSuccess();
-  } catch (const std::exception& e) {
-    return ::testing::AssertionFailure() << "threw a non-kiln exception: " << e.what();
-  }
-  return ::testing::AssertionFailure() << "did not throw";
-}
+using kiln::test::Throws;
 
 Node P(Graph& g, DType dtype, std::vector<int64_t> dims) {
   return g.Parameter(Shape(dtype, std::move(dims)));

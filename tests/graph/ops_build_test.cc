@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kiln/kiln.h"
+#include "test_util.h"
 
 namespace kiln::graph {
 namespace {
@@ -21,21 +22,7 @@ constexpr DType F32 = DType::Float32;
 constexpr DType I32 = DType::Int32;
 
 // Runs `fn`, expecting a kiln::Error whose message contains every one of `parts`.
-::testing::AssertionResult Throws(const std::function<void()>& fn,
-                                  const std::vector<std::string>& parts = {}) {
-  try {
-    fn();
-  } catch (const kiln::Error& e) {
-    for (const auto& p : parts) {
-      if (e.message().find(p) == std::string::npos)
-        return ::testing::AssertionFailure() << "message \"" << e.message() << "\" lacks \"" << p << "\"";
-    }
-    return ::testing::AssertionSuccess();
-  } catch (const std::exception& e) {
-    return ::testing::AssertionFailure() << "threw a non-kiln exception: " << e.what();
-  }
-  return ::testing::AssertionFailure() << "did not throw";
-}
+using kiln::test::Throws;
 
 // The message of the kiln::Error `fn` throws ("" and a failure if none).
 std::string ErrorOf(const std::function<void()>& fn) {
