@@ -26,6 +26,8 @@ inline ::testing::AssertionResult Throws(const std::function<void()>& fn,
     return ::testing::AssertionSuccess();
   } catch (const std::exception& e) {
     return ::testing::AssertionFailure() << "threw a non-kiln exception: " << e.what();
+  } catch (...) {
+    return ::testing::AssertionFailure() << "threw a non-std exception";
   }
   return ::testing::AssertionFailure() << "did not throw";
 }

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "test_util.h"
+
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -66,22 +68,7 @@ template <typename T>
 /// Runs `fn`, expecting a kiln::Error whose message contains every one of `parts`.
 inline ::testing::AssertionResult ThrowsKilnError(const std::function<void()>& fn,
                                                   const std::vector<std::string>& parts = {}) {
-  try {
-    fn();
-  } catch (const kiln::Error& e) {
-    for (const auto& p : parts) {
-      if (e.message().find(p) == std::string::npos) {
-        return ::testing::AssertionFailure()
-               << "kiln::Error message \"" << e.message() << "\" lacks \"" << p << "\"";
-      }
-    }
-    return ::testing::AssertionSuccess();
-  } catch (const std::exception& e) {
-    return ::testing::AssertionFailure() << "threw a non-kiln exception: " << e.what();
-  } catch (...) {
-    return ::testing::AssertionFailure() << "threw a non-std exception";
-  }
-  return ::testing::AssertionFailure() << "did not throw";
+  return kiln::test::Throws(fn, parts);
 }
 
 }  // namespace kiln::testing
