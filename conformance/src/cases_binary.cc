@@ -11,13 +11,6 @@ namespace kiln::conformance::internal {
 
 using namespace kiln::graph;  // NOLINT
 
-namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-}  // namespace
-
 void AddBinaryCases(CaseList& L) {
   // ---- Arithmetic on every numeric dtype ----------------------------------------------------------
   for (DType d : kNumeric) {

@@ -11,9 +11,6 @@ using namespace kiln::graph;  // NOLINT
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 Tensor B(std::vector<int64_t> dims, const std::vector<double>& v) {
   return V(DType::Bool, std::move(dims), v);
 }

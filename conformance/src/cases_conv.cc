@@ -57,12 +57,7 @@ bool ConvPrimitiveAccepts(OpType op, DType dtype) {
     default:
       return false;
   }
-  try {
-    compute::InferShape(op, in, at);
-    return true;
-  } catch (const kiln::Error&) {
-    return false;
-  }
+  return ShapeRuleAccepts(op, in, at);
 }
 
 namespace {

@@ -12,9 +12,6 @@ using namespace kiln::graph;  // NOLINT
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 graph::GraphFn To(DType to) {
   return P([to](const std::vector<Node>& p) { return ConvertDType(p[0], to); });
 }

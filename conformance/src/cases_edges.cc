@@ -16,8 +16,6 @@ using namespace kiln::graph;  // NOLINT
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
 std::vector<int64_t> Strides(const std::vector<int64_t>& dims) {
   std::vector<int64_t> s(dims.size(), 1);
   for (size_t i = dims.size(); i-- > 1;) s[i - 1] = s[i] * dims[i];

@@ -80,12 +80,7 @@ bool IndexingPrimitiveAccepts(OpType op, DType dtype) {
       at.axis = 0;
       break;
   }
-  try {
-    compute::InferShape(op, in, at);
-    return true;
-  } catch (const kiln::Error&) {
-    return false;
-  }
+  return ShapeRuleAccepts(op, in, at);
 }
 
 namespace {

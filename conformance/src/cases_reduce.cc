@@ -11,9 +11,6 @@ using namespace kiln::graph;  // NOLINT
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 using ReduceFn = Node (*)(Node, const std::vector<int>&);
 
 graph::GraphFn R(ReduceFn f, std::vector<int> axes) {

@@ -10,13 +10,6 @@ namespace kiln::conformance::internal {
 
 using namespace kiln::graph;  // NOLINT
 
-namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-}  // namespace
-
 void AddUnaryCases(CaseList& L) {
   // ---- Neg, Abs, Sign, Square, Reciprocal ------------------------------------------------------
   for (DType d : kSignedNumeric) {

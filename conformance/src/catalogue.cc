@@ -240,6 +240,10 @@ bool PrimitiveAccepts(OpType op, DType dtype) {
     case compute::OpCategory::Control:
       return internal::ControlPrimitiveAccepts(op, dtype);
   }
+  return internal::ShapeRuleAccepts(op, in, at);
+}
+
+bool internal::ShapeRuleAccepts(OpType op, const std::vector<Shape>& in, const compute::OpAttributes& at) {
   try {
     compute::InferShape(op, in, at);
     return true;

@@ -2,6 +2,7 @@
 // Helpers shared by the case tables (cases_*.cc), the runner and the coverage matrix.
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -17,6 +18,12 @@ namespace kiln::conformance::internal {
 using compute::OpType;
 using graph::Graph;
 using graph::Node;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+/// True when compute::InferShape accepts `op` on `operands` with `attrs` (the n/a probe).
+bool ShapeRuleAccepts(OpType op, const std::vector<Shape>& operands, const compute::OpAttributes& attrs);
 
 // ---- DType groups -------------------------------------------------------------------------------
 
