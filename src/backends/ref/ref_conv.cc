@@ -12,27 +12,7 @@
 
 namespace kiln::compute::ref {
 
-// Defined in ref_window.cc: the window walk shared with ReduceWindow.
-struct WindowAxis {
-  int64_t size = 0, in_stride = 0, out = 0, window = 0, tap_stride = 0, stride = 1, pad_low = 0,
-          base_dilation = 1, window_dilation = 1;
-};
-struct WindowTaps {
-  std::vector<int64_t> start, in, tap;
-};
-WindowTaps MakeWindowTaps(const std::vector<WindowAxis>& axes);
-
 namespace {
-
-/// The accumulator type: double for floats, wrapping unsigned for integers.
-template <typename T, bool = kIsFloat<T>>
-struct AccOf {
-  using type = double;
-};
-template <typename T>
-struct AccOf<T, false> {
-  using type = Wide<T>;
-};
 
 struct ConvPlan {
   WindowTaps taps;

@@ -63,6 +63,26 @@ TupleKernel MakeControlKernel(RefBackend* backend, const Instruction& inst);
 /// should have rejected it).
 [[noreturn]] void NoKernel(OpType op, DType dtype);
 
+// ---- Window walks (ref_window.cc), shared by ReduceWindow, SelectAndScatter and ConvGeneral ----
+
+/// One axis of a window walk: the operand axis of size `size` and element stride `in_stride`,
+/// scanned by `window` taps (tap stride `tap_stride` in a second tensor, the kernel for
+/// ConvGeneral) for `out` positions.
+struct WindowAxis {
+  int64_t size = 0, in_stride = 0, out = 0, window = 0, tap_stride = 0, stride = 1, pad_low = 0,
+          base_dilation = 1, window_dilation = 1;
+};
+
+/// The taps of every window, row-major over the windows (output positions): window w's taps are
+/// [start[w], start[w + 1]) in `in` (operand offsets) and `tap` (tap offsets). Taps falling in
+/// padding or in a base-dilation hole are left out. Shared with ref_conv.cc.
+struct WindowTaps {
+  std::vector<int64_t> start, in, tap;
+};
+
+/// Builds the taps of every window.
+WindowTaps MakeWindowTaps(const std::vector<WindowAxis>& axes);
+
 // ---- Element types -------------------------------------------------------------------------
 // Bool elements are bytes (read as != 0, written as 0 or 1): kernels use uint8_t for them, so
 // that a stray byte value is never loaded as a C++ bool.
@@ -99,6 +119,17 @@ T Store(Compute<T> x) {
 /// unsigned types promote to (signed) int, where 65535 * 65535 would overflow.
 template <typename T>
 using Wide = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+
+/// The accumulator type of sums (windows, convolutions): double for floats, wrapping unsigned
+/// for integers.
+template <typename T, bool = kIsFloat<T>>
+struct AccOf {
+  using type = double;
+};
+template <typename T>
+struct AccOf<T, false> {
+  using type = Wide<T>;
+};
 
 /// The two's complement bits of `x`, widened.
 template <typename T>

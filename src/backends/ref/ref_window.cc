@@ -11,21 +11,6 @@
 
 namespace kiln::compute::ref {
 
-/// One axis of a window walk: the operand axis of size `size` and element stride `in_stride`,
-/// scanned by `window` taps (tap stride `tap_stride` in a second tensor, the kernel for
-/// ConvGeneral) for `out` positions.
-struct WindowAxis {
-  int64_t size = 0, in_stride = 0, out = 0, window = 0, tap_stride = 0, stride = 1, pad_low = 0,
-          base_dilation = 1, window_dilation = 1;
-};
-
-/// The taps of every window, row-major over the windows (output positions): window w's taps are
-/// [start[w], start[w + 1]) in `in` (operand offsets) and `tap` (tap offsets). Taps falling in
-/// padding or in a base-dilation hole are left out. Shared with ref_conv.cc.
-struct WindowTaps {
-  std::vector<int64_t> start, in, tap;
-};
-
 WindowTaps MakeWindowTaps(const std::vector<WindowAxis>& axes) {
   // Per axis, per output position: the valid taps as (operand offset, tap offset).
   std::vector<std::vector<std::vector<std::pair<int64_t, int64_t>>>> per_axis(axes.size());
@@ -83,16 +68,6 @@ WindowTaps MakeWindowTaps(const std::vector<WindowAxis>& axes) {
 }
 
 namespace {
-
-/// The accumulator type: double for floats, wrapping unsigned for integers.
-template <typename T, bool = kIsFloat<T>>
-struct AccOf {
-  using type = double;
-};
-template <typename T>
-struct AccOf<T, false> {
-  using type = Wide<T>;
-};
 
 template <typename T, typename Acc, typename Combine, typename Finish>
 Kernel ReduceWindowWith(std::shared_ptr<const WindowTaps> taps, Acc init, Combine combine, Finish finish) {
