@@ -14,6 +14,7 @@
 #include "kiln/graph/conv.h"
 #include "kiln/graph/exec.h"
 #include "kiln/graph/gather.h"
+#include "kiln/graph/gradient.h"
 #include "kiln/graph/graph.h"
 #include "kiln/graph/ops.h"
 #include "kiln/graph/random.h"

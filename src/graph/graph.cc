@@ -91,6 +91,7 @@ Node Graph::AddOp(compute::OpType op, const std::vector<Node>& operands, compute
   } else {
     shape = compute::InferShape(op, shapes, attrs);
   }
+  PushFlags(ids);
   instructions_.push_back(
       compute::Instruction{op, std::move(ids), std::move(attrs), std::move(shape), {}, {}});
   return Node(this, NumNodes() - 1);
@@ -103,6 +104,7 @@ std::vector<Node> Graph::AddTupleOp(compute::OpType op, const std::vector<Node>&
   std::vector<int> ids;
   CollectOperands(op, operands, shapes, ids);
   std::vector<Shape> results = compute::InferTupleShapes(op, shapes, attrs, subprograms);
+  PushFlags(ids);
   instructions_.push_back(
       compute::Instruction{op, std::move(ids), std::move(attrs), Shape(), std::move(subprograms), results});
   const int tuple = NumNodes() - 1;
@@ -110,6 +112,7 @@ std::vector<Node> Graph::AddTupleOp(compute::OpType op, const std::vector<Node>&
   for (size_t i = 0; i < results.size(); ++i) {
     compute::OpAttributes at;
     at.index = static_cast<int64_t>(i);
+    PushFlags({tuple});
     instructions_.push_back(
         compute::Instruction{compute::OpType::GetTupleElement, {tuple}, at, results[i], {}, {}});
     nodes.push_back(Node(this, NumNodes() - 1));
@@ -145,6 +148,32 @@ std::shared_ptr<const compute::Program> Graph::Build(const std::vector<Node>& ou
   std::vector<int> outs;
   for (const Node& n : outputs) outs.push_back(renumber[static_cast<size_t>(n.id_)]);
   return std::make_shared<const compute::Program>(std::move(kept), std::move(outs), donatable);
+}
+
+void Graph::PushFlags(const std::vector<int>& operand_ids) {
+  uint8_t f = 0;
+  if (remat_inheritance_) {
+    for (int o : operand_ids)
+      if (Flag(o, kRemat)) f = kRemat;
+  }
+  flags_.push_back(f);
+}
+
+void Graph::SetCustomGradient(Node n, CustomGradientFn fn) {
+  if (!n.Ok() || n.graph_ != this)
+    kiln::detail::Throw("Graph \"{}\": custom gradient for a node of another graph", name_);
+  custom_gradients_[n.id_] = std::move(fn);
+}
+
+const Graph::CustomGradientFn* Graph::CustomGradient(int id) const {
+  auto it = custom_gradients_.find(id);
+  return it == custom_gradients_.end() ? nullptr : &it->second;
+}
+
+void Graph::MarkCheckpoint(Node n, bool rematerialize) {
+  if (!n.Ok() || n.graph_ != this)
+    kiln::detail::Throw("Graph \"{}\": checkpoint of a node of another graph", name_);
+  flags_[static_cast<size_t>(n.id_)] = static_cast<uint8_t>(kCheckpoint | (rematerialize ? kRemat : 0));
 }
 
 std::string Graph::ToString() const {

@@ -4,8 +4,10 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "kiln/compute/fwd.h"
@@ -87,7 +89,35 @@ class Graph {
   /// A listing of every node.
   std::string ToString() const;
 
+  // ---- Autodiff bookkeeping (graph/gradient.h uses these; users call the functions there) ----
+
+  /// A gradient override: given the forward operand `x` and the adjoint of the node, returns
+  /// the adjoint of x.
+  using CustomGradientFn = std::function<Node(Node x, Node adjoint)>;
+  /// Gives node `n` the gradient `fn` instead of its op's rule.
+  void SetCustomGradient(Node n, CustomGradientFn fn);
+  /// The override of node `id`, or nullptr.
+  const CustomGradientFn* CustomGradient(int id) const;
+  /// Marks node `n` as a checkpoint: its value is kept for the backward pass. When
+  /// `rematerialize` is true, the nodes built on it afterwards are recomputed in the backward
+  /// pass instead of kept (until a checkpoint with `rematerialize` false).
+  void MarkCheckpoint(Node n, bool rematerialize);
+  bool IsCheckpoint(int id) const { return Flag(id, kCheckpoint); }
+  /// True for nodes the backward pass recomputes from the nearest checkpoints.
+  bool NeedsRematerialization(int id) const { return Flag(id, kRemat); }
+  /// While set, new nodes do not inherit NeedsRematerialization from their operands (the
+  /// backward pass sets it for the nodes it builds).
+  void SetRematInheritance(bool on) { remat_inheritance_ = on; }
+  bool RematInheritance() const { return remat_inheritance_; }
+
  private:
+  static constexpr uint8_t kCheckpoint = 1, kRemat = 2;
+  bool Flag(int id, uint8_t f) const {
+    return id >= 0 && static_cast<size_t>(id) < flags_.size() && (flags_[static_cast<size_t>(id)] & f) != 0;
+  }
+  /// Records the flags of a newly appended node (inheriting kRemat from `operand_ids`).
+  void PushFlags(const std::vector<int>& operand_ids);
+
   /// Checks that `operands` are valid nodes of this graph; their shapes and ids.
   void CollectOperands(compute::OpType op, const std::vector<Node>& operands, std::vector<Shape>& shapes,
                        std::vector<int>& ids) const;
@@ -97,6 +127,9 @@ class Graph {
   std::deque<compute::Instruction> instructions_;
   std::vector<int> parameters_;
   std::vector<std::string> parameter_names_;
+  std::vector<uint8_t> flags_;  // per node: kCheckpoint | kRemat
+  std::unordered_map<int, CustomGradientFn> custom_gradients_;
+  bool remat_inheritance_ = true;
 };
 
 }  // namespace kiln::graph
