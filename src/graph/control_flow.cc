@@ -42,12 +42,24 @@ std::shared_ptr<const compute::Program> BuildSubprogram(const std::string& name,
             i);
       }
     }
+    if (child.HasCustomGradients()) {
+      kiln::detail::Throw(
+          "IdentityWithCustomGradient inside a sub-program is not supported (the override would be lost "
+          "when the sub-program is differentiated): apply it outside the loop or branch");
+    }
     return child.Build(outputs);
   } catch (const Error& e) {
-    kiln::detail::Throw(
-        "{}: {} (a sub-program sees only its parameters: everything it needs goes in the "
-        "loop state or the operands)",
-        name, e.message());
+    // The hint only where a node of the enclosing graph was used inside.
+    const bool foreign = e.message().find("belongs to graph") != std::string::npos ||
+                         e.message().find("different graphs") != std::string::npos ||
+                         e.message().find("not a node of the sub-program") != std::string::npos;
+    if (foreign) {
+      kiln::detail::Throw(
+          "{}: {} (a sub-program sees only its parameters: everything it needs goes in the "
+          "loop state or the operands)",
+          name, e.message());
+    }
+    kiln::detail::Throw("{}: {}", name, e.message());
   }
 }
 

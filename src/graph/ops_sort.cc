@@ -42,6 +42,8 @@ Node TakeAlongAxisNamed(const char* op, Node x, Node indices, int axis) {
       kiln::detail::Throw("{}: indices {} and {} differ on axis {} (only axis {} may)", op, indices.shape(),
                           x.shape(), i, a);
   }
+  // Nothing to take (e.g. sorting along an empty axis): an empty result, no Gather of nothing.
+  if (indices.shape().Size() == 0) return Zeros(x.graph(), Shape(x.dtype(), indices.shape().Dimensions()));
   bool wide = false;
   for (int64_t d : x.shape().Dimensions()) wide = wide || d > std::numeric_limits<int32_t>::max();
   const DType index_dtype = wide ? DType::Int64 : DType::Int32;

@@ -251,4 +251,54 @@ TEST(ControlFlowTest, VerifyChecksSubprogramSignatures) {
   EXPECT_NE(bad.ToString().find("sub-program 0"), std::string::npos);
 }
 
+TEST(ControlFlowTest, GradientThroughDataDependentWhileNamesWhile) {
+  Graph g;
+  Node x = g.Parameter(Shape(DType::Float32, {3}));
+  // Doubles x until a counter reaches 4: the trip count is decided by the condition at run time.
+  std::vector<Node> r = While([](const std::vector<Node>& s) { return Less(s[0], ScalarLike(s[0], 4)); },
+                              [](const std::vector<Node>& s) {
+                                return std::vector<Node>{s[0] + 1, s[1] * 2.0f};
+                              },
+                              {I32(g, 0), x});
+  ExpectError([&] { Gradient(ReduceAllSum(r[1]), {x}); }, {"While", "ForLoop"});
+  // The same loop as a ForLoop (a static trip count) is differentiable: d/dx sum(16 x) = 16.
+  Exec exec = NewExec(Ref(), [](Node p) {
+    std::vector<Node> s =
+        ForLoop(4, [](Node, const std::vector<Node>& v) { return std::vector<Node>{v[0] * 2.0f}; }, {p});
+    return Gradient(ReduceAllSum(s[0]), {p})[0];
+  });
+  Tensor grad = exec.Call1(Tensor::FromFlat(Shape(DType::Float32, {3}), std::vector<float>{1, 2, 3}));
+  EXPECT_EQ(grad.ToVector<float>(), (std::vector<float>{16, 16, 16}));
+}
+
+TEST(ControlFlowTest, CustomGradientInsideASubprogramIsRejected) {
+  Graph g;
+  Node x = g.Parameter(Shape(DType::Float32, {3}));
+  ExpectError(
+      [&] {
+        ForLoop(2,
+                [](Node, const std::vector<Node>& v) {
+                  return std::vector<Node>{IdentityWithCustomGradient(v[0], [](Node, Node a) { return a; })};
+                },
+                {x});
+      },
+      {"ForLoop body", "IdentityWithCustomGradient inside a sub-program"});
+}
+
+TEST(ControlFlowTest, ErrorsInsideBodiesCarryNoCaptureHint) {
+  Graph g;
+  Node x = g.Parameter(Shape(DType::Float32, {3}));
+  try {
+    ForLoop(2,
+            [](Node, const std::vector<Node>& v) {
+              return std::vector<Node>{Reshape(v[0], {2, 2})};
+            },
+            {x});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ForLoop body"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("sees only its parameters"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace

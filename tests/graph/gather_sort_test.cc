@@ -331,6 +331,17 @@ TEST(SortRun, StableWithNaNAndZeros) {
   EXPECT_EQ(sorted[3], 2.0f);
 }
 
+TEST(SortRun, EmptyAxisGivesEmptyResults) {
+  const Tensor x = Tensor::FromShape(Shape(DType::Float32, {2, 0}));
+  auto fn = [](const std::vector<Node>& p) {
+    return std::vector<Node>{Sort(p[0], 1), ArgSort(p[0], 1), TopK(p[0], 0, 1).values};
+  };
+  std::vector<Tensor> out = RunGraph(fn, {x});
+  EXPECT_EQ(out[0].shape(), Shape(DType::Float32, {2, 0}));
+  EXPECT_EQ(out[1].shape(), Shape(DType::Int32, {2, 0}));
+  EXPECT_EQ(out[2].shape(), Shape(DType::Float32, {2, 0}));
+}
+
 TEST(SortRun, ManyTopKBottomKAlongAxes) {
   const Tensor x = T1<int32_t>({2, 3}, {3, 1, 3, 0, 5, 0});
   auto fn = [](const std::vector<Node>& p) {

@@ -98,6 +98,7 @@ class Graph {
   void SetCustomGradient(Node n, CustomGradientFn fn);
   /// The override of node `id`, or nullptr.
   const CustomGradientFn* CustomGradient(int id) const;
+  bool HasCustomGradients() const { return !custom_gradients_.empty(); }
   /// Marks node `n` as a checkpoint: its value is kept for the backward pass. When
   /// `rematerialize` is true, the nodes built on it afterwards are recomputed in the backward
   /// pass instead of kept (until a checkpoint with `rematerialize` false).

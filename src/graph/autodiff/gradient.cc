@@ -49,6 +49,12 @@ bool SameShape(const Shape& a, const Shape& b) {
   return a.dtype() == b.dtype() && a.Dimensions() == b.Dimensions();
 }
 
+/// Ops whose result is a cheap rearrangement of their operand.
+bool IsCheapCopy(OpType op) {
+  return op == OpType::BroadcastInDim || op == OpType::Reshape || op == OpType::Transpose ||
+         op == OpType::ConvertDType;
+}
+
 /// Restores the graph's rematerialisation inheritance when the sweep ends (or throws).
 class NoRematInheritance {
  public:
@@ -190,7 +196,12 @@ class Sweep {
       // (or be merged with the forward copy) before the backward pass reaches it.
       result = trigger.Ok() ? OptimizationBarrier({n, trigger})[0] : n;
     } else if (!g_.NeedsRematerialization(id)) {
-      return n;
+      // Cheap reshapes of values kept anyway (a layer's broadcast weights) are recomputed too,
+      // so that the block does not keep their copies alive until the backward pass.
+      if (!IsCheapCopy(inst.op)) return n;
+      std::vector<Node> operands;
+      for (Node o : n.operands()) operands.push_back(Remat(o, trigger));
+      result = g_.AddOp(inst.op, operands, inst.attrs);
     } else if (inst.op == OpType::GetTupleElement) {
       const int tuple = inst.operands[0];
       auto it = remat_tuples_.find(tuple);
