@@ -142,6 +142,66 @@ std::string FormatAttr(Attr a, const OpAttributes& at) {
   return "?";
 }
 
+bool AttrEqual(Attr a, const OpAttributes& x, const OpAttributes& y) {
+  switch (a) {
+    case Attr::index:
+      return x.index == y.index;
+    case Attr::shape:
+      return x.shape == y.shape;
+    case Attr::literal:
+      return x.literal.shape() == y.literal.shape() && x.literal.Equal(y.literal);
+    case Attr::axis:
+      return x.axis == y.axis;
+    case Attr::dtype:
+      return x.dtype == y.dtype;
+    case Attr::axes:
+      return x.axes == y.axes;
+    case Attr::permutation:
+      return x.permutation == y.permutation;
+    case Attr::starts:
+      return x.starts == y.starts;
+    case Attr::limits:
+      return x.limits == y.limits;
+    case Attr::strides:
+      return x.strides == y.strides;
+    case Attr::padding:
+      return x.padding == y.padding;
+    case Attr::lhs_contracting:
+      return x.lhs_contracting == y.lhs_contracting;
+    case Attr::rhs_contracting:
+      return x.rhs_contracting == y.rhs_contracting;
+    case Attr::lhs_batch:
+      return x.lhs_batch == y.lhs_batch;
+    case Attr::rhs_batch:
+      return x.rhs_batch == y.rhs_batch;
+    case Attr::conv:
+      return x.conv == y.conv;
+    case Attr::window:
+      return x.window == y.window;
+    case Attr::input_dilations:
+      return x.input_dilations == y.input_dilations;
+    case Attr::kernel_dilations:
+      return x.kernel_dilations == y.kernel_dilations;
+    case Attr::feature_groups:
+      return x.feature_groups == y.feature_groups;
+    case Attr::batch_groups:
+      return x.batch_groups == y.batch_groups;
+    case Attr::reduce_kind:
+      return x.reduce_kind == y.reduce_kind;
+    case Attr::gather:
+      return x.gather == y.gather;
+    case Attr::scatter:
+      return x.scatter == y.scatter;
+    case Attr::sizes:
+      return x.sizes == y.sizes;
+    case Attr::reverse:
+      return x.reverse == y.reverse;
+    case Attr::trip_count:
+      return x.trip_count == y.trip_count;
+  }
+  return false;
+}
+
 const OpInfo& Info(OpType op) {
   const auto i = static_cast<size_t>(op);
   if (i >= OpTable().size()) detail::Throw("invalid op code {}", i);
@@ -151,6 +211,12 @@ const OpInfo& Info(OpType op) {
 }  // namespace
 
 std::string_view OpName(OpType op) { return Info(op).name; }
+
+bool AttributesEqual(OpType op, const OpAttributes& a, const OpAttributes& b) {
+  for (Attr slot : Info(op).attrs)
+    if (!AttrEqual(slot, a, b)) return false;
+  return true;
+}
 int OpArity(OpType op) { return Info(op).arity; }
 OpCategory GetOpCategory(OpType op) { return Info(op).category; }
 

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "backends/cpu/cpu_backend.h"
 #include "backends/ref/ref_backend.h"
 #include "core/check.h"
 
@@ -10,6 +11,7 @@ namespace kiln::compute {
 const std::vector<BackendRegistration>& Registrations() {
   // Explicit registration (no static initialisers: linkers drop those from static libraries).
   static const std::vector<BackendRegistration> registrations = {
+      {CpuBackendInfo(), NewCpuBackend},
       {RefBackendInfo(), NewRefBackend},
   };
   return registrations;
@@ -37,6 +39,14 @@ int BackendOptions::TakeInt(const std::string& key, int default_value) {
     detail::Throw("backend \"{}\": option {}={} is not an integer", backend_, key, text);
   }
   return value;
+}
+
+std::string BackendOptions::TakeString(const std::string& key, const std::string& default_value) {
+  auto it = values_.find(key);
+  if (it == values_.end()) return default_value;
+  std::string text = it->second;
+  values_.erase(it);
+  return text;
 }
 
 bool BackendOptions::TakeBool(const std::string& key, bool default_value) {

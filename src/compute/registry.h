@@ -21,6 +21,8 @@ class BackendOptions {
   int TakeInt(const std::string& key, int default_value);
   /// Removes and returns option `key` as a bool ("true/false/1/0"; default if absent).
   bool TakeBool(const std::string& key, bool default_value);
+  /// Removes and returns option `key` as text (default if absent).
+  std::string TakeString(const std::string& key, const std::string& default_value);
   const std::map<std::string, std::string>& Remaining() const { return values_; }
 
  private:

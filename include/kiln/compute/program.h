@@ -55,6 +55,9 @@ int OpArity(OpType op);
 OpCategory GetOpCategory(OpType op);
 /// The op with its attributes, as printed in listings: "Slice{starts=[0], limits=[2], strides=[1]}".
 std::string FormatOp(OpType op, const struct OpAttributes& attrs);
+/// Whether `a` and `b` agree on every attribute slot `op` uses (what common-subexpression
+/// elimination compares; a Constant's literal by shape and bytes).
+bool AttributesEqual(OpType op, const OpAttributes& a, const OpAttributes& b);
 /// All ops, in ops.def order.
 const std::vector<OpType>& AllOps();
 

@@ -54,41 +54,6 @@ Reuse ReuseOf(const Instruction& inst, const std::vector<Shape>& operands) {
   }
 }
 
-Kernel KernelOf(const Instruction& inst, const std::vector<Shape>& operands) {
-  switch (GetOpCategory(inst.op)) {
-    case OpCategory::Leaf:
-      return inst.op == OpType::Parameter ? Kernel() : MakeLeafKernel(inst);
-    case OpCategory::Unary:
-    case OpCategory::UnaryPredicate:
-      return MakeUnaryKernel(inst, operands);
-    case OpCategory::Binary:
-    case OpCategory::Compare:
-    case OpCategory::Select:
-      return MakeBinaryKernel(inst, operands);
-    case OpCategory::Reduce:
-    case OpCategory::ArgReduce:
-      return MakeReduceKernel(inst, operands);
-    case OpCategory::Movement:
-      return MakeMovementKernel(inst, operands);
-    case OpCategory::Convert:
-      return inst.op == OpType::Bitcast ? MakeMovementKernel(inst, operands)
-                                        : MakeConvertKernel(inst, operands);
-    case OpCategory::Contraction:
-      return MakeDotKernel(inst, operands);
-    case OpCategory::Convolution:
-      return MakeConvKernel(inst, operands);
-    case OpCategory::Window:
-      return MakeWindowKernel(inst, operands);
-    case OpCategory::Indexing:
-      return MakeIndexingKernel(inst, operands);
-    case OpCategory::SortScan:
-      return MakeSortScanKernel(inst, operands);
-    case OpCategory::Control:
-      return Kernel();  // Tuple ops and GetTupleElement run in Execute.
-  }
-  NoKernel(inst.op, inst.shape.dtype());
-}
-
 /// A value during one execution.
 struct Value {
   BufferPtr buffer;
@@ -126,7 +91,7 @@ class RefExecutable final : public Executable {
       }
       steps_.push_back(Step{&inst,
                             inst.shape.ByteSize(),
-                            KernelOf(inst, operands),
+                            MakeKernel(inst, operands),
                             TupleKernel(),
                             ReuseOf(inst, operands),
                             {}});

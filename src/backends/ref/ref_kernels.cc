@@ -46,4 +46,39 @@ std::vector<int64_t> BoxOffsets(const std::vector<int64_t>& dims, const std::vec
   return offsets;
 }
 
+Kernel MakeKernel(const Instruction& inst, const std::vector<Shape>& operands) {
+  switch (GetOpCategory(inst.op)) {
+    case OpCategory::Leaf:
+      return inst.op == OpType::Parameter ? Kernel() : MakeLeafKernel(inst);
+    case OpCategory::Unary:
+    case OpCategory::UnaryPredicate:
+      return MakeUnaryKernel(inst, operands);
+    case OpCategory::Binary:
+    case OpCategory::Compare:
+    case OpCategory::Select:
+      return MakeBinaryKernel(inst, operands);
+    case OpCategory::Reduce:
+    case OpCategory::ArgReduce:
+      return MakeReduceKernel(inst, operands);
+    case OpCategory::Movement:
+      return MakeMovementKernel(inst, operands);
+    case OpCategory::Convert:
+      return inst.op == OpType::Bitcast ? MakeMovementKernel(inst, operands)
+                                        : MakeConvertKernel(inst, operands);
+    case OpCategory::Contraction:
+      return MakeDotKernel(inst, operands);
+    case OpCategory::Convolution:
+      return MakeConvKernel(inst, operands);
+    case OpCategory::Window:
+      return MakeWindowKernel(inst, operands);
+    case OpCategory::Indexing:
+      return MakeIndexingKernel(inst, operands);
+    case OpCategory::SortScan:
+      return MakeSortScanKernel(inst, operands);
+    case OpCategory::Control:
+      return Kernel();  // Tuple ops and GetTupleElement run in Execute.
+  }
+  NoKernel(inst.op, inst.shape.dtype());
+}
+
 }  // namespace kiln::compute::ref

@@ -28,6 +28,10 @@ using Operands = std::span<const uint8_t* const>;
 /// Elementwise kernels tolerate `result` being one of the operands (in-place execution).
 using Kernel = std::function<void(Operands operands, uint8_t* result)>;
 
+/// The kernel of any non-tuple instruction (empty for Parameter and GetTupleElement, which the
+/// executable handles), dispatching to the family factories below.
+Kernel MakeKernel(const Instruction& inst, const std::vector<Shape>& operands);
+
 // ---- Op families (operand shapes in operand order) ------------------------------------------
 
 /// Unary, UnaryPredicate (ref_unary.cc).

@@ -198,9 +198,15 @@ class Sweep {
     } else if (!g_.NeedsRematerialization(id)) {
       // Cheap reshapes of values kept anyway (a layer's broadcast weights) are recomputed too,
       // so that the block does not keep their copies alive until the backward pass.
+      // Their kept operands are fenced too, or common-subexpression elimination would merge the
+      // copy back into the forward one.
       if (!IsCheapCopy(inst.op)) return n;
       std::vector<Node> operands;
-      for (Node o : n.operands()) operands.push_back(Remat(o, trigger));
+      for (Node o : n.operands()) {
+        Node r = Remat(o, trigger);
+        if (r == o && trigger.Ok()) r = OptimizationBarrier({o, trigger})[0];
+        operands.push_back(r);
+      }
       result = g_.AddOp(inst.op, operands, inst.attrs);
     } else if (inst.op == OpType::GetTupleElement) {
       const int tuple = inst.operands[0];

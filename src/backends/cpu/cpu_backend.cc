@@ -1,0 +1,109 @@
+// The cpu backend: registration, options, pooled buffers and capabilities.
+
+#include "backends/cpu/cpu_backend.h"
+
+#include <omp.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "core/check.h"
+
+namespace kiln::compute {
+
+namespace cpu {
+
+CpuBuffer::CpuBuffer(Backend* backend, std::shared_ptr<BufferPool> pool, int64_t bytes, bool zero)
+    : Buffer(backend, 0, bytes), pool_(std::move(pool)) {
+  data_ = pool_->Allocate(bytes);
+  if (zero && bytes > 0) std::memset(data_, 0, static_cast<size_t>(bytes));
+}
+
+CpuBuffer::~CpuBuffer() { pool_->Release(data_, ByteSize()); }
+
+namespace {
+
+int64_t CheckBytes(int64_t bytes) {
+  if (bytes < 0) detail::Throw("backend \"cpu\": negative buffer size {}", bytes);
+  return bytes;
+}
+
+}  // namespace
+
+std::string CpuBackend::Description() const {
+  return fmt::format("cpu: optimising compiler, {} thread{}{}{}", options_.threads,
+                     options_.threads == 1 ? "" : "s", options_.fusion ? "" : ", fusion off",
+                     options_.simd ? "" : ", scalar kernels");
+}
+
+BufferPtr CpuBackend::NewSharedBuffer(int device, int64_t bytes) {
+  CheckDevice(device);
+  return NewBuffer(CheckBytes(bytes), true);
+}
+
+BufferPtr CpuBackend::BufferFromHost(int device, const void* data, int64_t bytes) {
+  CheckDevice(device);
+  std::shared_ptr<CpuBuffer> buffer = NewBuffer(CheckBytes(bytes));
+  if (bytes > 0) std::memcpy(buffer->data(), data, static_cast<size_t>(bytes));
+  return buffer;
+}
+
+void CpuBackend::BufferToHost(const Buffer& buffer, void* dst) {
+  const CpuBuffer* b = AsCpuBuffer(buffer);
+  if (b == nullptr) detail::Throw("backend \"cpu\": BufferToHost given a buffer of another backend");
+  if (buffer.ByteSize() > 0) std::memcpy(dst, b->data(), static_cast<size_t>(buffer.ByteSize()));
+}
+
+const BackendCapabilities& CpuBackend::Capabilities() const {
+  static const BackendCapabilities caps = [] {
+    BackendCapabilities c;
+    for (DType d : kAllDTypes) c.dtypes.push_back(d);
+    c.ops = AllOps();
+    c.dynamic_shapes = DynamicShapes::None;
+    return c;
+  }();
+  return caps;
+}
+
+std::unique_ptr<Executable> CpuBackend::Compile(std::shared_ptr<const Program> program) {
+  if (!program) detail::Throw("backend \"cpu\": Compile given a null program");
+  program->Verify();
+  return CompileCpu(this, std::move(program));
+}
+
+std::shared_ptr<CpuBuffer> CpuBackend::NewBuffer(int64_t bytes, bool zero) {
+  return std::make_shared<CpuBuffer>(this, pool_, CheckBytes(bytes), zero);
+}
+
+const CpuBuffer* CpuBackend::AsCpuBuffer(const Buffer& buffer) const {
+  if (buffer.backend() != this) return nullptr;
+  return dynamic_cast<const CpuBuffer*>(&buffer);
+}
+
+}  // namespace cpu
+
+BackendInfo CpuBackendInfo() {
+  return {"cpu",
+          "optimising CPU compiler: fused SIMD kernels, oneDNN matmul and convolution, a memory plan per "
+          "executable",
+          {{"threads", "threads per kernel (default: OpenMP's count, $OMP_NUM_THREADS or the cores)"},
+           {"fusion", "true (default) or false: fuse chains of elementwise ops into one kernel"},
+           {"simd", "auto (default) or scalar: SIMD kernels or their scalar form"}}};
+}
+
+BackendPtr NewCpuBackend(BackendOptions& options) {
+  cpu::Options o;
+  o.threads = options.TakeInt("threads", omp_get_max_threads());
+  if (o.threads < 1) detail::Throw("backend \"cpu\": threads={} must be at least 1", o.threads);
+  o.fusion = options.TakeBool("fusion", true);
+  const std::string simd = options.TakeString("simd", "auto");
+  if (simd != "auto" && simd != "scalar")
+    detail::Throw("backend \"cpu\": simd={} is not one of auto, scalar", simd);
+  o.simd = simd == "auto";
+  const char* dump = std::getenv("KILN_CPU_DUMP");
+  o.dump = dump != nullptr && std::string(dump) != "0" && std::string(dump) != "";
+  return std::make_shared<cpu::CpuBackend>(o);
+}
+
+}  // namespace kiln::compute

@@ -1,0 +1,76 @@
+#pragma once
+// The fast CPU backend ("cpu"): compiles a Program through cleanup, fusion and memory-planning
+// passes into a flat list of kernel calls (fast kernels where there is one, the reference
+// kernels otherwise). One device, the host's memory, buffers from a caching pool.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "backends/cpu/buffer_pool.h"
+#include "compute/registry.h"
+
+namespace kiln::compute {
+
+BackendInfo CpuBackendInfo();
+BackendPtr NewCpuBackend(BackendOptions& options);
+
+namespace cpu {
+
+/// The backend's switches ("cpu:threads=2,fusion=false,simd=scalar").
+struct Options {
+  int threads = 1;     ///< Threads a kernel may use (OpenMP team size).
+  bool fusion = true;  ///< Fuse elementwise chains (false: one kernel per op).
+  bool simd = true;    ///< SIMD kernels (false: their scalar form, `simd=scalar`).
+  bool dump = false;   ///< Print the optimised program and the fusion decisions ($KILN_CPU_DUMP).
+};
+
+/// Host memory from the backend's pool; shared with tensors.
+class CpuBuffer final : public Buffer {
+ public:
+  CpuBuffer(Backend* backend, std::shared_ptr<BufferPool> pool, int64_t bytes, bool zero);
+  ~CpuBuffer() override;
+  void* HostData() const override { return data_; }
+  uint8_t* data() const { return data_; }
+
+ private:
+  std::shared_ptr<BufferPool> pool_;
+  uint8_t* data_;
+};
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(Options options) : options_(options) {}
+
+  std::string Name() const override { return "cpu"; }
+  std::string Description() const override;
+  int NumDevices() const override { return 1; }
+  bool HasSharedBuffers() const override { return true; }
+
+  BufferPtr NewSharedBuffer(int device, int64_t bytes) override;
+  BufferPtr BufferFromHost(int device, const void* data, int64_t bytes) override;
+  void BufferToHost(const Buffer& buffer, void* dst) override;
+
+  const BackendCapabilities& Capabilities() const override;
+  std::unique_ptr<Executable> Compile(std::shared_ptr<const Program> program) override;
+
+  MemoryUsage MemoryStats() const override { return pool_->Usage(); }
+  void ResetPeakMemory() override { pool_->ResetPeak(); }
+
+  const Options& options() const { return options_; }
+  BufferPool& pool() { return *pool_; }
+  /// A buffer for an execution's result (not zero-filled unless `zero`).
+  std::shared_ptr<CpuBuffer> NewBuffer(int64_t bytes, bool zero = false);
+  /// `buffer` as a CpuBuffer of this backend, or nullptr when it belongs to another one.
+  const CpuBuffer* AsCpuBuffer(const Buffer& buffer) const;
+
+ private:
+  Options options_;
+  std::shared_ptr<BufferPool> pool_ = std::make_shared<BufferPool>();
+};
+
+/// Compiles a verified program for `backend` (cpu_executable.cc).
+std::unique_ptr<Executable> CompileCpu(CpuBackend* backend, std::shared_ptr<const Program> program);
+
+}  // namespace cpu
+}  // namespace kiln::compute

@@ -1,0 +1,39 @@
+#pragma once
+// The cpu compiler's program: a mutable copy of compute::Program that the passes rewrite
+// (dead code, common subexpressions, fusion) before the memory plan and the kernel list.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/compute/program.h"
+
+namespace kiln::compute::cpu {
+
+struct FusedSpec;  // fusion.h: a group of elementwise ops run as one kernel.
+
+/// One node: an instruction (operands are node ids), or a fused group standing in for several.
+struct Node {
+  Instruction inst;
+  /// Set for a fused kernel: `inst.operands` are the group's inputs, `inst.shape` its result.
+  std::shared_ptr<const FusedSpec> fused;
+};
+
+struct Module {
+  std::vector<Node> nodes;  ///< Topological order; Parameters carry their index in attrs.index.
+  std::vector<int> outputs;
+  std::vector<bool> donatable;
+  /// One line per node ("%3 = Add(%1, %2) : (Float32)[2, 3]", fused groups spelled out).
+  std::string ToString() const;
+};
+
+Module FromProgram(const Program& program);
+
+/// Drops nodes no output needs (parameters stay: they are the signature) and renumbers.
+void EliminateDeadCode(Module& m);
+/// Merges nodes computing the same op with the same operands and attributes (never Parameters,
+/// tuple ops or ops with sub-programs, so nothing crosses an OptimizationBarrier), then drops
+/// the copies. Returns how many nodes were merged.
+int EliminateCommonSubexpressions(Module& m);
+
+}  // namespace kiln::compute::cpu

@@ -1,0 +1,62 @@
+// The cpu kernel table: fast kernels first, the reference kernels as the generic path.
+
+#include "backends/cpu/kernels.h"
+
+#include <cstring>
+
+namespace kiln::compute::cpu {
+
+namespace {
+
+/// Families whose reference kernels write every element of the result (the others may rely on
+/// the zero-filled buffers ref gives them, so the generic path clears the result first).
+bool WritesEveryElement(OpCategory c) {
+  switch (c) {
+    case OpCategory::Unary:
+    case OpCategory::UnaryPredicate:
+    case OpCategory::Binary:
+    case OpCategory::Compare:
+    case OpCategory::Select:
+    case OpCategory::Movement:
+    case OpCategory::Convert:
+    case OpCategory::Leaf:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+bool WritesInPlace(const Node& node, const std::vector<Shape>& operands) {
+  if (node.fused) return true;
+  switch (GetOpCategory(node.inst.op)) {
+    case OpCategory::Unary:
+    case OpCategory::Binary:
+    case OpCategory::Select:
+      return true;
+    case OpCategory::UnaryPredicate:
+    case OpCategory::Compare:
+      return false;  // Bool results: element sizes differ from the operands'.
+    case OpCategory::Convert:
+      return false;  // Reading T and writing U through one address would break aliasing rules.
+    default:
+      (void)operands;
+      return false;
+  }
+}
+
+KernelChoice ChooseKernel(CpuBackend& backend, const Node& node, const std::vector<Shape>& operands) {
+  (void)backend;
+  const Instruction& inst = node.inst;
+  Kernel k = ref::MakeKernel(inst, operands);
+  if (WritesEveryElement(GetOpCategory(inst.op))) return {std::move(k), "ref"};
+  const int64_t bytes = inst.shape.ByteSize();
+  return {[k = std::move(k), bytes](ref::Operands in, uint8_t* out) {
+            if (bytes > 0) std::memset(out, 0, static_cast<size_t>(bytes));
+            k(in, out);
+          },
+          "ref"};
+}
+
+}  // namespace kiln::compute::cpu

@@ -1,0 +1,35 @@
+#pragma once
+// The cpu backend's kernel table: for each node, the fastest kernel it has (fused elementwise
+// groups, oneDNN contractions, SIMD kernels as they are added), else the reference kernel.
+
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/ir.h"
+#include "backends/ref/ref_kernels.h"
+
+namespace kiln::compute::cpu {
+
+/// Reads the operands' bytes, writes the result's bytes; the same contract as ref::Kernel
+/// (elementwise kernels tolerate the result aliasing an operand of the same size).
+using Kernel = ref::Kernel;
+
+struct KernelChoice {
+  Kernel kernel;
+  /// Which implementation ("ref", "fused[5]", "dnnl.matmul"...), for the dump and tests.
+  std::string name;
+};
+
+/// The kernel for a non-tuple node with the given operand shapes.
+KernelChoice ChooseKernel(CpuBackend& backend, const Node& node, const std::vector<Shape>& operands);
+
+/// Whether the node's result may be written over an operand of the same size at its last use.
+bool WritesInPlace(const Node& node, const std::vector<Shape>& operands);
+
+/// A compiled tuple op (While, If, OptimizationBarrier): operand buffers in, fresh result buffers
+/// out; sub-programs are compiled for the cpu backend once (cpu_control.cc).
+using TupleKernel = std::function<std::vector<BufferPtr>(const std::vector<BufferPtr>& operands, int device)>;
+TupleKernel MakeTupleKernel(CpuBackend* backend, const Instruction& inst);
+
+}  // namespace kiln::compute::cpu

@@ -1,0 +1,107 @@
+// The cpu executable's arena plan: first fit over a list of free blocks, in step order.
+
+#include "backends/cpu/plan.h"
+
+#include <algorithm>
+#include <map>
+
+namespace kiln::compute::cpu {
+
+namespace {
+
+int64_t Align(int64_t bytes) { return (std::max<int64_t>(bytes, 1) + 63) / 64 * 64; }
+
+/// Free space of the arena: offset -> size, adjacent blocks merged.
+class FreeList {
+ public:
+  /// A block of `size` bytes: the first free one that fits, else grown at the end.
+  int64_t Take(int64_t size, int64_t& end) {
+    for (auto it = free_.begin(); it != free_.end(); ++it) {
+      if (it->second < size) continue;
+      const int64_t offset = it->first;
+      const int64_t rest = it->second - size;
+      free_.erase(it);
+      if (rest > 0) free_[offset + size] = rest;
+      return offset;
+    }
+    // Grow: a free block touching the end is extended.
+    if (!free_.empty()) {
+      auto last = std::prev(free_.end());
+      if (last->first + last->second == end) {
+        const int64_t offset = last->first;
+        free_.erase(last);
+        end = offset + size;
+        return offset;
+      }
+    }
+    const int64_t offset = end;
+    end += size;
+    return offset;
+  }
+
+  void Give(int64_t offset, int64_t size) {
+    auto [it, inserted] = free_.emplace(offset, size);
+    (void)inserted;
+    auto next = std::next(it);
+    if (next != free_.end() && it->first + it->second == next->first) {
+      it->second += next->second;
+      free_.erase(next);
+    }
+    if (it != free_.begin()) {
+      auto prev = std::prev(it);
+      if (prev->first + prev->second == it->first) {
+        prev->second += it->second;
+        free_.erase(it);
+      }
+    }
+  }
+
+ private:
+  std::map<int64_t, int64_t> free_;
+};
+
+}  // namespace
+
+MemoryPlan MakePlan(const PlanRequest& request) {
+  const size_t n = request.bytes.size();
+  MemoryPlan plan;
+  plan.offset.assign(n, -1);
+  std::vector<int64_t> block(n, 0);  // Aligned block size held by each value.
+  std::vector<bool> handed_over(n, false);
+  std::vector<std::vector<int>> dies_at(n + 1);  // n: alive to the end (read by an output).
+  for (size_t v = 0; v < n; ++v) {
+    if (request.bytes[v] >= 0)
+      dies_at[static_cast<size_t>(request.last_use[v])].push_back(static_cast<int>(v));
+  }
+  FreeList free;
+  int64_t end = 0;
+  for (size_t v = 0; v < n; ++v) {
+    if (request.bytes[v] >= 0) {
+      const int64_t size = Align(request.bytes[v]);
+      bool placed = false;
+      for (int c : request.in_place[v]) {
+        const auto ci = static_cast<size_t>(c);
+        if (plan.offset[ci] < 0 || handed_over[ci] || request.last_use[ci] != static_cast<int>(v)) continue;
+        if (block[ci] < size) continue;
+        plan.offset[v] = plan.offset[ci];
+        block[v] = block[ci];
+        handed_over[ci] = true;
+        ++plan.in_place;
+        placed = true;
+        break;
+      }
+      if (!placed) {
+        plan.offset[v] = free.Take(size, end);
+        block[v] = size;
+      }
+    }
+    for (int d : dies_at[v]) {
+      const auto di = static_cast<size_t>(d);
+      if (!handed_over[di] && plan.offset[di] >= 0) free.Give(plan.offset[di], block[di]);
+    }
+  }
+  plan.size = end;
+  return plan;
+}
+
+}  // namespace kiln::compute::cpu

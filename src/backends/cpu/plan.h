@@ -1,0 +1,31 @@
+#pragma once
+// The memory plan of a cpu executable: every intermediate value gets an offset in one arena,
+// reusing the space of values that died before it (and, for elementwise ops, the space of an
+// operand whose last use it is: in-place execution).
+
+#include <cstdint>
+#include <vector>
+
+namespace kiln::compute::cpu {
+
+struct PlanRequest {
+  /// Per value (in step order): bytes, or -1 for values not placed in the arena.
+  std::vector<int64_t> bytes;
+  /// Per value: the last step reading it (its own step when unused; the number of values when it
+  /// must live to the end).
+  std::vector<int> last_use;
+  /// Per value: arena values whose block it may take over when this step is their last use
+  /// (elementwise ops writing over an operand of the same size).
+  std::vector<std::vector<int>> in_place;
+};
+
+struct MemoryPlan {
+  std::vector<int64_t> offset;  ///< Per value; -1 when not in the arena.
+  int64_t size = 0;             ///< Arena bytes.
+  int in_place = 0;             ///< Values written over an operand.
+};
+
+/// First-fit placement in step order with freed blocks merged; 64-byte aligned blocks.
+MemoryPlan MakePlan(const PlanRequest& request);
+
+}  // namespace kiln::compute::cpu
