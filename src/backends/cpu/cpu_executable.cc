@@ -73,12 +73,18 @@ class CpuExecutable final : public Executable {
     Module m = FromProgram(*program_);
     EliminateDeadCode(m);
     const int merged = EliminateCommonSubexpressions(m);
-    if (merged > 0) EliminateDeadCode(m);
+    const int simplified = Simplify(m);
+    EliminateDeadCode(m);
+    std::string fusion;
+    if (backend_->options().fusion) {
+      fusion = FuseElementwise(m, backend_->options());
+      EliminateDeadCode(m);
+    }
     Build(m);
     if (backend_->options().dump) {
-      std::cerr << "KILN_CPU_DUMP: program (" << m.nodes.size() << " nodes after cleanups, " << merged
-                << " common subexpressions merged)\n"
-                << m.ToString() << DescribeSteps();
+      std::cerr << "KILN_CPU_DUMP: program (" << m.nodes.size() << " nodes after cleanups; " << merged
+                << " common subexpressions merged, " << simplified << " nodes simplified)\n"
+                << m.ToString() << fusion << DescribeSteps();
     }
   }
 

@@ -36,4 +36,15 @@ void EliminateDeadCode(Module& m);
 /// the copies. Returns how many nodes were merged.
 int EliminateCommonSubexpressions(Module& m);
 
+struct Options;
+
+/// Constant folding and algebraic simplification (simplify.cc): never materialises a folded
+/// value over 64 KiB (broadcasts of scalars stay symbolic), never looks through an
+/// OptimizationBarrier. Returns how many nodes were rewritten.
+int Simplify(Module& m);
+
+/// Elementwise fusion (fusion.cc): replaces chains of elementwise ops (with their broadcasts and
+/// conversions) by fused nodes. Returns a readable account of the decisions (for KILN_CPU_DUMP).
+std::string FuseElementwise(Module& m, const Options& options);
+
 }  // namespace kiln::compute::cpu

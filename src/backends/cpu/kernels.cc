@@ -47,7 +47,8 @@ bool WritesInPlace(const Node& node, const std::vector<Shape>& operands) {
 }
 
 KernelChoice ChooseKernel(CpuBackend& backend, const Node& node, const std::vector<Shape>& operands) {
-  (void)backend;
+  if (node.fused) return MakeFusedKernel(backend, node, operands);
+  if (KernelChoice d = TryDnnlKernel(backend, node, operands); d.kernel) return d;
   const Instruction& inst = node.inst;
   Kernel k = ref::MakeKernel(inst, operands);
   if (WritesEveryElement(GetOpCategory(inst.op))) return {std::move(k), "ref"};

@@ -21,6 +21,12 @@ struct KernelChoice {
   std::string name;
 };
 
+/// oneDNN kernels (dnnl_kernels.cc): DotGeneral and ConvGeneral where oneDNN runs them; an empty
+/// kernel when it does not apply.
+KernelChoice TryDnnlKernel(CpuBackend& backend, const Node& node, const std::vector<Shape>& operands);
+/// The kernel of a fused node (fused_kernel.cc).
+KernelChoice MakeFusedKernel(CpuBackend& backend, const Node& node, const std::vector<Shape>& operands);
+
 /// The kernel for a non-tuple node with the given operand shapes.
 KernelChoice ChooseKernel(CpuBackend& backend, const Node& node, const std::vector<Shape>& operands);
 
