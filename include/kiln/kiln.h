@@ -20,3 +20,4 @@
 #include "kiln/graph/random.h"
 #include "kiln/graph/sort.h"
 #include "kiln/io/npy.h"
+#include "kiln/model/model.h"

@@ -100,6 +100,9 @@ class Tensor {
   bool IsOnDevice(const compute::BackendPtr& backend, int device) const;
   /// True when the host memory is a buffer shared with a backend.
   bool IsShared() const;
+  /// Number of handles sharing this tensor's data (copies and Reshapes of it): 1 when this
+  /// handle is the only one (0 for an empty handle).
+  int64_t HandleCount() const { return storage_ ? static_cast<int64_t>(storage_.use_count()) : 0; }
   /// Releases host and device memory now; every copy of this handle (and every Reshape of it)
   /// is no longer Ok(), and any later access to the data is a kiln::Error.
   void FinalizeAll();

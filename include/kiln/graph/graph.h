@@ -89,6 +89,10 @@ class Graph {
   /// A listing of every node.
   std::string ToString() const;
 
+  /// Data a library attaches to the graph under `key` (the model package keeps its per-graph
+  /// state here); destroyed with the graph. Empty until set.
+  std::shared_ptr<void>& Attachment(const std::string& key) { return attachments_[key]; }
+
   // ---- Autodiff bookkeeping (graph/gradient.h uses these; users call the functions there) ----
 
   /// A gradient override: given the forward operand `x` and the adjoint of the node, returns
@@ -131,6 +135,7 @@ class Graph {
   std::vector<uint8_t> flags_;  // per node: kCheckpoint | kRemat
   std::unordered_map<int, CustomGradientFn> custom_gradients_;
   bool remat_inheritance_ = true;
+  std::unordered_map<std::string, std::shared_ptr<void>> attachments_;
 };
 
 }  // namespace kiln::graph

@@ -1,0 +1,120 @@
+#pragma once
+/// model::Exec: runs a model function — one taking a Scope besides its inputs — on a backend,
+/// feeding the store's variables in as extra inputs and writing the values the graph sets back
+/// into the store, updating them in place (their buffers are donated) when nothing else holds
+/// them.
+///
+///   model::Exec step = model::NewExec(backend, store, [](model::Scope scope, Node x) {
+///     model::Variable count = scope.VariableWithValue("count", int32_t(0));
+///     count.SetNodeValue(count.NodeValue(x.graph()) + 1);
+///     return x * 2;
+///   });
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "kiln/graph/exec.h"
+#include "kiln/model/store.h"
+
+namespace kiln::model {
+
+/// A model function in normal form: the scope (bound to the graph), the graph and its input
+/// nodes in, outputs out.
+using ModelFn =
+    std::function<std::vector<graph::Node>(Scope scope, graph::Graph& g, const std::vector<graph::Node>&)>;
+
+class Exec {
+ public:
+  /// `num_inputs`: the number of inputs, or -1 for a function taking a vector of nodes.
+  Exec(compute::BackendPtr backend, Store store, ModelFn fn, int num_inputs, std::string name = "model exec");
+
+  /// Runs with the given inputs (Tensors or C++ values) and returns the function's outputs.
+  template <graph::CallArg... Args>
+  std::vector<Tensor> Call(Args&&... args) {
+    return CallTensors({ToTensor(std::forward<Args>(args))...});
+  }
+  std::vector<Tensor> Call(const std::vector<Tensor>& inputs) { return CallTensors(inputs); }
+  template <graph::CallArg... Args>
+  Tensor Call1(Args&&... args) {
+    return Single(Call(std::forward<Args>(args)...));
+  }
+  Tensor Call1(const std::vector<Tensor>& inputs) { return Single(CallTensors(inputs)); }
+
+  /// Called with each new graph before the model function runs (e.g. SetTraining).
+  Exec& OnNewGraph(std::function<void(graph::Graph&)> hook);
+  /// Number of graphs built so far (one per distinct input shapes).
+  int NumBuilds() const;
+  const Store& store() const;
+  const compute::BackendPtr& backend() const;
+  /// The Program compiled for the given input shapes (built if needed): user inputs first, then
+  /// the variables read; outputs: the function's, then the variables set.
+  std::shared_ptr<const compute::Program> ProgramFor(const std::vector<Shape>& input_shapes);
+
+  struct State;
+
+ private:
+  template <typename V>
+  static Tensor ToTensor(V&& value) {
+    if constexpr (std::same_as<std::remove_cvref_t<V>, Tensor>) {
+      return std::forward<V>(value);
+    } else {
+      return Tensor::FromValue(value);
+    }
+  }
+  std::vector<Tensor> CallTensors(const std::vector<Tensor>& inputs);
+  Tensor Single(std::vector<Tensor> outputs) const;
+  std::shared_ptr<State> state_;
+};
+
+namespace detail {
+
+template <typename Fn, typename Args>
+struct ModelFnAdapter;
+
+template <typename Fn, typename S, typename... A>
+struct ModelFnAdapter<Fn, std::tuple<S, A...>> {
+  static_assert(std::same_as<std::remove_cvref_t<S>, Scope>,
+                "model::NewExec: the function's first parameter must be a model::Scope");
+  static constexpr bool kTakesGraph = sizeof...(A) == 1 && (std::same_as<A, graph::Graph&> && ...);
+  static constexpr bool kTakesVector =
+      sizeof...(A) == 1 && (std::same_as<std::remove_cvref_t<A>, std::vector<graph::Node>> && ...);
+  static constexpr bool kTakesNodes = (graph::detail::kIsNodeArg<A> && ...);
+  static_assert(kTakesGraph || kTakesVector || kTakesNodes,
+                "model::NewExec: after the Scope, the function must take Node parameters, a (const) "
+                "std::vector<Node>&, or a Graph&");
+  static constexpr int kNumInputs = kTakesVector ? -1 : kTakesGraph ? 0 : static_cast<int>(sizeof...(A));
+
+  static ModelFn Wrap(Fn fn) {
+    return [fn = std::move(fn)](Scope scope, graph::Graph& g,
+                                const std::vector<graph::Node>& params) mutable -> std::vector<graph::Node> {
+      if constexpr (kTakesGraph) {
+        return graph::detail::ToOutputs(fn(scope, g));
+      } else if constexpr (kTakesVector) {
+        return graph::detail::ToOutputs(fn(scope, params));
+      } else {
+        return [&]<std::size_t... I>(std::index_sequence<I...>) {
+          return graph::detail::ToOutputs(fn(scope, params[I]...));
+        }
+        (std::index_sequence_for<A...>{});
+      }
+    };
+  }
+};
+
+}  // namespace detail
+
+/// Makes a model::Exec from a function or lambda `R(Scope, Node...)`, `R(Scope, Graph&)` or
+/// `R(Scope, const std::vector<Node>&)`, R being Node, std::vector<Node> or std::tuple<Node...>.
+template <typename Fn>
+Exec NewExec(compute::BackendPtr backend, Store store, Fn&& fn, std::string name = "model exec") {
+  using Traits = graph::detail::CallableTraits<std::decay_t<Fn>>;
+  using Adapter = detail::ModelFnAdapter<std::decay_t<Fn>, typename Traits::Args>;
+  return Exec(std::move(backend), std::move(store), Adapter::Wrap(std::forward<Fn>(fn)), Adapter::kNumInputs,
+              std::move(name));
+}
+
+}  // namespace kiln::model

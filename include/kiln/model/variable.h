@@ -1,0 +1,63 @@
+#pragma once
+/// model::Variable: a named, typed value of a model::Store (weights, biases, counters, the
+/// random-number state) that outlives graphs and compilations.
+
+#include <memory>
+#include <string>
+
+#include "kiln/core/shape.h"
+#include "kiln/core/tensor.h"
+#include "kiln/graph/graph.h"
+
+namespace kiln::model {
+
+namespace detail {
+struct VariableData;
+}  // namespace detail
+
+/// A cheap handle to a variable of a Store (copies refer to the same variable).
+class Variable {
+ public:
+  /// An invalid handle (Ok() false).
+  Variable() = default;
+  explicit Variable(std::shared_ptr<detail::VariableData> data) : data_(std::move(data)) {}
+
+  bool Ok() const { return data_ != nullptr; }
+  /// The full path: "/layer1/weights".
+  const std::string& Path() const;
+  /// The last path element: "weights".
+  std::string Name() const;
+  /// The scope path holding it: "/layer1".
+  std::string ScopePath() const;
+  const Shape& shape() const;
+  DType dtype() const { return shape().dtype(); }
+
+  /// The current value. A new variable is initialised first (by its scope's initializer, on the
+  /// default backend, advancing the store's random-number state). The handle shares the
+  /// variable's data: while a user holds it, executions copy the variable instead of updating
+  /// it in place, so the handle never goes stale.
+  Tensor Value() const;
+  /// Replaces the value (same shape and dtype, else kiln::Error).
+  void SetValue(const Tensor& value) const;
+
+  /// Trainable variables get gradients from the trainer: by default float variables are,
+  /// others never (setting an integer variable trainable is a kiln::Error).
+  bool Trainable() const;
+  const Variable& SetTrainable(bool trainable) const;
+
+  /// The variable's value in graph `g`, an input of the graph (the same node every time in one
+  /// graph; model::Exec feeds it at each call).
+  graph::Node NodeValue(graph::Graph& g) const;
+  /// Sets the variable's new value, computed by `node` (same shape and dtype) in the graph being
+  /// built: model::Exec stores it back after each call (in place, when it can).
+  void SetNodeValue(graph::Node node) const;
+
+  /// "/layer1/weights (Float32)[2, 3]".
+  std::string ToString() const;
+  const std::shared_ptr<detail::VariableData>& data() const { return data_; }
+
+ private:
+  std::shared_ptr<detail::VariableData> data_;
+};
+
+}  // namespace kiln::model

@@ -1,0 +1,171 @@
+// model::Exec: one graph per input shapes with the store's variables as extra inputs and the
+// values it sets as extra outputs; variables updated in place through buffer donation.
+
+#include "kiln/model/exec.h"
+
+#include <list>
+#include <mutex>
+
+#include "core/check.h"
+#include "kiln/compute/backend.h"
+#include "model/model_internal.h"
+
+namespace kiln::model {
+
+namespace {
+
+struct Entry {
+  std::vector<Shape> key;
+  std::unique_ptr<graph::Graph> graph;
+  std::shared_ptr<const compute::Program> program;
+  std::unique_ptr<compute::Executable> executable;
+  std::vector<std::shared_ptr<detail::VariableData>> reads, writes;
+  size_t num_outputs = 0;  // The function's own outputs (before the variables set).
+};
+
+}  // namespace
+
+struct Exec::State {
+  compute::BackendPtr backend;
+  Store store;
+  ModelFn fn;
+  int num_inputs = 0;
+  std::string name;
+  std::function<void(graph::Graph&)> hook;
+  std::mutex mu;
+  int builds = 0;
+  std::list<std::shared_ptr<Entry>> lru;
+
+  std::shared_ptr<Entry> Get(const std::vector<Shape>& shapes) {
+    std::lock_guard lock(mu);
+    for (auto it = lru.begin(); it != lru.end(); ++it) {
+      if ((*it)->key == shapes) {
+        lru.splice(lru.begin(), lru, it);
+        return lru.front();
+      }
+    }
+    auto e = std::make_shared<Entry>();
+    e->key = shapes;
+    e->graph = std::make_unique<graph::Graph>(name);
+    graph::Graph& g = *e->graph;
+    std::vector<graph::Node> params;
+    for (const Shape& s : shapes) params.push_back(g.Parameter(s));
+    detail::GraphState& st = detail::StateOf(g);
+    st.store = store.data();
+    if (hook) hook(g);
+    ++builds;
+    std::vector<graph::Node> outputs = fn(Scope(store, "/", &g), g, params);
+    if (outputs.empty() && st.updates.empty())
+      kiln::detail::Throw("model exec \"{}\": the model function returned no outputs and set no variable",
+                          name);
+    e->num_outputs = outputs.size();
+    for (const auto& v : st.inputs) {
+      if (detail::StoreOf(*v) != store.data())
+        kiln::detail::Throw("model exec \"{}\": variable \"{}\" belongs to another Store", name, v->path);
+    }
+    e->reads = st.inputs;
+    for (const auto& [v, node] : st.updates) {
+      if (&node.graph() != &g)
+        kiln::detail::Throw("model exec \"{}\": the new value of \"{}\" is a node of another graph", name,
+                            v->path);
+      e->writes.push_back(v);
+      outputs.push_back(node);
+    }
+    e->program = g.Build(outputs, std::vector<bool>(static_cast<size_t>(g.NumParameters()), true));
+    e->executable = backend->Compile(e->program);
+    lru.push_front(e);
+    while (lru.size() > 32) lru.pop_back();
+    return e;
+  }
+};
+
+Exec::Exec(compute::BackendPtr backend, Store store, ModelFn fn, int num_inputs, std::string name)
+    : state_(std::make_shared<State>()) {
+  if (!backend) kiln::detail::Throw("model::NewExec: null backend");
+  state_->backend = std::move(backend);
+  state_->store = std::move(store);
+  state_->fn = std::move(fn);
+  state_->num_inputs = num_inputs;
+  state_->name = std::move(name);
+}
+
+Exec& Exec::OnNewGraph(std::function<void(graph::Graph&)> hook) {
+  std::lock_guard lock(state_->mu);
+  state_->hook = std::move(hook);
+  return *this;
+}
+
+int Exec::NumBuilds() const {
+  std::lock_guard lock(state_->mu);
+  return state_->builds;
+}
+
+const Store& Exec::store() const { return state_->store; }
+const compute::BackendPtr& Exec::backend() const { return state_->backend; }
+
+std::shared_ptr<const compute::Program> Exec::ProgramFor(const std::vector<Shape>& input_shapes) {
+  return state_->Get(input_shapes)->program;
+}
+
+std::vector<Tensor> Exec::CallTensors(const std::vector<Tensor>& inputs) {
+  State& st = *state_;
+  if (st.num_inputs >= 0 && static_cast<int>(inputs.size()) != st.num_inputs) {
+    kiln::detail::Throw("model exec \"{}\": called with {} inputs, but its function takes {}", st.name,
+                        inputs.size(), st.num_inputs);
+  }
+  std::vector<Shape> shapes;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].Ok())
+      kiln::detail::Throw("model exec \"{}\": input {} is not Ok (empty, finalized or donated)", st.name, i);
+    shapes.push_back(inputs[i].shape());
+  }
+  std::shared_ptr<Entry> e = st.Get(shapes);
+  st.store.InitializeVariables(st.backend);
+
+  const int device = 0;
+  std::vector<compute::BufferPtr> buffers;
+  std::vector<bool> donated;
+  for (const Tensor& input : inputs) {
+    Tensor t = input;
+    const bool donate = t.IsMarkedForDonation();
+    buffers.push_back(donate ? t.DonateBuffer(st.backend, device) : t.DeviceBuffer(st.backend, device));
+    donated.push_back(donate);
+  }
+  std::shared_ptr<detail::StoreData> store = st.store.data();
+  std::unique_lock store_lock(store->mu);
+  for (const auto& v : e->reads) {
+    if (!v->value.Ok())
+      kiln::detail::Throw("model exec \"{}\": variable \"{}\" has no value", st.name, v->path);
+    // In place only when the store holds the sole handle and the graph sets a new value.
+    const bool written = std::find(e->writes.begin(), e->writes.end(), v) != e->writes.end();
+    const bool donate = written && v->value.HandleCount() == 1;
+    buffers.push_back(donate ? v->value.DonateBuffer(st.backend, device)
+                             : v->value.DeviceBuffer(st.backend, device));
+    donated.push_back(donate);
+  }
+  std::vector<compute::BufferPtr> out = e->executable->Execute(buffers, donated, device);
+  const compute::Program& program = *e->program;
+  std::vector<Tensor> results;
+  for (size_t i = 0; i < out.size(); ++i) {
+    Tensor t =
+        Tensor::FromBuffer(st.backend, device, program.OutputShape(static_cast<int>(i)), std::move(out[i]));
+    if (i < e->num_outputs) {
+      results.push_back(std::move(t));
+    } else {
+      detail::VariableData& v = *e->writes[i - e->num_outputs];
+      v.value = std::move(t);
+      v.pending = nullptr;
+    }
+  }
+  return results;
+}
+
+Tensor Exec::Single(std::vector<Tensor> outputs) const {
+  if (outputs.size() != 1) {
+    kiln::detail::Throw("model exec \"{}\": Call1 needs exactly one output, the function has {}",
+                        state_->name, outputs.size());
+  }
+  return std::move(outputs[0]);
+}
+
+}  // namespace kiln::model
