@@ -20,4 +20,5 @@
 #include "kiln/graph/random.h"
 #include "kiln/graph/sort.h"
 #include "kiln/io/npy.h"
+#include "kiln/io/safetensors.h"
 #include "kiln/model/model.h"
