@@ -73,7 +73,7 @@ Tensor SafetensorsFile::Find(const std::string& name) const {
   return Tensor();
 }
 
-int64_t WriteSafetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
+int64_t WriteSafetensors(std::ostream& out, const std::vector<std::pair<std::string, Tensor>>& tensors,
                          const std::map<std::string, std::string>& metadata) {
   Json header = Json::Object();
   Json meta = Json::Object();
@@ -82,11 +82,11 @@ int64_t WriteSafetensors(const std::string& path, const std::vector<std::pair<st
   std::vector<std::string> names;
   for (const auto& [name, t] : tensors) {
     if (name.empty() || name == "__metadata__")
-      detail::Throw("WriteSafetensors {}: invalid tensor name \"{}\"", path, name);
+      detail::Throw("WriteSafetensors: invalid tensor name \"{}\"", name);
     if (std::find(names.begin(), names.end(), name) != names.end())
-      detail::Throw("WriteSafetensors {}: tensor name \"{}\" repeated", path, name);
+      detail::Throw("WriteSafetensors: tensor name \"{}\" repeated", name);
     names.push_back(name);
-    if (!t.Ok()) detail::Throw("WriteSafetensors {}: tensor \"{}\" is not Ok", path, name);
+    if (!t.Ok()) detail::Throw("WriteSafetensors: tensor \"{}\" is not Ok", name);
     const int64_t bytes = t.shape().ByteSize();
     Json e = Json::Object();
     e.Set("dtype", Json::String(SafetensorsDType(t.dtype())));
@@ -109,18 +109,27 @@ int64_t WriteSafetensors(const std::string& path, const std::vector<std::pair<st
   std::string text = header.Dump();
   while (text.size() % 8 != 0) text += ' ';
   const uint64_t n = text.size();
-  WriteFileAtomically(path, [&](std::ostream& out) {
-    uint8_t len[8];
-    for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(n >> (8 * i));
-    out.write(reinterpret_cast<const char*>(len), 8);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    for (const auto& [name, t] : tensors) {
-      t.ConstBytes([&](std::span<const uint8_t> b) {
-        out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
-      });
-    }
-  });
+  uint8_t len[8];
+  for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(n >> (8 * i));
+  out.write(reinterpret_cast<const char*>(len), 8);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  for (const auto& [name, t] : tensors) {
+    t.ConstBytes([&](std::span<const uint8_t> b) {
+      out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+    });
+  }
   return 8 + static_cast<int64_t>(n) + offset;
+}
+
+int64_t WriteSafetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
+                         const std::map<std::string, std::string>& metadata) {
+  int64_t size = 0;
+  try {
+    WriteFileAtomically(path, [&](std::ostream& out) { size = WriteSafetensors(out, tensors, metadata); });
+  } catch (const Error& e) {
+    detail::Throw("{}: {}", path, e.message());
+  }
+  return size;
 }
 
 SafetensorsFile ReadSafetensors(const std::string& path) {

@@ -10,6 +10,7 @@
 /// "kiln.shape.<name>") from which ReadSafetensors restores them.
 
 #include <cstdint>
+#include <iosfwd>
 #include <map>
 #include <span>
 #include <string>
@@ -31,6 +32,9 @@ struct SafetensorsFile {
 /// Writes the tensors (unique, non-empty names) and metadata to `path` atomically (a temporary
 /// file renamed over it). Returns the file's size in bytes.
 int64_t WriteSafetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
+                         const std::map<std::string, std::string>& metadata = {});
+/// Writes the same bytes to a stream; returns their count.
+int64_t WriteSafetensors(std::ostream& out, const std::vector<std::pair<std::string, Tensor>>& tensors,
                          const std::map<std::string, std::string>& metadata = {});
 /// Reads a safetensors file. A truncated file, a malformed or hostile header (sizes, offsets out
 /// of range, overlapping or missing bytes, unknown dtypes) is a kiln::Error naming the file and
