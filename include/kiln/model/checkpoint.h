@@ -88,6 +88,12 @@ class Handler {
   std::function<void(std::string_view)> hook_;
 };
 
+/// Loads into `store` the element-wise mean of the newest k checkpoints in `dir` (the seed's
+/// averaging of checkpoints; Build(store).Dir(dir).TakeMean(k).Done() without keeping a Handler).
+inline void Average(model::Store store, const std::string& dir, int k) {
+  Build(std::move(store)).Dir(dir).TakeMean(k).Done();
+}
+
 /// Whether `path` matches `pattern` ('*' matches any run of characters).
 bool MatchesPattern(std::string_view path, std::string_view pattern);
 
