@@ -21,4 +21,6 @@
 #include "kiln/graph/sort.h"
 #include "kiln/io/npy.h"
 #include "kiln/io/safetensors.h"
+#include "kiln/ml/activations.h"
+#include "kiln/ml/losses.h"
 #include "kiln/model/model.h"

@@ -1,0 +1,150 @@
+// Loss functions: per-example losses reduced to a (weighted, masked) mean over examples.
+
+#include "kiln/ml/losses.h"
+
+#include "core/check.h"
+#include "kiln/graph/sort.h"
+
+namespace kiln::losses {
+
+namespace {
+
+/// Checks the label and prediction lists of `fn`.
+void CheckArgs(const char* fn, const std::vector<Node>& labels, const std::vector<Node>& predictions) {
+  if (labels.empty() || !labels[0].Ok()) kiln::detail::Throw("{}: no labels", fn);
+  if (predictions.empty() || !predictions[0].Ok()) kiln::detail::Throw("{}: no predictions", fn);
+  if (!IsFloat(predictions[0].dtype()))
+    kiln::detail::Throw("{}: predictions must be float, got {}", fn, predictions[0].shape());
+  if (predictions[0].rank() == 0)
+    kiln::detail::Throw("{}: predictions {} have no batch axis", fn, predictions[0].shape());
+}
+
+/// `v` ([batch] or [batch, 1]) as a [batch] vector of `dtype`; the error names `what`.
+Node PerExample(const char* fn, const char* what, Node v, int64_t batch, DType dtype) {
+  if (v.rank() == 2 && v.shape().Dim(1) == 1) v = graph::Reshape(v, {v.shape().Dim(0)});
+  if (v.rank() != 1 || v.shape().Dim(0) != batch)
+    kiln::detail::Throw("{}: {} {} must be [batch] or [batch, 1] with batch {}", fn, what, v.shape(), batch);
+  return v.dtype() == dtype ? v : graph::ConvertDType(v, dtype);
+}
+
+/// The mean over examples of `per_example` ([batch]), weighted by labels[1] and masked by labels[2].
+Node Reduce(const char* fn, Node per_example, const std::vector<Node>& labels) {
+  const int64_t batch = per_example.shape().Dim(0);
+  const DType dt = per_example.dtype();
+  Node weight;
+  if (labels.size() > 1 && labels[1].Ok()) {
+    if (!IsFloat(labels[1].dtype()))
+      kiln::detail::Throw("{}: weights must be float, got {}", fn, labels[1].shape());
+    weight = PerExample(fn, "weights", labels[1], batch, dt);
+  }
+  if (labels.size() > 2 && labels[2].Ok()) {
+    if (labels[2].dtype() != DType::Bool)
+      kiln::detail::Throw("{}: the mask must be Bool, got {}", fn, labels[2].shape());
+    Node m = PerExample(fn, "mask", labels[2], batch, dt);
+    weight = weight.Ok() ? weight * m : m;
+  }
+  if (!weight.Ok()) return graph::ReduceAllMean(per_example);
+  Node total = graph::ReduceAllSum(weight);
+  Node safe =
+      graph::Where(graph::Equal(total, graph::ScalarLike(total, 0)), graph::ScalarLike(total, 1), total);
+  return graph::ReduceAllSum(per_example * weight) / safe;
+}
+
+/// Mean over every axis but the first: [batch, ...] -> [batch].
+Node MeanPerExample(Node x) {
+  if (x.rank() <= 1) return x;
+  std::vector<int> axes;
+  for (int a = 1; a < x.rank(); ++a) axes.push_back(a);
+  return graph::ReduceMean(x, axes);
+}
+
+Node SumPerExample(Node x) {
+  if (x.rank() <= 1) return x;
+  std::vector<int> axes;
+  for (int a = 1; a < x.rank(); ++a) axes.push_back(a);
+  return graph::ReduceSum(x, axes);
+}
+
+/// labels[0] converted to the predictions' dtype, with the same shape (error naming `fn`).
+Node SameShapeLabels(const char* fn, const std::vector<Node>& labels, Node pred) {
+  Node y = labels[0];
+  if (y.shape().Dimensions() != pred.shape().Dimensions())
+    kiln::detail::Throw("{}: labels {} and predictions {} differ in shape", fn, y.shape(), pred.shape());
+  return y.dtype() == pred.dtype() ? y : graph::ConvertDType(y, pred.dtype());
+}
+
+}  // namespace
+
+Node MeanSquaredError(const std::vector<Node>& labels, const std::vector<Node>& predictions) {
+  CheckArgs("MeanSquaredError", labels, predictions);
+  Node p = predictions[0];
+  Node d = p - SameShapeLabels("MeanSquaredError", labels, p);
+  return Reduce("MeanSquaredError", MeanPerExample(d * d), labels);
+}
+
+Node MeanAbsoluteError(const std::vector<Node>& labels, const std::vector<Node>& predictions) {
+  CheckArgs("MeanAbsoluteError", labels, predictions);
+  Node p = predictions[0];
+  Node d = p - SameShapeLabels("MeanAbsoluteError", labels, p);
+  return Reduce("MeanAbsoluteError", MeanPerExample(graph::Abs(d)), labels);
+}
+
+Node Huber(const std::vector<Node>& labels, const std::vector<Node>& predictions) {
+  CheckArgs("Huber", labels, predictions);
+  Node p = predictions[0];
+  Node a = graph::Abs(p - SameShapeLabels("Huber", labels, p));
+  Node quadratic = a * a * graph::ScalarLike(a, 0.5);
+  Node linear = a - graph::ScalarLike(a, 0.5);
+  Node l = graph::Where(graph::LessOrEqual(a, graph::ScalarLike(a, 1)), quadratic, linear);
+  return Reduce("Huber", MeanPerExample(l), labels);
+}
+
+Node BinaryCrossentropy(const std::vector<Node>& labels, const std::vector<Node>& predictions) {
+  CheckArgs("BinaryCrossentropy", labels, predictions);
+  Node p = graph::Clip(predictions[0], 1e-7, 1 - 1e-7);
+  Node y = SameShapeLabels("BinaryCrossentropy", labels, p);
+  Node l = graph::Neg(y * graph::Log(p) + (graph::ScalarLike(y, 1) - y) * graph::Log1p(graph::Neg(p)));
+  return Reduce("BinaryCrossentropy", MeanPerExample(l), labels);
+}
+
+Node BinaryCrossentropyLogits(const std::vector<Node>& labels, const std::vector<Node>& predictions) {
+  CheckArgs("BinaryCrossentropyLogits", labels, predictions);
+  Node z = predictions[0];
+  Node y = SameShapeLabels("BinaryCrossentropyLogits", labels, z);
+  Node l =
+      graph::Max(z, graph::ScalarLike(z, 0)) - z * y + graph::Log1p(graph::Exp(graph::Neg(graph::Abs(z))));
+  return Reduce("BinaryCrossentropyLogits", MeanPerExample(l), labels);
+}
+
+Node SparseCategoricalCrossEntropyLogits(const std::vector<Node>& labels,
+                                         const std::vector<Node>& predictions) {
+  const char* fn = "SparseCategoricalCrossEntropyLogits";
+  CheckArgs(fn, labels, predictions);
+  Node logits = predictions[0];
+  if (logits.rank() != 2) kiln::detail::Throw("{}: logits {} must be [batch, classes]", fn, logits.shape());
+  const int64_t batch = logits.shape().Dim(0), classes = logits.shape().Dim(1);
+  Node ids = labels[0];
+  if (!IsInt(ids.dtype()) || IsPacked(ids.dtype()))
+    kiln::detail::Throw("{}: labels must be integer class ids, got {}", fn, ids.shape());
+  ids = PerExample(fn, "labels", ids, batch, ids.dtype());
+  Node onehot = graph::OneHot(ids, classes, logits.dtype());
+  Node l = graph::Neg(graph::ReduceSum(onehot * graph::LogSoftmax(logits, {-1}), {1}));
+  return Reduce(fn, l, labels);
+}
+
+Node CategoricalCrossEntropy(const std::vector<Node>& labels, const std::vector<Node>& predictions) {
+  CheckArgs("CategoricalCrossEntropy", labels, predictions);
+  Node p = graph::Clip(predictions[0], 1e-7, 1.0);
+  Node y = SameShapeLabels("CategoricalCrossEntropy", labels, p);
+  return Reduce("CategoricalCrossEntropy", graph::Neg(SumPerExample(y * graph::Log(p))), labels);
+}
+
+Node CategoricalCrossEntropyLogits(const std::vector<Node>& labels, const std::vector<Node>& predictions) {
+  CheckArgs("CategoricalCrossEntropyLogits", labels, predictions);
+  Node z = predictions[0];
+  Node y = SameShapeLabels("CategoricalCrossEntropyLogits", labels, z);
+  return Reduce("CategoricalCrossEntropyLogits", graph::Neg(SumPerExample(y * graph::LogSoftmax(z, {-1}))),
+                labels);
+}
+
+}  // namespace kiln::losses
