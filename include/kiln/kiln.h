@@ -23,4 +23,5 @@
 #include "kiln/io/safetensors.h"
 #include "kiln/ml/activations.h"
 #include "kiln/ml/losses.h"
+#include "kiln/ml/optimizers.h"
 #include "kiln/model/model.h"

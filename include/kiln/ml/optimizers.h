@@ -1,0 +1,176 @@
+#pragma once
+/// Optimizers (kiln::optimizers): they append to a training graph the update of the trainable
+/// variables from their gradients, keeping their state (moments, accumulators) as non-trainable
+/// variables under "/#optimizer/<name>/..." in the store, so it is checkpointed and resumed.
+///
+///   optimizers::Optimizer adam = optimizers::Adam().LearningRate(0.003).Done();
+///   optimizers::Optimizer fromStore = optimizers::FromStore(store);  // "optimizer", "learning_rate"...
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/graph/ops.h"
+#include "kiln/model/store.h"
+
+namespace kiln::optimizers {
+
+using graph::Node;
+
+/// The learning rate at a step: `step` is the global step (Int64 scalar) of the update being
+/// built (0 for the first), the result a scalar of `dtype`.
+using Schedule = std::function<Node(Node step, DType dtype)>;
+
+/// A constant rate.
+Schedule Constant(double rate);
+/// Linear warm-up from 0 to `rate` over `warmup_steps`, then `after` (Constant(rate) by default).
+Schedule LinearWarmup(double rate, int64_t warmup_steps, Schedule after = {});
+/// Linear warm-up to `rate`, then cosine decay to `min_rate` at `total_steps` (held after).
+Schedule CosineDecay(double rate, int64_t total_steps, int64_t warmup_steps = 0, double min_rate = 0);
+/// rate · decay^(step / decay_steps) (continuous, or stepwise when `staircase`).
+Schedule ExponentialDecay(double rate, double decay, int64_t decay_steps, bool staircase = false);
+
+/// What every optimizer does.
+class Interface {
+ public:
+  virtual ~Interface() = default;
+  /// Appends to the graph the updates of `vars` from `grads` (same order and shapes), setting
+  /// each variable's new value (SetNodeValue) and the optimizer's state. `scope` is bound to the
+  /// graph being built; `step` is the global step before this update (Int64 scalar).
+  virtual void UpdateGraph(model::Scope scope, const std::vector<model::Variable>& vars,
+                           const std::vector<Node>& grads, Node step) = 0;
+  /// "adam", "sgd"...
+  virtual std::string Name() const = 0;
+};
+using Optimizer = std::shared_ptr<Interface>;
+
+/// Settings shared by the builders.
+struct Common {
+  Schedule schedule;
+  double clip_global_norm = 0;  ///< > 0: gradients scaled so their global L2 norm is at most this.
+  double clip_value = 0;        ///< > 0: each gradient element clipped to [-v, v].
+  double weight_decay = 0;      ///< L2 (added to the gradient); decoupled for AdamW.
+};
+
+/// Builder base: LearningRate / Schedule / ClipGlobalNorm / ClipValue / WeightDecay, then Done().
+template <typename Derived>
+class Builder {
+ public:
+  Derived& LearningRate(double rate) {
+    common_.schedule = Constant(rate);
+    return self();
+  }
+  Derived& WithSchedule(Schedule s) {
+    common_.schedule = std::move(s);
+    return self();
+  }
+  Derived& ClipGlobalNorm(double norm) {
+    common_.clip_global_norm = norm;
+    return self();
+  }
+  Derived& ClipValue(double v) {
+    common_.clip_value = v;
+    return self();
+  }
+  Derived& WeightDecay(double wd) {
+    common_.weight_decay = wd;
+    return self();
+  }
+
+ protected:
+  Common common_;
+
+ private:
+  Derived& self() { return static_cast<Derived&>(*this); }
+};
+
+/// Stochastic gradient descent with optional (Nesterov) momentum, as torch.optim.SGD.
+class SgdBuilder : public Builder<SgdBuilder> {
+ public:
+  SgdBuilder();
+  SgdBuilder& Momentum(double m) {
+    momentum_ = m;
+    return *this;
+  }
+  SgdBuilder& Nesterov(bool n = true) {
+    nesterov_ = n;
+    return *this;
+  }
+  Optimizer Done();
+
+ private:
+  double momentum_ = 0;
+  bool nesterov_ = false;
+};
+SgdBuilder StochasticGradientDescent();
+
+/// Adam (and AdamW: decoupled weight decay), as torch.optim.Adam / AdamW.
+class AdamBuilder : public Builder<AdamBuilder> {
+ public:
+  explicit AdamBuilder(bool decoupled);
+  AdamBuilder& Betas(double beta1, double beta2) {
+    beta1_ = beta1;
+    beta2_ = beta2;
+    return *this;
+  }
+  AdamBuilder& Epsilon(double eps) {
+    epsilon_ = eps;
+    return *this;
+  }
+  Optimizer Done();
+
+ private:
+  bool decoupled_;
+  double beta1_ = 0.9, beta2_ = 0.999, epsilon_ = 1e-8;
+};
+AdamBuilder Adam();
+AdamBuilder AdamW();
+
+/// RMSProp, as torch.optim.RMSprop (alpha 0.99, eps 1e-8, optional momentum).
+class RmsPropBuilder : public Builder<RmsPropBuilder> {
+ public:
+  RmsPropBuilder();
+  RmsPropBuilder& Alpha(double a) {
+    alpha_ = a;
+    return *this;
+  }
+  RmsPropBuilder& Epsilon(double eps) {
+    epsilon_ = eps;
+    return *this;
+  }
+  RmsPropBuilder& Momentum(double m) {
+    momentum_ = m;
+    return *this;
+  }
+  Optimizer Done();
+
+ private:
+  double alpha_ = 0.99, epsilon_ = 1e-8, momentum_ = 0;
+};
+RmsPropBuilder RMSProp();
+
+/// Adagrad, as torch.optim.Adagrad (eps 1e-10).
+class AdagradBuilder : public Builder<AdagradBuilder> {
+ public:
+  AdagradBuilder();
+  AdagradBuilder& Epsilon(double eps) {
+    epsilon_ = eps;
+    return *this;
+  }
+  Optimizer Done();
+
+ private:
+  double epsilon_ = 1e-10;
+};
+AdagradBuilder Adagrad();
+
+/// The optimizer the store's hyperparameters describe (GoMLX's keys): "optimizer" ("adam"
+/// (default), "adamw", "sgd", "rmsprop", "adagrad"), "learning_rate" (default 0.001; 0.1 for
+/// sgd), "adam_epsilon", "adam_beta1", "adam_beta2", "adam_weight_decay", "sgd_momentum",
+/// "sgd_nesterov", "rmsprop_alpha", "clip_step_by_value", "clip_global_norm",
+/// "learning_rate_warmup_steps", "learning_rate_cosine_steps" (with "learning_rate_min"),
+/// "weight_decay". An unknown optimizer name is a kiln::Error listing the valid ones.
+Optimizer FromStore(const model::Store& store);
+
+}  // namespace kiln::optimizers

@@ -1,0 +1,323 @@
+// Optimizers: learning-rate schedules, gradient clipping and weight decay, and the update rules
+// of SGD, Adam/AdamW, RMSProp and Adagrad (torch.optim's formulas), with their state as
+// non-trainable store variables.
+
+#include "kiln/ml/optimizers.h"
+
+#include <cmath>
+#include <numbers>
+
+#include "core/check.h"
+
+namespace kiln::optimizers {
+
+using graph::Graph;
+
+namespace {
+
+/// `step` (Int64) as Float64.
+Node StepF64(Node step) { return graph::ConvertDType(step, DType::Float64); }
+
+Node F64(Graph& g, double v) { return graph::Scalar(g, DType::Float64, v); }
+
+}  // namespace
+
+Schedule Constant(double rate) {
+  return [rate](Node step, DType dtype) { return graph::Scalar(step.graph(), dtype, rate); };
+}
+
+Schedule LinearWarmup(double rate, int64_t warmup_steps, Schedule after) {
+  if (warmup_steps < 1) kiln::detail::Throw("LinearWarmup: warmup_steps {} must be at least 1", warmup_steps);
+  if (!after) after = Constant(rate);
+  return [rate, warmup_steps, after](Node step, DType dtype) {
+    Graph& g = step.graph();
+    Node s = StepF64(step);
+    Node warm = (s + 1.0) * (rate / static_cast<double>(warmup_steps));
+    Node later = graph::ConvertDType(after(step, DType::Float64), DType::Float64);
+    return graph::ConvertDType(
+        graph::Where(graph::Less(s, F64(g, static_cast<double>(warmup_steps))), warm, later), dtype);
+  };
+}
+
+Schedule CosineDecay(double rate, int64_t total_steps, int64_t warmup_steps, double min_rate) {
+  if (total_steps <= warmup_steps)
+    kiln::detail::Throw("CosineDecay: total_steps {} must exceed warmup_steps {}", total_steps, warmup_steps);
+  Schedule cosine = [rate, total_steps, warmup_steps, min_rate](Node step, DType dtype) {
+    Node s = StepF64(step);
+    Node progress = graph::Clip(
+        (s - static_cast<double>(warmup_steps)) / static_cast<double>(total_steps - warmup_steps), 0.0, 1.0);
+    Node lr = (graph::Cos(progress * std::numbers::pi) + 1.0) * (0.5 * (rate - min_rate)) + min_rate;
+    return graph::ConvertDType(lr, dtype);
+  };
+  return warmup_steps > 0 ? LinearWarmup(rate, warmup_steps, cosine) : cosine;
+}
+
+Schedule ExponentialDecay(double rate, double decay, int64_t decay_steps, bool staircase) {
+  if (decay_steps < 1)
+    kiln::detail::Throw("ExponentialDecay: decay_steps {} must be at least 1", decay_steps);
+  return [rate, decay, decay_steps, staircase](Node step, DType dtype) {
+    Node e = StepF64(step) / static_cast<double>(decay_steps);
+    if (staircase) e = graph::Floor(e);
+    Node lr = graph::Pow(F64(step.graph(), decay), e) * rate;
+    return graph::ConvertDType(lr, dtype);
+  };
+}
+
+namespace {
+
+/// The non-trainable state variable `name` of `opt` for variable `v` ("/#optimizer/adam/w/m"),
+/// starting at zeros.
+model::Variable State(const model::Scope& scope, const std::string& opt, const model::Variable& v,
+                      const std::string& name) {
+  model::Initializer zeros = [](Graph& g, Node&, const Shape& s) { return graph::Zeros(g, s); };
+  model::Scope at(scope.store(), "/#optimizer/" + opt + v.Path(), scope.graph(), zeros);
+  model::Variable s = at.VariableWithShape(name, v.shape());
+  s.SetTrainable(false);
+  return s;
+}
+
+/// Gradients after clipping (by value, then by global norm as torch's clip_grad_norm_).
+std::vector<Node> Clipped(const Common& c, std::vector<Node> grads) {
+  if (c.clip_value > 0) {
+    for (Node& g : grads) g = graph::Clip(g, -c.clip_value, c.clip_value);
+  }
+  if (c.clip_global_norm > 0 && !grads.empty()) {
+    Node sum;
+    for (const Node& g : grads) {
+      Node g32 = g.dtype() == DType::Float64 ? g : graph::ConvertDType(g, DType::Float32);
+      Node s = graph::ReduceAllSum(g32 * g32);
+      if (s.dtype() != DType::Float64) s = graph::ConvertDType(s, DType::Float64);
+      sum = sum.Ok() ? sum + s : s;
+    }
+    Node coef = graph::MinScalar(
+        graph::Scalar(sum.graph(), DType::Float64, c.clip_global_norm) / (graph::Sqrt(sum) + 1e-6), 1.0);
+    for (Node& g : grads) g = g * graph::ConvertDType(coef, g.dtype());
+  }
+  return grads;
+}
+
+/// Shared frame: checks the lists, preprocesses the gradients, and calls `update(i, w, g, lr)`
+/// for each variable.
+template <typename Fn>
+void ForEach(const char* name, const Common& c, const std::vector<model::Variable>& vars,
+             const std::vector<Node>& grads_in, Node step, bool l2, Fn update) {
+  if (vars.size() != grads_in.size())
+    kiln::detail::Throw("optimizer {}: {} variables but {} gradients", name, vars.size(), grads_in.size());
+  std::vector<Node> grads = Clipped(c, grads_in);
+  for (size_t i = 0; i < vars.size(); ++i) {
+    const model::Variable& v = vars[i];
+    if (!IsFloat(v.dtype()))
+      kiln::detail::Throw("optimizer {}: variable \"{}\" is not float", name, v.Path());
+    Node w = v.NodeValue(grads[i].graph());
+    if (grads[i].shape() != w.shape()) {
+      kiln::detail::Throw("optimizer {}: gradient {} for variable \"{}\" of shape {}", name, grads[i].shape(),
+                          v.Path(), w.shape());
+    }
+    Node g = grads[i];
+    if (l2 && c.weight_decay != 0) g = g + w * graph::ScalarLike(w, c.weight_decay);
+    Node lr = c.schedule(step, w.dtype());
+    update(v, w, g, lr);
+  }
+}
+
+class Sgd final : public Interface {
+ public:
+  Sgd(Common c, double momentum, bool nesterov)
+      : c_(std::move(c)), momentum_(momentum), nesterov_(nesterov) {}
+  std::string Name() const override { return "sgd"; }
+  void UpdateGraph(model::Scope scope, const std::vector<model::Variable>& vars,
+                   const std::vector<Node>& grads, Node step) override {
+    ForEach("sgd", c_, vars, grads, step, true, [&](const model::Variable& v, Node w, Node g, Node lr) {
+      if (momentum_ != 0) {
+        model::Variable buf = State(scope, "sgd", v, "momentum");
+        Node b = buf.NodeValue(w.graph()) * graph::ScalarLike(w, momentum_) + g;
+        buf.SetNodeValue(b);
+        g = nesterov_ ? g + b * graph::ScalarLike(w, momentum_) : b;
+      }
+      v.SetNodeValue(w - lr * g);
+    });
+  }
+
+ private:
+  Common c_;
+  double momentum_;
+  bool nesterov_;
+};
+
+class AdamOpt final : public Interface {
+ public:
+  AdamOpt(Common c, bool decoupled, double b1, double b2, double eps)
+      : c_(std::move(c)), decoupled_(decoupled), b1_(b1), b2_(b2), eps_(eps) {}
+  std::string Name() const override { return decoupled_ ? "adamw" : "adam"; }
+  void UpdateGraph(model::Scope scope, const std::vector<model::Variable>& vars,
+                   const std::vector<Node>& grads, Node step) override {
+    const std::string name = Name();
+    ForEach(name.c_str(), c_, vars, grads, step, !decoupled_,
+            [&](const model::Variable& v, Node w, Node g, Node lr) {
+              Graph& gr = w.graph();
+              model::Variable mv = State(scope, name, v, "m"), vv = State(scope, name, v, "v");
+              Node m = mv.NodeValue(gr) * graph::ScalarLike(w, b1_) + g * graph::ScalarLike(w, 1 - b1_);
+              Node s = vv.NodeValue(gr) * graph::ScalarLike(w, b2_) + g * g * graph::ScalarLike(w, 1 - b2_);
+              mv.SetNodeValue(m);
+              vv.SetNodeValue(s);
+              // Bias corrections 1 - beta^t for t = step + 1, in float64, then in w's dtype.
+              Node t = StepF64(step) + 1.0;
+              Node bc1 = 1.0 - graph::Pow(F64(gr, b1_), t);
+              Node bc2 = 1.0 - graph::Pow(F64(gr, b2_), t);
+              Node step_size = lr / graph::ConvertDType(bc1, w.dtype());
+              Node denom = graph::Sqrt(s) / graph::ConvertDType(graph::Sqrt(bc2), w.dtype()) +
+                           graph::ScalarLike(w, eps_);
+              Node base = w;
+              if (decoupled_ && c_.weight_decay != 0)
+                base = w * (1.0 - lr * graph::ScalarLike(w, c_.weight_decay));
+              v.SetNodeValue(base - step_size * m / denom);
+            });
+  }
+
+ private:
+  Common c_;
+  bool decoupled_;
+  double b1_, b2_, eps_;
+};
+
+class RmsProp final : public Interface {
+ public:
+  RmsProp(Common c, double alpha, double eps, double momentum)
+      : c_(std::move(c)), alpha_(alpha), eps_(eps), momentum_(momentum) {}
+  std::string Name() const override { return "rmsprop"; }
+  void UpdateGraph(model::Scope scope, const std::vector<model::Variable>& vars,
+                   const std::vector<Node>& grads, Node step) override {
+    ForEach("rmsprop", c_, vars, grads, step, true, [&](const model::Variable& v, Node w, Node g, Node lr) {
+      Graph& gr = w.graph();
+      model::Variable sq = State(scope, "rmsprop", v, "square_avg");
+      Node s = sq.NodeValue(gr) * graph::ScalarLike(w, alpha_) + g * g * graph::ScalarLike(w, 1 - alpha_);
+      sq.SetNodeValue(s);
+      Node avg = graph::Sqrt(s) + graph::ScalarLike(w, eps_);
+      if (momentum_ != 0) {
+        model::Variable buf = State(scope, "rmsprop", v, "momentum");
+        Node b = buf.NodeValue(gr) * graph::ScalarLike(w, momentum_) + g / avg;
+        buf.SetNodeValue(b);
+        v.SetNodeValue(w - lr * b);
+      } else {
+        v.SetNodeValue(w - lr * g / avg);
+      }
+    });
+  }
+
+ private:
+  Common c_;
+  double alpha_, eps_, momentum_;
+};
+
+class AdagradOpt final : public Interface {
+ public:
+  AdagradOpt(Common c, double eps) : c_(std::move(c)), eps_(eps) {}
+  std::string Name() const override { return "adagrad"; }
+  void UpdateGraph(model::Scope scope, const std::vector<model::Variable>& vars,
+                   const std::vector<Node>& grads, Node step) override {
+    ForEach("adagrad", c_, vars, grads, step, true, [&](const model::Variable& v, Node w, Node g, Node lr) {
+      model::Variable sum = State(scope, "adagrad", v, "sum");
+      Node s = sum.NodeValue(w.graph()) + g * g;
+      sum.SetNodeValue(s);
+      v.SetNodeValue(w - lr * g / (graph::Sqrt(s) + graph::ScalarLike(w, eps_)));
+    });
+  }
+
+ private:
+  Common c_;
+  double eps_;
+};
+
+Common WithDefaultRate(Common c, double rate) {
+  if (!c.schedule) c.schedule = Constant(rate);
+  return c;
+}
+
+}  // namespace
+
+SgdBuilder::SgdBuilder() = default;
+Optimizer SgdBuilder::Done() {
+  return std::make_shared<Sgd>(WithDefaultRate(common_, 0.1), momentum_, nesterov_);
+}
+SgdBuilder StochasticGradientDescent() { return SgdBuilder(); }
+
+AdamBuilder::AdamBuilder(bool decoupled) : decoupled_(decoupled) {
+  if (decoupled) common_.weight_decay = 0.01;  // torch.optim.AdamW's default.
+}
+Optimizer AdamBuilder::Done() {
+  return std::make_shared<AdamOpt>(WithDefaultRate(common_, 0.001), decoupled_, beta1_, beta2_, epsilon_);
+}
+AdamBuilder Adam() { return AdamBuilder(false); }
+AdamBuilder AdamW() { return AdamBuilder(true); }
+
+RmsPropBuilder::RmsPropBuilder() = default;
+Optimizer RmsPropBuilder::Done() {
+  return std::make_shared<RmsProp>(WithDefaultRate(common_, 0.01), alpha_, epsilon_, momentum_);
+}
+RmsPropBuilder RMSProp() { return RmsPropBuilder(); }
+
+AdagradBuilder::AdagradBuilder() = default;
+Optimizer AdagradBuilder::Done() {
+  return std::make_shared<AdagradOpt>(WithDefaultRate(common_, 0.01), epsilon_);
+}
+AdagradBuilder Adagrad() { return AdagradBuilder(); }
+
+Optimizer FromStore(const model::Store& store) {
+  model::Scope root = store.RootScope();
+  const std::string name = model::GetParamOr(root, "optimizer", "adam");
+  const double default_rate = name == "sgd" ? 0.1 : name == "rmsprop" || name == "adagrad" ? 0.01 : 0.001;
+  const double rate = model::GetParamOr(root, "learning_rate", default_rate);
+  Common c;
+  c.schedule = Constant(rate);
+  const int64_t warmup = model::GetParamOr(root, "learning_rate_warmup_steps", int64_t{0});
+  const int64_t cosine = model::GetParamOr(root, "learning_rate_cosine_steps", int64_t{0});
+  const double min_rate = model::GetParamOr(root, "learning_rate_min", 0.0);
+  if (cosine > 0) {
+    c.schedule = CosineDecay(rate, cosine, warmup, min_rate);
+  } else if (warmup > 0) {
+    c.schedule = LinearWarmup(rate, warmup);
+  }
+  c.clip_value = model::GetParamOr(root, "clip_step_by_value", 0.0);
+  c.clip_global_norm = model::GetParamOr(root, "clip_global_norm", 0.0);
+  c.weight_decay = model::GetParamOr(root, "weight_decay", 0.0);
+  if (name == "adam" || name == "adamw") {
+    AdamBuilder b(name == "adamw");
+    b.WithSchedule(c.schedule).ClipValue(c.clip_value).ClipGlobalNorm(c.clip_global_norm);
+    b.Betas(model::GetParamOr(root, "adam_beta1", 0.9), model::GetParamOr(root, "adam_beta2", 0.999));
+    b.Epsilon(model::GetParamOr(root, "adam_epsilon", 1e-8));
+    const double wd = model::GetParamOr(root, "adam_weight_decay", name == "adamw" ? 0.01 : c.weight_decay);
+    b.WeightDecay(wd);
+    return b.Done();
+  }
+  if (name == "sgd") {
+    SgdBuilder b;
+    b.WithSchedule(c.schedule)
+        .ClipValue(c.clip_value)
+        .ClipGlobalNorm(c.clip_global_norm)
+        .WeightDecay(c.weight_decay);
+    b.Momentum(model::GetParamOr(root, "sgd_momentum", 0.0))
+        .Nesterov(model::GetParamOr(root, "sgd_nesterov", false));
+    return b.Done();
+  }
+  if (name == "rmsprop") {
+    RmsPropBuilder b;
+    b.WithSchedule(c.schedule)
+        .ClipValue(c.clip_value)
+        .ClipGlobalNorm(c.clip_global_norm)
+        .WeightDecay(c.weight_decay);
+    b.Alpha(model::GetParamOr(root, "rmsprop_alpha", 0.99));
+    return b.Done();
+  }
+  if (name == "adagrad") {
+    AdagradBuilder b;
+    b.WithSchedule(c.schedule)
+        .ClipValue(c.clip_value)
+        .ClipGlobalNorm(c.clip_global_norm)
+        .WeightDecay(c.weight_decay);
+    return b.Done();
+  }
+  kiln::detail::Throw(
+      "optimizers::FromStore: unknown optimizer \"{}\" (valid: adam, adamw, sgd, rmsprop, adagrad)", name);
+}
+
+}  // namespace kiln::optimizers

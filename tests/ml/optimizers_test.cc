@@ -1,0 +1,168 @@
+// Tests for optimizers: ten steps of each against torch.optim's trajectories (fixtures made by
+// tests/ml/make_optimizer_fixtures.py), schedules at chosen steps, FromStore, clipping, and the
+// optimizer state kept in the store.
+
+#include "kiln/ml/optimizers.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <string>
+
+#include "kiln/kiln.h"
+#include "test_util.h"
+
+namespace {
+
+using namespace kiln;
+using namespace kiln::graph;
+using kiln::test::Throws;
+
+const std::map<std::string, Tensor>& Fixtures() {
+  static const std::map<std::string, Tensor> f = [] {
+    const char* src = std::getenv("KILN_TEST_SOURCE_DIR");
+    return io::ReadNpz(std::string(src ? src : ".") + "/tests/ml/fixtures/optimizers.npz");
+  }();
+  return f;
+}
+
+/// Runs 10 steps of `opt` on w0 with the fixture's gradients; returns w after each step.
+std::vector<std::vector<double>> Trajectory(const optimizers::Optimizer& opt,
+                                            const compute::BackendPtr& backend) {
+  model::Store store;
+  model::Variable w = store.RootScope().VariableWithValue("w", Fixtures().at("w0"));
+  model::Exec step = model::NewExec(backend, store, [&](model::Scope scope, Node g) {
+    model::Variable gs = scope.store().GlobalStep();
+    Node s = gs.NodeValue(g.graph());
+    opt->UpdateGraph(scope, {w}, {g}, s);
+    gs.SetNodeValue(s + int64_t{1});
+    return ReduceAllSum(g);
+  });
+  const Tensor& grads = Fixtures().at("grads");
+  std::vector<double> all = grads.ToVector<double>();
+  std::vector<std::vector<double>> out;
+  for (int i = 0; i < 10; ++i) {
+    std::vector<double> g(all.begin() + i * 12, all.begin() + (i + 1) * 12);
+    step.Call(Tensor::FromFlat(Shape(DType::Float64, {3, 4}), g));
+    out.push_back(store.GetVariable("/w").Value().ToVector<double>());
+  }
+  return out;
+}
+
+void ExpectMatchesTorch(const std::string& name, const optimizers::Optimizer& opt) {
+  const std::vector<double> want = Fixtures().at(name).ToVector<double>();
+  for (const compute::BackendInfo& info : compute::RegisteredBackends()) {
+    std::vector<std::vector<double>> got = Trajectory(opt, compute::NewWithConfig(info.name));
+    for (int s = 0; s < 10; ++s) {
+      for (int j = 0; j < 12; ++j) {
+        const double w = want[static_cast<size_t>(s * 12 + j)];
+        EXPECT_NEAR(got[static_cast<size_t>(s)][static_cast<size_t>(j)], w, 1e-6 * std::max(1.0, std::abs(w)))
+            << name << " on " << info.name << " step " << s << " element " << j;
+      }
+    }
+  }
+}
+
+TEST(Optimizers, MatchTorchOverTenSteps) {
+  using namespace optimizers;
+  ExpectMatchesTorch("sgd", StochasticGradientDescent().LearningRate(0.1).Done());
+  ExpectMatchesTorch("sgd_momentum", StochasticGradientDescent().LearningRate(0.05).Momentum(0.9).Done());
+  ExpectMatchesTorch(
+      "sgd_nesterov",
+      StochasticGradientDescent().LearningRate(0.05).Momentum(0.9).Nesterov().WeightDecay(0.01).Done());
+  ExpectMatchesTorch("adam", Adam().LearningRate(0.01).Done());
+  ExpectMatchesTorch("adam_l2",
+                     Adam().LearningRate(0.01).Betas(0.8, 0.99).Epsilon(1e-6).WeightDecay(0.1).Done());
+  ExpectMatchesTorch("adamw", AdamW().LearningRate(0.01).WeightDecay(0.05).Done());
+  ExpectMatchesTorch("rmsprop", RMSProp().LearningRate(0.01).Done());
+  ExpectMatchesTorch("rmsprop_momentum", RMSProp().LearningRate(0.01).Momentum(0.5).Done());
+  ExpectMatchesTorch("adagrad", Adagrad().LearningRate(0.1).Done());
+  ExpectMatchesTorch("sgd_clip_norm",
+                     StochasticGradientDescent().LearningRate(0.1).ClipGlobalNorm(1.0).Done());
+}
+
+TEST(Optimizers, StateLivesInTheStore) {
+  model::Store store;
+  optimizers::Optimizer adam = optimizers::Adam().Done();
+  Trajectory(adam, compute::New());
+  model::Store s2;
+  model::Variable w = s2.RootScope().VariableWithValue("w", Fixtures().at("w0"));
+  model::Exec step = model::NewExec(compute::New(), s2, [&](model::Scope scope, Node g) {
+    model::Variable gs = scope.store().GlobalStep();
+    Node s = gs.NodeValue(g.graph());
+    adam->UpdateGraph(scope, {w}, {g}, s);
+    gs.SetNodeValue(s + int64_t{1});
+    return ReduceAllSum(g);
+  });
+  step.Call(Tensor::FromScalarAndDimensions<double>(1.0, {3, 4}));
+  model::Variable m = s2.GetVariable("/#optimizer/adam/w/m");
+  model::Variable v = s2.GetVariable("/#optimizer/adam/w/v");
+  EXPECT_FALSE(m.Trainable());
+  for (double x : m.Value().ToVector<double>()) EXPECT_NEAR(x, 0.1, 1e-15);
+  for (double x : v.Value().ToVector<double>()) EXPECT_NEAR(x, 0.001, 1e-15);
+  EXPECT_EQ(s2.GlobalStep().Value().Item<int64_t>(), 1);
+}
+
+std::vector<double> RatesAt(const optimizers::Schedule& s, const std::vector<int64_t>& steps) {
+  Exec e = NewExec(compute::New(), [&](Node step) { return s(step, DType::Float64); });
+  std::vector<double> out;
+  for (int64_t st : steps) out.push_back(e.Call1(st).Item<double>());
+  return out;
+}
+
+TEST(Optimizers, SchedulesAtChosenSteps) {
+  using namespace optimizers;
+  std::vector<double> w = RatesAt(LinearWarmup(0.1, 10), {0, 4, 9, 10, 100});
+  EXPECT_NEAR(w[0], 0.01, 1e-15);
+  EXPECT_NEAR(w[1], 0.05, 1e-15);
+  EXPECT_NEAR(w[2], 0.1, 1e-15);
+  EXPECT_NEAR(w[3], 0.1, 1e-15);
+  EXPECT_NEAR(w[4], 0.1, 1e-15);
+  std::vector<double> c = RatesAt(CosineDecay(1.0, 110, 10, 0.1), {0, 10, 60, 110, 500});
+  EXPECT_NEAR(c[0], 0.1, 1e-12);   // warm-up: 1/10 of the rate
+  EXPECT_NEAR(c[1], 1.0, 1e-12);   // start of the decay
+  EXPECT_NEAR(c[2], 0.55, 1e-12);  // halfway: min + (max - min) / 2
+  EXPECT_NEAR(c[3], 0.1, 1e-12);
+  EXPECT_NEAR(c[4], 0.1, 1e-12);
+  std::vector<double> e = RatesAt(ExponentialDecay(1.0, 0.5, 10), {0, 5, 20});
+  EXPECT_NEAR(e[1], std::pow(0.5, 0.5), 1e-12);
+  EXPECT_NEAR(e[2], 0.25, 1e-12);
+  EXPECT_NEAR(RatesAt(ExponentialDecay(1.0, 0.5, 10, true), {15})[0], 0.5, 1e-12);
+  EXPECT_TRUE(Throws([] { LinearWarmup(0.1, 0); }, {"LinearWarmup", "warmup_steps"}));
+}
+
+TEST(Optimizers, FromStoreReadsTheHyperparameters) {
+  model::Store s;
+  EXPECT_EQ(optimizers::FromStore(s)->Name(), "adam");
+  s.SetParam("optimizer", "sgd");
+  EXPECT_EQ(optimizers::FromStore(s)->Name(), "sgd");
+  s.SetParam("optimizer", "adamw");
+  EXPECT_EQ(optimizers::FromStore(s)->Name(), "adamw");
+  s.SetParam("optimizer", "rmsprop");
+  EXPECT_EQ(optimizers::FromStore(s)->Name(), "rmsprop");
+  s.SetParam("optimizer", "adagrad");
+  EXPECT_EQ(optimizers::FromStore(s)->Name(), "adagrad");
+  s.SetParam("optimizer", "lion");
+  EXPECT_TRUE(Throws([&] { optimizers::FromStore(s); }, {"\"lion\"", "adam", "sgd"}));
+  // The keys reach the update: adam with learning_rate 0.01 matches the torch fixture.
+  s.SetParam("optimizer", "adam");
+  s.SetParam("learning_rate", 0.01);
+  ExpectMatchesTorch("adam", optimizers::FromStore(s));
+  // Clipping by value: a gradient of 5 moves SGD by lr * 0.5.
+  model::Store c;
+  c.SetParam("optimizer", "sgd");
+  c.SetParam("learning_rate", 1.0);
+  c.SetParam("clip_step_by_value", 0.5);
+  optimizers::Optimizer sgd = optimizers::FromStore(c);
+  model::Variable x = c.RootScope().VariableWithValue("x", std::vector<double>{0, 0});
+  model::Exec step = model::NewExec(compute::New(), c, [&](model::Scope scope, Node g) {
+    sgd->UpdateGraph(scope, {x}, {g}, Scalar(g.graph(), DType::Int64, 0));
+    return ReduceAllSum(g);
+  });
+  step.Call(std::vector<double>{5, -0.25});
+  EXPECT_EQ(x.Value().ToVector<double>(), (std::vector<double>{-0.5, 0.25}));
+}
+
+}  // namespace
