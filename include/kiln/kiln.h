@@ -22,6 +22,7 @@
 #include "kiln/io/npy.h"
 #include "kiln/io/safetensors.h"
 #include "kiln/ml/activations.h"
+#include "kiln/ml/layers.h"
 #include "kiln/ml/losses.h"
 #include "kiln/ml/optimizers.h"
 #include "kiln/model/model.h"

@@ -1,0 +1,82 @@
+#pragma once
+/// Layers (kiln::layers): stateful building blocks whose weights are variables of a model::Scope.
+///
+///   Node h = layers::Dense(scope.In("hidden"), x, /*useBias=*/true, 128);
+///   Node c = layers::Convolution(scope.In("conv1"), img).Filters(32).KernelSize(5).PadSame().Done();
+///   Node p = layers::MaxPool(c).Window(2).Done();
+///   Node d = layers::Dropout(scope.In("dropout"), h, 0.3);  // only while training
+
+#include <concepts>
+#include <cstdint>
+#include <vector>
+
+#include "kiln/graph/conv.h"
+#include "kiln/graph/ops.h"
+#include "kiln/model/store.h"
+
+namespace kiln::layers {
+
+using graph::Node;
+
+/// A dense (fully connected) layer: contracts x's last axis with the variable "weights"
+/// [in, dims...] and adds "biases" [dims...] when `use_bias`. The result has x's leading axes
+/// followed by `dims`.
+Node DenseWithDims(model::Scope scope, Node x, bool use_bias, const std::vector<int64_t>& dims);
+template <std::integral... D>
+Node Dense(model::Scope scope, Node x, bool use_bias, D... dims) {
+  return DenseWithDims(std::move(scope), x, use_bias, {static_cast<int64_t>(dims)...});
+}
+
+/// A convolution layer over 1, 2 or 3 spatial axes, with its kernel "weights" ([spatial...,
+/// in/groups, filters]) and "biases" ([filters]) in the scope. Defaults: stride 1, no padding,
+/// no dilation, one group, bias on, channels last.
+class ConvolutionBuilder {
+ public:
+  ConvolutionBuilder(model::Scope scope, Node x) : scope_(std::move(scope)), x_(x) {}
+  ConvolutionBuilder& Filters(int64_t n);
+  /// The same size for every spatial axis, or one per axis.
+  ConvolutionBuilder& KernelSize(int size);
+  ConvolutionBuilder& KernelSize(const std::vector<int>& sizes);
+  ConvolutionBuilder& Strides(int stride);
+  ConvolutionBuilder& Strides(const std::vector<int>& strides);
+  ConvolutionBuilder& Dilations(int dilation);
+  ConvolutionBuilder& Dilations(const std::vector<int>& dilations);
+  /// Output size ceil(input / stride) per spatial axis.
+  ConvolutionBuilder& PadSame();
+  /// Only windows fully inside the input (the default).
+  ConvolutionBuilder& NoPadding();
+  ConvolutionBuilder& UseBias(bool use);
+  /// Channels split into `groups` convolved separately (groups == channels: depthwise).
+  ConvolutionBuilder& ChannelGroupCount(int groups);
+  ConvolutionBuilder& ChannelsFirst();
+  ConvolutionBuilder& ChannelsLast();
+  Node Done();
+
+ private:
+  model::Scope scope_;
+  Node x_;
+  int64_t filters_ = 0;
+  std::vector<int> kernel_, strides_, dilations_;
+  bool same_ = false, bias_ = true, channels_first_ = false;
+  int groups_ = 1;
+};
+inline ConvolutionBuilder Convolution(model::Scope scope, Node x) {
+  return ConvolutionBuilder(std::move(scope), x);
+}
+
+/// Pooling builders over the spatial axes (Window(n) for every spatial axis; strides default to
+/// the window; no padding by default, so 28 becomes 14 with Window(2)).
+inline graph::PoolBuilder MaxPool(Node x) { return graph::MaxPool(x); }
+inline graph::PoolBuilder AvgPool(Node x) { return graph::MeanPool(x); }
+inline graph::PoolBuilder SumPool(Node x) { return graph::SumPool(x); }
+/// Mean / max over all spatial axes: [batch, spatial..., channels] -> [batch, channels] (channels
+/// last) or [batch, channels, spatial...] -> [batch, channels] when `channels_first`.
+Node GlobalAvgPool(Node x, bool channels_first = false);
+Node GlobalMaxPool(Node x, bool channels_first = false);
+
+/// Inverted dropout: while training (model::IsTraining), each element is zeroed with
+/// probability `rate` and the others scaled by 1/(1-rate), with random numbers from the store's
+/// random-number state; otherwise the identity.
+Node Dropout(model::Scope scope, Node x, double rate);
+
+}  // namespace kiln::layers

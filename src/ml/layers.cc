@@ -1,0 +1,172 @@
+// Layers: Dense, Convolution, global pooling and Dropout.
+
+#include "kiln/ml/layers.h"
+
+#include "core/check.h"
+#include "kiln/graph/random.h"
+
+namespace kiln::layers {
+
+Node DenseWithDims(model::Scope scope, Node x, bool use_bias, const std::vector<int64_t>& dims) {
+  if (!x.Ok()) kiln::detail::Throw("layers::Dense: x is an invalid node");
+  if (x.rank() < 1)
+    kiln::detail::Throw("layers::Dense({}): x {} needs at least one axis", scope.Path(), x.shape());
+  if (dims.empty()) kiln::detail::Throw("layers::Dense({}): no output dimensions", scope.Path());
+  if (!IsFloat(x.dtype()))
+    kiln::detail::Throw("layers::Dense({}): x {} must be float", scope.Path(), x.shape());
+  graph::Graph& g = x.graph();
+  const int64_t in = x.shape().Dimensions().back();
+  std::vector<int64_t> wdims = {in};
+  wdims.insert(wdims.end(), dims.begin(), dims.end());
+  Node w = scope.VariableWithShape("weights", Shape(x.dtype(), wdims)).NodeValue(g);
+  // Contract x's last axis with w's first: [lead..., in] x [in, dims...] -> [lead..., dims...].
+  Node y = graph::Dot(x, w).General({x.rank() - 1}, {}, {0}, {});
+  if (use_bias) {
+    Node b = scope.VariableWithShape("biases", Shape(x.dtype(), dims)).NodeValue(g);
+    y = y + graph::BroadcastPrefix(
+                b, std::vector<int64_t>(y.shape().Dimensions().begin(),
+                                        y.shape().Dimensions().end() - static_cast<long>(dims.size())));
+  }
+  return y;
+}
+
+ConvolutionBuilder& ConvolutionBuilder::Filters(int64_t n) {
+  filters_ = n;
+  return *this;
+}
+ConvolutionBuilder& ConvolutionBuilder::KernelSize(int size) {
+  kernel_ = {size};
+  return *this;
+}
+ConvolutionBuilder& ConvolutionBuilder::KernelSize(const std::vector<int>& sizes) {
+  kernel_ = sizes;
+  return *this;
+}
+ConvolutionBuilder& ConvolutionBuilder::Strides(int stride) {
+  strides_ = {stride};
+  return *this;
+}
+ConvolutionBuilder& ConvolutionBuilder::Strides(const std::vector<int>& strides) {
+  strides_ = strides;
+  return *this;
+}
+ConvolutionBuilder& ConvolutionBuilder::Dilations(int dilation) {
+  dilations_ = {dilation};
+  return *this;
+}
+ConvolutionBuilder& ConvolutionBuilder::Dilations(const std::vector<int>& dilations) {
+  dilations_ = dilations;
+  return *this;
+}
+ConvolutionBuilder& ConvolutionBuilder::PadSame() {
+  same_ = true;
+  return *this;
+}
+ConvolutionBuilder& ConvolutionBuilder::NoPadding() {
+  same_ = false;
+  return *this;
+}
+ConvolutionBuilder& ConvolutionBuilder::UseBias(bool use) {
+  bias_ = use;
+  return *this;
+}
+ConvolutionBuilder& ConvolutionBuilder::ChannelGroupCount(int groups) {
+  groups_ = groups;
+  return *this;
+}
+ConvolutionBuilder& ConvolutionBuilder::ChannelsFirst() {
+  channels_first_ = true;
+  return *this;
+}
+ConvolutionBuilder& ConvolutionBuilder::ChannelsLast() {
+  channels_first_ = false;
+  return *this;
+}
+
+Node ConvolutionBuilder::Done() {
+  const std::string where = "layers::Convolution(" + scope_.Path() + ")";
+  if (!x_.Ok()) kiln::detail::Throw("{}: x is an invalid node", where);
+  const int spatial = x_.rank() - 2;
+  if (spatial < 1 || spatial > 3)
+    kiln::detail::Throw("{}: x {} must be [batch, spatial (1 to 3 axes)..., channels]", where, x_.shape());
+  if (filters_ < 1) kiln::detail::Throw("{}: Filters(n) must be set to a positive count", where);
+  if (kernel_.empty()) kiln::detail::Throw("{}: KernelSize must be set", where);
+  std::vector<int> ks =
+      kernel_.size() == 1 ? std::vector<int>(static_cast<size_t>(spatial), kernel_[0]) : kernel_;
+  if (static_cast<int>(ks.size()) != spatial)
+    kiln::detail::Throw("{}: {} kernel sizes for {} spatial axes", where, ks.size(), spatial);
+  const int64_t channels = channels_first_ ? x_.shape().Dim(1) : x_.shape().Dim(x_.rank() - 1);
+  if (groups_ < 1 || channels % groups_ != 0 || filters_ % groups_ != 0) {
+    kiln::detail::Throw("{}: ChannelGroupCount({}) must divide the channels ({}) and the filters ({})", where,
+                        groups_, channels, filters_);
+  }
+  std::vector<int64_t> kdims(ks.begin(), ks.end());
+  kdims.push_back(channels / groups_);
+  kdims.push_back(filters_);
+  graph::Graph& g = x_.graph();
+  Node kernel = scope_.VariableWithShape("weights", Shape(x_.dtype(), kdims)).NodeValue(g);
+  graph::ConvBuilder conv = graph::Convolve(x_, kernel);
+  if (channels_first_) {
+    // The kernel keeps its [spatial..., in, out] layout.
+    compute::ConvDims d;
+    d.input_batch = 0;
+    d.input_feature = 1;
+    d.output_batch = 0;
+    d.output_feature = 1;
+    for (int a = 0; a < spatial; ++a) {
+      d.input_spatial.push_back(2 + a);
+      d.output_spatial.push_back(2 + a);
+      d.kernel_spatial.push_back(a);
+    }
+    d.kernel_input_feature = spatial;
+    d.kernel_output_feature = spatial + 1;
+    conv.AxesConfig(d);
+  }
+  if (!strides_.empty()) conv.Strides(strides_);
+  if (!dilations_.empty()) conv.Dilations(dilations_);
+  if (same_) conv.PadSame();
+  if (groups_ > 1) conv.ChannelGroupCount(groups_);
+  Node y = conv.Done();
+  if (bias_) {
+    Node b = scope_.VariableWithShape("biases", Shape(x_.dtype(), {filters_})).NodeValue(g);
+    std::vector<int64_t> shape(static_cast<size_t>(y.rank()), 1);
+    shape[static_cast<size_t>(channels_first_ ? 1 : y.rank() - 1)] = filters_;
+    y = y + graph::Reshape(b, shape);
+  }
+  return y;
+}
+
+namespace {
+
+std::vector<int> SpatialAxes(Node x, bool channels_first, const char* fn) {
+  if (x.rank() < 3) kiln::detail::Throw("{}: x {} needs a batch, spatial axes and channels", fn, x.shape());
+  std::vector<int> axes;
+  for (int a = 0; a < x.rank() - 2; ++a) axes.push_back(channels_first ? 2 + a : 1 + a);
+  return axes;
+}
+
+}  // namespace
+
+Node GlobalAvgPool(Node x, bool channels_first) {
+  return graph::ReduceMean(x, SpatialAxes(x, channels_first, "GlobalAvgPool"));
+}
+
+Node GlobalMaxPool(Node x, bool channels_first) {
+  return graph::ReduceMax(x, SpatialAxes(x, channels_first, "GlobalMaxPool"));
+}
+
+Node Dropout(model::Scope scope, Node x, double rate) {
+  if (rate < 0 || rate >= 1)
+    kiln::detail::Throw("layers::Dropout({}): rate {} is not in [0, 1)", scope.Path(), rate);
+  if (!model::IsTraining(scope) || rate == 0) return x;
+  if (!IsFloat(x.dtype()))
+    kiln::detail::Throw("layers::Dropout({}): x {} must be float", scope.Path(), x.shape());
+  model::Variable rng = scope.store().RNGState();
+  Node state = rng.NodeValue(x.graph());
+  auto [next, u] = graph::RandomUniform(state, Shape(x.dtype(), x.shape().Dimensions()));
+  rng.SetNodeValue(next);
+  Node keep = graph::GreaterOrEqual(u, graph::ScalarLike(u, rate));
+  return graph::Where(keep, x * graph::ScalarLike(x, 1 / (1 - rate)), graph::ZerosLike(x));
+}
+
+}  // namespace kiln::layers
