@@ -24,5 +24,6 @@
 #include "kiln/ml/activations.h"
 #include "kiln/ml/layers.h"
 #include "kiln/ml/losses.h"
+#include "kiln/ml/metrics.h"
 #include "kiln/ml/optimizers.h"
 #include "kiln/model/model.h"

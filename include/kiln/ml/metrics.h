@@ -1,0 +1,65 @@
+#pragma once
+/// Metrics (kiln::metrics): values computed per batch from labels and predictions, with a name
+/// and a short name for progress bars. Mean metrics are averaged by the trainer over an
+/// evaluation, weighted by examples; moving-average metrics keep their state in the store and
+/// update it at every training step.
+///
+///   trainer(..., {metrics::NewMovingAverageSparseCategoricalAccuracy("Moving Average Accuracy", "~acc",
+///   0.01)},
+///                {metrics::NewSparseCategoricalAccuracy("Mean Accuracy", "#acc")});
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/graph/ops.h"
+#include "kiln/model/store.h"
+
+namespace kiln::metrics {
+
+using graph::Node;
+
+/// A metric's batch value: labels and predictions in, a float scalar (the batch's mean) out.
+using BatchFn = std::function<Node(const std::vector<Node>& labels, const std::vector<Node>& predictions)>;
+
+class Interface {
+ public:
+  virtual ~Interface() = default;
+  virtual const std::string& Name() const = 0;
+  virtual const std::string& ShortName() const = 0;
+  /// The value reported for this step, built in the graph `scope` is bound to: the batch value
+  /// (mean metrics) or the updated moving average (whose state it sets in the store).
+  virtual Node UpdateGraph(model::Scope scope, const std::vector<Node>& labels,
+                           const std::vector<Node>& predictions) = 0;
+  /// True for moving averages (state in the store), false for metrics averaged over an evaluation.
+  virtual bool IsMovingAverage() const = 0;
+};
+using Metric = std::shared_ptr<Interface>;
+
+/// A mean metric from a batch function.
+Metric NewMean(std::string name, std::string short_name, BatchFn batch);
+/// A moving average of a batch function: avg += f·(value - avg), with f = max(factor, 1/n) at the
+/// n-th update (so early values are a plain mean). State under "/#metrics/<short name>".
+Metric NewMovingAverage(std::string name, std::string short_name, double factor, BatchFn batch);
+
+// Batch functions.
+/// Fraction of examples whose logits' arg-max equals the integer label ([batch, 1] or [batch]).
+Node SparseCategoricalAccuracy(const std::vector<Node>& labels, const std::vector<Node>& predictions);
+/// Fraction of examples with (logit > 0) == (label > 0.5).
+Node BinaryLogitsAccuracy(const std::vector<Node>& labels, const std::vector<Node>& predictions);
+/// Fraction of examples with (probability > 0.5) == (label > 0.5).
+Node BinaryAccuracy(const std::vector<Node>& labels, const std::vector<Node>& predictions);
+/// Mean absolute difference.
+Node MeanAbsoluteErrorValue(const std::vector<Node>& labels, const std::vector<Node>& predictions);
+
+Metric NewSparseCategoricalAccuracy(std::string name, std::string short_name);
+Metric NewMovingAverageSparseCategoricalAccuracy(std::string name, std::string short_name, double factor);
+Metric NewMeanBinaryLogitsAccuracy(std::string name, std::string short_name);
+Metric NewMovingAverageBinaryLogitsAccuracy(std::string name, std::string short_name, double factor);
+Metric NewMeanBinaryAccuracy(std::string name, std::string short_name);
+Metric NewMovingAverageBinaryAccuracy(std::string name, std::string short_name, double factor);
+Metric NewMeanAbsoluteError(std::string name, std::string short_name);
+Metric NewMovingAverageMeanAbsoluteError(std::string name, std::string short_name, double factor);
+
+}  // namespace kiln::metrics

@@ -1,0 +1,159 @@
+// Metrics: batch functions, mean metrics and moving averages with state in the store.
+
+#include "kiln/ml/metrics.h"
+
+#include <cctype>
+
+#include "core/check.h"
+
+namespace kiln::metrics {
+
+namespace {
+
+class MeanMetric final : public Interface {
+ public:
+  MeanMetric(std::string name, std::string short_name, BatchFn batch)
+      : name_(std::move(name)), short_(std::move(short_name)), batch_(std::move(batch)) {}
+  const std::string& Name() const override { return name_; }
+  const std::string& ShortName() const override { return short_; }
+  bool IsMovingAverage() const override { return false; }
+  Node UpdateGraph(model::Scope, const std::vector<Node>& labels,
+                   const std::vector<Node>& predictions) override {
+    return graph::ConvertDType(batch_(labels, predictions), DType::Float32);
+  }
+
+ private:
+  std::string name_, short_;
+  BatchFn batch_;
+};
+
+/// A variable-name-safe form of a short name ("~acc" -> "_acc").
+std::string SafeName(const std::string& s) {
+  std::string out;
+  for (char c : s) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return out.empty() ? "metric" : out;
+}
+
+class MovingAverage final : public Interface {
+ public:
+  MovingAverage(std::string name, std::string short_name, double factor, BatchFn batch)
+      : name_(std::move(name)), short_(std::move(short_name)), factor_(factor), batch_(std::move(batch)) {
+    if (!(factor > 0 && factor <= 1))
+      kiln::detail::Throw("metric \"{}\": factor {} is not in (0, 1]", name_, factor);
+  }
+  const std::string& Name() const override { return name_; }
+  const std::string& ShortName() const override { return short_; }
+  bool IsMovingAverage() const override { return true; }
+  Node UpdateGraph(model::Scope scope, const std::vector<Node>& labels,
+                   const std::vector<Node>& predictions) override {
+    Node value = graph::ConvertDType(batch_(labels, predictions), DType::Float32);
+    graph::Graph& g = value.graph();
+    model::Scope at(scope.store(), "/#metrics/" + SafeName(short_), scope.graph());
+    model::Variable avg = at.VariableWithValue("average", 0.0f);
+    model::Variable count = at.VariableWithValue("count", 0.0f);
+    avg.SetTrainable(false);
+    count.SetTrainable(false);
+    Node n = count.NodeValue(g) + 1.0f;
+    Node f = graph::Max(graph::Scalar(g, DType::Float32, factor_), graph::Reciprocal(n));
+    Node old = avg.NodeValue(g);
+    Node updated = old + f * (value - old);
+    count.SetNodeValue(n);
+    avg.SetNodeValue(updated);
+    return updated;
+  }
+
+ private:
+  std::string name_, short_;
+  double factor_;
+  BatchFn batch_;
+};
+
+/// labels[0] as a [batch] vector (from [batch, 1] or [batch]); error naming `fn`.
+Node Flat(const char* fn, Node labels, int64_t batch) {
+  if (labels.rank() == 2 && labels.shape().Dim(1) == 1)
+    labels = graph::Reshape(labels, {labels.shape().Dim(0)});
+  if (labels.rank() != 1 || labels.shape().Dim(0) != batch)
+    kiln::detail::Throw("{}: labels {} must be [batch] or [batch, 1] with batch {}", fn, labels.shape(),
+                        batch);
+  return labels;
+}
+
+void CheckArgs(const char* fn, const std::vector<Node>& labels, const std::vector<Node>& predictions) {
+  if (labels.empty() || !labels[0].Ok()) kiln::detail::Throw("{}: no labels", fn);
+  if (predictions.empty() || !predictions[0].Ok()) kiln::detail::Throw("{}: no predictions", fn);
+}
+
+Node FractionTrue(Node hits) { return graph::ReduceAllMean(graph::ConvertDType(hits, DType::Float32)); }
+
+}  // namespace
+
+Metric NewMean(std::string name, std::string short_name, BatchFn batch) {
+  return std::make_shared<MeanMetric>(std::move(name), std::move(short_name), std::move(batch));
+}
+
+Metric NewMovingAverage(std::string name, std::string short_name, double factor, BatchFn batch) {
+  return std::make_shared<MovingAverage>(std::move(name), std::move(short_name), factor, std::move(batch));
+}
+
+Node SparseCategoricalAccuracy(const std::vector<Node>& labels, const std::vector<Node>& predictions) {
+  const char* fn = "SparseCategoricalAccuracy";
+  CheckArgs(fn, labels, predictions);
+  Node logits = predictions[0];
+  if (logits.rank() != 2)
+    kiln::detail::Throw("{}: predictions {} must be [batch, classes]", fn, logits.shape());
+  Node ids = Flat(fn, labels[0], logits.shape().Dim(0));
+  if (!IsInt(ids.dtype()))
+    kiln::detail::Throw("{}: labels must be integer class ids, got {}", fn, ids.shape());
+  Node pred = graph::ArgMax(logits, 1, ids.dtype());
+  return FractionTrue(graph::Equal(pred, ids));
+}
+
+Node BinaryLogitsAccuracy(const std::vector<Node>& labels, const std::vector<Node>& predictions) {
+  CheckArgs("BinaryLogitsAccuracy", labels, predictions);
+  Node z = predictions[0];
+  Node y = labels[0].dtype() == z.dtype() ? labels[0] : graph::ConvertDType(labels[0], z.dtype());
+  return FractionTrue(
+      graph::Equal(graph::Greater(z, graph::ScalarLike(z, 0)), graph::Greater(y, graph::ScalarLike(y, 0.5))));
+}
+
+Node BinaryAccuracy(const std::vector<Node>& labels, const std::vector<Node>& predictions) {
+  CheckArgs("BinaryAccuracy", labels, predictions);
+  Node p = predictions[0];
+  Node y = labels[0].dtype() == p.dtype() ? labels[0] : graph::ConvertDType(labels[0], p.dtype());
+  return FractionTrue(graph::Equal(graph::Greater(p, graph::ScalarLike(p, 0.5)),
+                                   graph::Greater(y, graph::ScalarLike(y, 0.5))));
+}
+
+Node MeanAbsoluteErrorValue(const std::vector<Node>& labels, const std::vector<Node>& predictions) {
+  CheckArgs("MeanAbsoluteError", labels, predictions);
+  Node p = predictions[0];
+  Node y = labels[0].dtype() == p.dtype() ? labels[0] : graph::ConvertDType(labels[0], p.dtype());
+  return graph::ReduceAllMean(graph::Abs(p - y));
+}
+
+Metric NewSparseCategoricalAccuracy(std::string name, std::string short_name) {
+  return NewMean(std::move(name), std::move(short_name), SparseCategoricalAccuracy);
+}
+Metric NewMovingAverageSparseCategoricalAccuracy(std::string name, std::string short_name, double factor) {
+  return NewMovingAverage(std::move(name), std::move(short_name), factor, SparseCategoricalAccuracy);
+}
+Metric NewMeanBinaryLogitsAccuracy(std::string name, std::string short_name) {
+  return NewMean(std::move(name), std::move(short_name), BinaryLogitsAccuracy);
+}
+Metric NewMovingAverageBinaryLogitsAccuracy(std::string name, std::string short_name, double factor) {
+  return NewMovingAverage(std::move(name), std::move(short_name), factor, BinaryLogitsAccuracy);
+}
+Metric NewMeanBinaryAccuracy(std::string name, std::string short_name) {
+  return NewMean(std::move(name), std::move(short_name), BinaryAccuracy);
+}
+Metric NewMovingAverageBinaryAccuracy(std::string name, std::string short_name, double factor) {
+  return NewMovingAverage(std::move(name), std::move(short_name), factor, BinaryAccuracy);
+}
+Metric NewMeanAbsoluteError(std::string name, std::string short_name) {
+  return NewMean(std::move(name), std::move(short_name), MeanAbsoluteErrorValue);
+}
+Metric NewMovingAverageMeanAbsoluteError(std::string name, std::string short_name, double factor) {
+  return NewMovingAverage(std::move(name), std::move(short_name), factor, MeanAbsoluteErrorValue);
+}
+
+}  // namespace kiln::metrics
