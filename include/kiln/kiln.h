@@ -10,6 +10,7 @@
 #include "kiln/core/shape.h"
 #include "kiln/core/tensor.h"
 #include "kiln/core/version.h"
+#include "kiln/data/dataset.h"
 #include "kiln/graph/control_flow.h"
 #include "kiln/graph/conv.h"
 #include "kiln/graph/exec.h"
@@ -27,3 +28,4 @@
 #include "kiln/ml/metrics.h"
 #include "kiln/ml/optimizers.h"
 #include "kiln/model/model.h"
+#include "kiln/train/trainer.h"

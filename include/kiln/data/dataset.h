@@ -1,0 +1,80 @@
+#pragma once
+/// Datasets (kiln::data): sources of batches for training and evaluation. Yield hands the caller
+/// new tensors it owns (the trainer may donate them to the step); Reset starts over.
+///
+///   auto ds = data::InMemoryFromData(backend, "pixels", {inputs}, {labels});
+///   ds->BatchSize(512, false).Shuffle().Infinite(true);
+
+#include <any>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kiln/compute/fwd.h"
+#include "kiln/core/tensor.h"
+
+namespace kiln::data {
+
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+  virtual std::string Name() const = 0;
+  /// The next batch: `spec` (passed to the model function), inputs and labels. Returns false,
+  /// leaving them untouched, at the end of a finite dataset.
+  virtual bool Yield(std::any& spec, std::vector<Tensor>& inputs, std::vector<Tensor>& labels) = 0;
+  /// Starts again from the beginning.
+  virtual void Reset() = 0;
+  /// True when Yield never returns false.
+  virtual bool IsInfinite() const { return false; }
+};
+using DatasetPtr = std::shared_ptr<Dataset>;
+
+/// Batches of examples held in memory: every input and label tensor has the examples along axis 0.
+class InMemoryDataset : public Dataset {
+ public:
+  InMemoryDataset(compute::BackendPtr backend, std::string name, std::vector<Tensor> inputs,
+                  std::vector<Tensor> labels);
+
+  /// Batches of `n` examples; `drop_incomplete` drops a last, smaller batch of an epoch.
+  InMemoryDataset& BatchSize(int64_t n, bool drop_incomplete);
+  /// Visits the examples in a random order, reshuffled every epoch (seeded: reproducible).
+  InMemoryDataset& Shuffle(uint64_t seed = 42);
+  /// Never ends: epochs are joined so every batch is full (the step compiles once).
+  InMemoryDataset& Infinite(bool infinite);
+  /// Ends after `n` epochs (finite datasets; 1 by default).
+  InMemoryDataset& Epochs(int n);
+
+  std::string Name() const override { return name_; }
+  bool Yield(std::any& spec, std::vector<Tensor>& inputs, std::vector<Tensor>& labels) override;
+  void Reset() override;
+  bool IsInfinite() const override { return infinite_; }
+  int64_t NumExamples() const { return num_examples_; }
+  int64_t GetBatchSize() const { return batch_; }
+
+ private:
+  void NewEpoch();
+  /// The examples `rows` of tensor `t` as a new tensor, in a buffer of the backend when it
+  /// shares memory with the host (so a step it is donated to takes it over without a copy).
+  Tensor Gather(const Tensor& t, const std::vector<int64_t>& rows) const;
+
+  compute::BackendPtr backend_;
+  std::string name_;
+  std::vector<Tensor> inputs_, labels_;
+  int64_t num_examples_ = 0;
+  int64_t batch_ = 1;
+  bool drop_incomplete_ = false, shuffle_ = false, infinite_ = false;
+  int epochs_ = 1;
+  uint64_t seed_ = 42;
+  std::mt19937_64 rng_;
+  std::vector<int64_t> order_;
+  int64_t position_ = 0;
+  int epoch_ = 0;
+};
+
+/// An in-memory dataset named `name` (batch size 1, in order, one epoch until configured).
+std::shared_ptr<InMemoryDataset> InMemoryFromData(compute::BackendPtr backend, std::string name,
+                                                  std::vector<Tensor> inputs, std::vector<Tensor> labels);
+
+}  // namespace kiln::data

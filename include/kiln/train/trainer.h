@@ -1,0 +1,76 @@
+#pragma once
+/// train::Trainer: compiles, per input shapes, one training step (model, loss with the terms
+/// added by train::AddLoss, gradients, optimizer update with donated variables, global step,
+/// metrics) and one evaluation step, and runs them on batches.
+///
+///   train::Trainer trainer(backend, store, modelFn, losses::MeanSquaredError,
+///                          optimizers::Adam().LearningRate(1e-3).Done(), trainMetrics, evalMetrics);
+///   std::vector<Tensor> m = trainer.TrainStep(spec, inputs, labels);  // loss, ~loss, metrics...
+
+#include <any>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/compute/fwd.h"
+#include "kiln/data/dataset.h"
+#include "kiln/ml/losses.h"
+#include "kiln/ml/metrics.h"
+#include "kiln/ml/optimizers.h"
+#include "kiln/model/store.h"
+
+namespace kiln::train {
+
+/// The model: scope, the dataset's spec and the inputs in, predictions out.
+using ModelFn = std::function<std::vector<graph::Node>(model::Scope scope, const std::any& spec,
+                                                       std::vector<graph::Node> inputs)>;
+
+/// Adds `term` (a float scalar) to the loss of the graph `scope` is bound to (regularizers do;
+/// the trainer adds the terms to the loss it differentiates).
+void AddLoss(const model::Scope& scope, graph::Node term);
+/// The terms added to graph `g` so far.
+std::vector<graph::Node> AddedLosses(graph::Graph& g);
+
+class Trainer {
+ public:
+  Trainer(compute::BackendPtr backend, model::Store store, ModelFn model, LossFn loss,
+          optimizers::Optimizer optimizer, std::vector<metrics::Metric> train_metrics,
+          std::vector<metrics::Metric> eval_metrics);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  /// One training step on a batch: returns [batch loss, moving-average loss, each train metric]
+  /// as Float32 scalars. The batch's tensors are donated to the step (the caller's handles are
+  /// no longer Ok() afterwards).
+  std::vector<Tensor> TrainStep(const std::any& spec, const std::vector<Tensor>& inputs,
+                                const std::vector<Tensor>& labels);
+  /// The loss and each eval metric on a batch (training flag off, no update).
+  std::vector<Tensor> EvalStep(const std::any& spec, const std::vector<Tensor>& inputs,
+                               const std::vector<Tensor>& labels);
+  /// Resets `dataset`, runs it once and returns [mean loss, each eval metric], means weighted by
+  /// the examples of each batch.
+  std::vector<Tensor> Eval(const data::DatasetPtr& dataset);
+
+  /// Names of what TrainStep returns: "Loss", "Moving Average Loss", then the train metrics'.
+  std::vector<std::string> TrainMetricNames() const;
+  /// Short names: "loss", "~loss", then the train metrics'.
+  std::vector<std::string> TrainMetricShortNames() const;
+  /// Names / short names of what Eval returns.
+  std::vector<std::string> EvalMetricNames() const;
+  std::vector<std::string> EvalMetricShortNames() const;
+
+  /// Called after every Eval with the dataset and its results (the plots use it).
+  void OnEval(std::function<void(const data::DatasetPtr&, const std::vector<Tensor>&)> fn);
+
+  const model::Store& store() const;
+  const compute::BackendPtr& backend() const;
+
+  struct State;
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace kiln::train

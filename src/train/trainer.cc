@@ -1,0 +1,221 @@
+// train::Trainer: the training and evaluation steps as model::Execs, and Eval over a dataset.
+
+#include "kiln/train/trainer.h"
+
+#include "core/check.h"
+#include "kiln/graph/gradient.h"
+#include "kiln/model/exec.h"
+#include "model/model_internal.h"
+
+namespace kiln::train {
+
+using graph::Node;
+
+namespace {
+
+struct LossTerms {
+  std::vector<Node> terms;
+};
+
+}  // namespace
+
+void AddLoss(const model::Scope& scope, Node term) {
+  if (scope.graph() == nullptr)
+    kiln::detail::Throw("train::AddLoss: the scope is not bound to a graph being built");
+  if (!term.Ok() || term.rank() != 0 || !IsFloat(term.dtype()))
+    kiln::detail::Throw("train::AddLoss: the term must be a float scalar, got {}",
+                        term.Ok() ? term.shape().ToString() : "an invalid node");
+  std::shared_ptr<void>& slot = scope.graph()->Attachment("kiln.train.losses");
+  if (!slot) slot = std::make_shared<LossTerms>();
+  static_cast<LossTerms*>(slot.get())->terms.push_back(term);
+}
+
+std::vector<Node> AddedLosses(graph::Graph& g) {
+  std::shared_ptr<void>& slot = g.Attachment("kiln.train.losses");
+  return slot ? static_cast<LossTerms*>(slot.get())->terms : std::vector<Node>{};
+}
+
+struct Trainer::State {
+  compute::BackendPtr backend;
+  model::Store store;
+  ModelFn model;
+  LossFn loss;
+  optimizers::Optimizer optimizer;
+  std::vector<metrics::Metric> train_metrics, eval_metrics;
+  metrics::Metric moving_loss;
+  std::unique_ptr<model::Exec> train_exec, eval_exec;
+  size_t num_inputs = 0;  // Of the current call: inputs first, then labels, in the exec's nodes.
+  std::any spec;
+  std::vector<std::function<void(const data::DatasetPtr&, const std::vector<Tensor>&)>> on_eval;
+
+  /// The model, the loss and the added terms: {loss, predictions...}.
+  std::vector<Node> Forward(model::Scope scope, const std::vector<Node>& nodes, std::vector<Node>& labels,
+                            std::vector<Node>& preds) {
+    std::vector<Node> inputs(nodes.begin(), nodes.begin() + static_cast<long>(num_inputs));
+    labels.assign(nodes.begin() + static_cast<long>(num_inputs), nodes.end());
+    preds = model(scope, spec, inputs);
+    if (preds.empty()) kiln::detail::Throw("Trainer: the model function returned no predictions");
+    Node l = loss(labels, preds);
+    if (!l.Ok() || l.rank() != 0 || !IsFloat(l.dtype()))
+      kiln::detail::Throw("Trainer: the loss must be a float scalar, got {}",
+                          l.Ok() ? l.shape().ToString() : "nothing");
+    for (Node t : AddedLosses(l.graph()))
+      l = l + (t.dtype() == l.dtype() ? t : graph::ConvertDType(t, l.dtype()));
+    return {l};
+  }
+
+  std::vector<Node> TrainGraph(model::Scope scope, const std::vector<Node>& nodes) {
+    std::vector<Node> labels, preds;
+    Node l = Forward(scope, nodes, labels, preds)[0];
+    graph::Graph& g = l.graph();
+    // The trainable variables this graph reads.
+    std::vector<model::Variable> vars;
+    std::vector<Node> values;
+    model::detail::GraphState& st = model::detail::StateOf(g);
+    for (size_t i = 0; i < st.inputs.size(); ++i) {
+      model::Variable v(st.inputs[i]);
+      if (v.Trainable()) {
+        vars.push_back(v);
+        values.push_back(st.input_nodes[i]);
+      }
+    }
+    if (vars.empty()) kiln::detail::Throw("Trainer: the model has no trainable variables");
+    std::vector<Node> grads = graph::Gradient(l, values);
+    model::Variable step_var = store.GlobalStep();
+    Node step = step_var.NodeValue(g);
+    optimizer->UpdateGraph(scope, vars, grads, step);
+    step_var.SetNodeValue(step + int64_t{1});
+    Node l32 = graph::ConvertDType(l, DType::Float32);
+    std::vector<Node> out = {l32, moving_loss->UpdateGraph(scope, {l32}, {l32})};
+    for (const metrics::Metric& m : train_metrics) out.push_back(m->UpdateGraph(scope, labels, preds));
+    return out;
+  }
+
+  std::vector<Node> EvalGraph(model::Scope scope, const std::vector<Node>& nodes) {
+    std::vector<Node> labels, preds;
+    Node l = Forward(scope, nodes, labels, preds)[0];
+    std::vector<Node> out = {graph::ConvertDType(l, DType::Float32)};
+    for (const metrics::Metric& m : eval_metrics) out.push_back(m->UpdateGraph(scope, labels, preds));
+    return out;
+  }
+};
+
+Trainer::Trainer(compute::BackendPtr backend, model::Store store, ModelFn model, LossFn loss,
+                 optimizers::Optimizer optimizer, std::vector<metrics::Metric> train_metrics,
+                 std::vector<metrics::Metric> eval_metrics)
+    : state_(std::make_unique<State>()) {
+  State& s = *state_;
+  if (!backend) kiln::detail::Throw("Trainer: null backend");
+  if (!model) kiln::detail::Throw("Trainer: no model function");
+  if (!loss) kiln::detail::Throw("Trainer: no loss function");
+  if (!optimizer) kiln::detail::Throw("Trainer: no optimizer");
+  s.backend = std::move(backend);
+  s.store = std::move(store);
+  s.model = std::move(model);
+  s.loss = std::move(loss);
+  s.optimizer = std::move(optimizer);
+  s.train_metrics = std::move(train_metrics);
+  s.eval_metrics = std::move(eval_metrics);
+  for (const metrics::Metric& m : s.eval_metrics) {
+    if (m->IsMovingAverage())
+      kiln::detail::Throw("Trainer: eval metric \"{}\" is a moving average; evaluation needs mean metrics",
+                          m->Name());
+  }
+  // The moving average of the loss: its batch function returns the loss itself.
+  s.moving_loss =
+      metrics::NewMovingAverage("Moving Average Loss", "~loss", 0.01,
+                                [](const std::vector<Node>& l, const std::vector<Node>&) { return l[0]; });
+  State* st = state_.get();
+  s.train_exec = std::make_unique<model::Exec>(
+      s.backend, s.store,
+      [st](model::Scope scope, graph::Graph&, const std::vector<Node>& nodes) {
+        return st->TrainGraph(scope, nodes);
+      },
+      -1, "train step");
+  s.train_exec->OnNewGraph([](graph::Graph& g) { model::SetTraining(g, true); });
+  s.eval_exec = std::make_unique<model::Exec>(
+      s.backend, s.store,
+      [st](model::Scope scope, graph::Graph&, const std::vector<Node>& nodes) {
+        return st->EvalGraph(scope, nodes);
+      },
+      -1, "eval step");
+}
+
+Trainer::~Trainer() = default;
+
+std::vector<Tensor> Trainer::TrainStep(const std::any& spec, const std::vector<Tensor>& inputs,
+                                       const std::vector<Tensor>& labels) {
+  State& s = *state_;
+  if (inputs.empty()) kiln::detail::Throw("Trainer::TrainStep: no inputs");
+  s.spec = spec;
+  s.num_inputs = inputs.size();
+  std::vector<Tensor> all;
+  for (const Tensor& t : inputs) all.push_back(graph::Donate(t));
+  for (const Tensor& t : labels) all.push_back(graph::Donate(t));
+  return s.train_exec->Call(all);
+}
+
+std::vector<Tensor> Trainer::EvalStep(const std::any& spec, const std::vector<Tensor>& inputs,
+                                      const std::vector<Tensor>& labels) {
+  State& s = *state_;
+  if (inputs.empty()) kiln::detail::Throw("Trainer::EvalStep: no inputs");
+  s.spec = spec;
+  s.num_inputs = inputs.size();
+  std::vector<Tensor> all = inputs;
+  all.insert(all.end(), labels.begin(), labels.end());
+  return s.eval_exec->Call(all);
+}
+
+std::vector<Tensor> Trainer::Eval(const data::DatasetPtr& dataset) {
+  if (!dataset) kiln::detail::Throw("Trainer::Eval: null dataset");
+  if (dataset->IsInfinite())
+    kiln::detail::Throw("Trainer::Eval: dataset \"{}\" is infinite: evaluation needs a finite one",
+                        dataset->Name());
+  dataset->Reset();
+  std::vector<double> sums(1 + state_->eval_metrics.size(), 0.0);
+  double examples = 0;
+  std::any spec;
+  std::vector<Tensor> inputs, labels;
+  while (dataset->Yield(spec, inputs, labels)) {
+    const double n = inputs.at(0).rank() > 0 ? static_cast<double>(inputs[0].shape().Dim(0)) : 1.0;
+    std::vector<Tensor> r = EvalStep(spec, inputs, labels);
+    for (size_t i = 0; i < r.size(); ++i) sums[i] += n * r[i].Item<float>();
+    examples += n;
+  }
+  if (examples == 0)
+    kiln::detail::Throw("Trainer::Eval: dataset \"{}\" yielded no examples", dataset->Name());
+  std::vector<Tensor> out;
+  for (double v : sums) out.push_back(Tensor::FromScalar<float>(static_cast<float>(v / examples)));
+  for (const auto& fn : state_->on_eval) fn(dataset, out);
+  return out;
+}
+
+std::vector<std::string> Trainer::TrainMetricNames() const {
+  std::vector<std::string> n = {"Loss", "Moving Average Loss"};
+  for (const auto& m : state_->train_metrics) n.push_back(m->Name());
+  return n;
+}
+std::vector<std::string> Trainer::TrainMetricShortNames() const {
+  std::vector<std::string> n = {"loss", "~loss"};
+  for (const auto& m : state_->train_metrics) n.push_back(m->ShortName());
+  return n;
+}
+std::vector<std::string> Trainer::EvalMetricNames() const {
+  std::vector<std::string> n = {"Loss"};
+  for (const auto& m : state_->eval_metrics) n.push_back(m->Name());
+  return n;
+}
+std::vector<std::string> Trainer::EvalMetricShortNames() const {
+  std::vector<std::string> n = {"loss"};
+  for (const auto& m : state_->eval_metrics) n.push_back(m->ShortName());
+  return n;
+}
+
+void Trainer::OnEval(std::function<void(const data::DatasetPtr&, const std::vector<Tensor>&)> fn) {
+  state_->on_eval.push_back(std::move(fn));
+}
+
+const model::Store& Trainer::store() const { return state_->store; }
+const compute::BackendPtr& Trainer::backend() const { return state_->backend; }
+
+}  // namespace kiln::train

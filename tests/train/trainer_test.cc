@@ -1,0 +1,134 @@
+// Tests for datasets and the Trainer: batching, shuffling and epochs of the in-memory dataset;
+// a regression that trains; Eval weighted by examples; the training flag; AddLoss; donation.
+
+#include "kiln/train/trainer.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <vector>
+
+#include "kiln/kiln.h"
+#include "test_util.h"
+
+namespace {
+
+using namespace kiln;
+using namespace kiln::graph;
+using kiln::test::Throws;
+
+Tensor Column(const std::vector<float>& v) {
+  return Tensor::FromFlat(Shape(DType::Float32, {static_cast<int64_t>(v.size()), 1}), v);
+}
+
+TEST(InMemoryDataset, BatchesEpochsAndShuffling) {
+  std::vector<float> xs;
+  for (int i = 0; i < 10; ++i) xs.push_back(static_cast<float>(i));
+  auto ds = data::InMemoryFromData(compute::New(), "ten", {Column(xs)}, {Column(xs)});
+  ds->BatchSize(4, false);
+  std::any spec;
+  std::vector<Tensor> in, lab;
+  std::vector<int64_t> sizes;
+  std::vector<float> seen;
+  while (ds->Yield(spec, in, lab)) {
+    sizes.push_back(in[0].shape().Dim(0));
+    for (float v : in[0].ToVector<float>()) seen.push_back(v);
+    EXPECT_TRUE(in[0].Equal(lab[0]));
+  }
+  EXPECT_EQ(sizes, (std::vector<int64_t>{4, 4, 2}));
+  EXPECT_EQ(seen, xs);
+  EXPECT_EQ(std::any_cast<std::string>(spec), "ten");
+  // Dropping the incomplete batch, two epochs.
+  ds->BatchSize(4, true).Epochs(2).Reset();
+  sizes.clear();
+  while (ds->Yield(spec, in, lab)) sizes.push_back(in[0].shape().Dim(0));
+  EXPECT_EQ(sizes, (std::vector<int64_t>{4, 4, 4, 4}));
+  // Infinite and shuffled: full batches forever, each epoch a permutation.
+  ds->Epochs(1).BatchSize(5, true).Shuffle(7).Infinite(true);
+  std::multiset<float> first_epoch;
+  for (int b = 0; b < 2; ++b) {
+    ASSERT_TRUE(ds->Yield(spec, in, lab));
+    for (float v : in[0].ToVector<float>()) first_epoch.insert(v);
+  }
+  EXPECT_EQ(first_epoch, std::multiset<float>(xs.begin(), xs.end()));
+  for (int b = 0; b < 7; ++b) ASSERT_TRUE(ds->Yield(spec, in, lab));
+  EXPECT_TRUE(Throws(
+      [&] {
+        data::InMemoryFromData(compute::New(), "bad", {Column(xs)}, {Column({1, 2})});
+      },
+      {"\"bad\"", "2 examples", "10"}));
+}
+
+/// y = 3x - 1 learned by one dense unit.
+std::vector<Node> Linear(model::Scope scope, const std::any&, std::vector<Node> in) {
+  return {layers::Dense(scope.In("dense"), in[0], true, 1)};
+}
+
+TEST(Trainer, LearnsALineAndEvaluatesByExamples) {
+  std::vector<float> xs, ys;
+  for (int i = 0; i < 50; ++i) {
+    xs.push_back(static_cast<float>(i) / 25 - 1);
+    ys.push_back(3 * xs.back() - 1);
+  }
+  model::Store store;
+  compute::BackendPtr backend = compute::New();
+  train::Trainer trainer(backend, store, Linear, losses::MeanSquaredError,
+                         optimizers::StochasticGradientDescent().LearningRate(0.3).Done(),
+                         {metrics::NewMovingAverageMeanAbsoluteError("Moving MAE", "~mae", 0.1)},
+                         {metrics::NewMeanAbsoluteError("MAE", "mae")});
+  EXPECT_EQ(trainer.TrainMetricShortNames(), (std::vector<std::string>{"loss", "~loss", "~mae"}));
+  auto ds = data::InMemoryFromData(backend, "line", {Column(xs)}, {Column(ys)});
+  ds->BatchSize(16, true).Shuffle().Infinite(true);
+  std::any spec;
+  std::vector<Tensor> in, lab;
+  std::vector<Tensor> m;
+  float first = 0;
+  for (int step = 0; step < 300; ++step) {
+    ASSERT_TRUE(ds->Yield(spec, in, lab));
+    m = trainer.TrainStep(spec, in, lab);
+    if (step == 0) first = m[0].Item<float>();
+    // Donated to the step (the dataset's buffers belong to the trainer's backend).
+    EXPECT_EQ(in[0].Ok(), !backend->HasSharedBuffers());
+  }
+  ASSERT_EQ(m.size(), 3u);
+  EXPECT_LT(m[0].Item<float>(), 1e-4f);
+  EXPECT_LT(m[0].Item<float>(), first / 1000);
+  EXPECT_EQ(store.GlobalStep().Value().Item<int64_t>(), 300);
+  EXPECT_NEAR(store.GetVariable("/dense/weights").Value().ToVector<float>()[0], 3.0f, 1e-2);
+  // Eval: batches of 16, 16, 16, 2 weighted by examples equal the loss over all 50 at once.
+  auto test = data::InMemoryFromData(compute::New(), "test", {Column(xs)}, {Column(ys)});
+  test->BatchSize(16, false);
+  std::vector<Tensor> e = trainer.Eval(test);
+  ASSERT_EQ(e.size(), 2u);
+  std::vector<Tensor> whole = trainer.EvalStep(spec, {Column(xs)}, {Column(ys)});
+  EXPECT_NEAR(e[0].Item<float>(), whole[0].Item<float>(), 1e-7);
+  EXPECT_NEAR(e[1].Item<float>(), whole[1].Item<float>(), 1e-6);
+  ds->Infinite(true);
+  EXPECT_TRUE(Throws([&] { trainer.Eval(ds); }, {"infinite"}));
+}
+
+TEST(Trainer, TrainingFlagAndAddedLosses) {
+  model::Store store;
+  bool train_flag = false, eval_flag = true;
+  train::ModelFn fn = [&](model::Scope scope, const std::any&, std::vector<Node> in) {
+    Node w = scope.VariableWithValue("w", std::vector<std::vector<float>>{{2}}).NodeValue(in[0].graph());
+    (model::IsTraining(scope) ? train_flag : eval_flag) = model::IsTraining(scope);
+    // An L2 term: 0.5 * w^2 (= 2 at w = 2).
+    train::AddLoss(scope, ReduceAllSum(w * w) * 0.5f);
+    return std::vector<Node>{in[0] * w};
+  };
+  train::Trainer trainer(compute::New(), store, fn, losses::MeanSquaredError,
+                         optimizers::StochasticGradientDescent().LearningRate(0.0).Done(), {}, {});
+  std::vector<Tensor> m = trainer.TrainStep({}, {Column({1})}, {Column({2})});
+  EXPECT_TRUE(train_flag);
+  EXPECT_NEAR(m[0].Item<float>(), 0 + 2.0f, 1e-6);  // (1*2 - 2)^2 + 0.5 * 4
+  std::vector<Tensor> e = trainer.EvalStep({}, {Column({1})}, {Column({3})});
+  EXPECT_FALSE(eval_flag);
+  EXPECT_NEAR(e[0].Item<float>(), 1 + 2.0f, 1e-6);
+  Graph g;
+  EXPECT_TRUE(
+      Throws([&] { train::AddLoss(store.RootScope(), Scalar(g, DType::Float32, 1)); }, {"AddLoss", "bound"}));
+}
+
+}  // namespace
