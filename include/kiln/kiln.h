@@ -28,4 +28,5 @@
 #include "kiln/ml/metrics.h"
 #include "kiln/ml/optimizers.h"
 #include "kiln/model/model.h"
+#include "kiln/train/loop.h"
 #include "kiln/train/trainer.h"

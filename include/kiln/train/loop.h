@@ -1,0 +1,70 @@
+#pragma once
+/// train::Loop: runs a Trainer over a dataset for a number of steps, epochs, or up to a global
+/// step, calling callbacks (by ascending priority) at the start, after each step and at the end.
+///
+///   train::Loop loop(trainer);
+///   train::EveryNSteps(loop, 1000, "log", 0, [](train::Loop& l, const std::vector<Tensor>& m) { ... });
+///   std::vector<Tensor> last = loop.RunSteps(ds, 5000);
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kiln/data/dataset.h"
+#include "kiln/train/trainer.h"
+
+namespace kiln::train {
+
+class Loop;
+
+/// A step callback: the loop and the step's metrics (TrainStep's results).
+using StepFn = std::function<void(Loop& loop, const std::vector<Tensor>& metrics)>;
+/// A start or end callback.
+using LoopFn = std::function<void(Loop& loop)>;
+
+class Loop {
+ public:
+  explicit Loop(Trainer& trainer);
+
+  /// Runs `steps` steps (a finite dataset that runs out is reset); returns the last metrics.
+  std::vector<Tensor> RunSteps(const data::DatasetPtr& dataset, int64_t steps);
+  /// Runs `epochs` passes over a finite dataset.
+  std::vector<Tensor> RunEpochs(const data::DatasetPtr& dataset, int epochs);
+  /// Runs until the store's global step reaches `global_step` (resuming where it stands).
+  std::vector<Tensor> RunToGlobalStep(const data::DatasetPtr& dataset, int64_t global_step);
+
+  /// The 0-based global step of the step just run (during step callbacks).
+  int64_t LoopStep() const { return step_; }
+  /// The global step this run started from, and the one it will end at (-1 for epochs).
+  int64_t StartStep() const { return start_step_; }
+  int64_t EndStep() const { return end_step_; }
+  Trainer& trainer() { return trainer_; }
+  /// The train metrics of the last step (empty before the first).
+  const std::vector<Tensor>& LastMetrics() const { return last_; }
+
+  void OnStart(const std::string& name, int priority, LoopFn fn);
+  void OnStep(const std::string& name, int priority, StepFn fn);
+  void OnEnd(const std::string& name, int priority, LoopFn fn);
+
+ private:
+  std::vector<Tensor> Run(const data::DatasetPtr& dataset, int64_t steps, int epochs);
+  template <typename F>
+  struct Callback {
+    std::string name;
+    int priority;
+    F fn;
+  };
+  Trainer& trainer_;
+  std::vector<Callback<LoopFn>> on_start_, on_end_;
+  std::vector<Callback<StepFn>> on_step_;
+  int64_t step_ = -1, start_step_ = 0, end_step_ = -1;
+  std::vector<Tensor> last_;
+};
+
+/// Calls fn after each step whose (global step + 1) is a multiple of n.
+void EveryNSteps(Loop& loop, int64_t n, const std::string& name, int priority, StepFn fn);
+/// Calls fn `times` times spread evenly over the loop's steps (the last at its last step).
+void NTimesDuringLoop(Loop& loop, int times, const std::string& name, int priority, StepFn fn);
+
+}  // namespace kiln::train
