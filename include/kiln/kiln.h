@@ -20,6 +20,7 @@
 #include "kiln/graph/ops.h"
 #include "kiln/graph/random.h"
 #include "kiln/graph/sort.h"
+#include "kiln/io/image.h"
 #include "kiln/io/npy.h"
 #include "kiln/io/safetensors.h"
 #include "kiln/ml/activations.h"
