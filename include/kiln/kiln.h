@@ -11,6 +11,7 @@
 #include "kiln/core/tensor.h"
 #include "kiln/core/version.h"
 #include "kiln/data/dataset.h"
+#include "kiln/data/mnist.h"
 #include "kiln/graph/control_flow.h"
 #include "kiln/graph/conv.h"
 #include "kiln/graph/exec.h"
