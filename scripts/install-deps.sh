@@ -8,6 +8,7 @@ packages=(
   libfmt-dev zlib1g-dev libdw-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy
+  dataset-fashion-mnist
   clang-format
 )
 
