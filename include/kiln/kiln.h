@@ -31,4 +31,6 @@
 #include "kiln/ml/optimizers.h"
 #include "kiln/model/model.h"
 #include "kiln/train/loop.h"
+#include "kiln/train/plots.h"
+#include "kiln/train/progress.h"
 #include "kiln/train/trainer.h"

@@ -54,6 +54,7 @@ std::vector<Tensor> Loop::Run(const data::DatasetPtr& dataset, int64_t steps, in
         kiln::detail::Throw("Loop: dataset \"{}\" yields no batch after a reset", dataset->Name());
     }
     step_ = start_step_ + done;
+    batch_size_ = !inputs.empty() && inputs[0].rank() > 0 ? inputs[0].shape().Dim(0) : 1;
     last_ = trainer_.TrainStep(spec, inputs, labels);
     const float loss = last_.at(0).Item<float>();
     if (!std::isfinite(loss)) {

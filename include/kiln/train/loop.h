@@ -40,6 +40,8 @@ class Loop {
   int64_t StartStep() const { return start_step_; }
   int64_t EndStep() const { return end_step_; }
   Trainer& trainer() { return trainer_; }
+  /// Examples in the last step's batch (axis 0 of its first input).
+  int64_t LastBatchSize() const { return batch_size_; }
   /// The train metrics of the last step (empty before the first).
   const std::vector<Tensor>& LastMetrics() const { return last_; }
 
@@ -58,7 +60,7 @@ class Loop {
   Trainer& trainer_;
   std::vector<Callback<LoopFn>> on_start_, on_end_;
   std::vector<Callback<StepFn>> on_step_;
-  int64_t step_ = -1, start_step_ = 0, end_step_ = -1;
+  int64_t step_ = -1, start_step_ = 0, end_step_ = -1, batch_size_ = 0;
   std::vector<Tensor> last_;
 };
 
