@@ -86,8 +86,10 @@ TEST(Plots, HtmlWithSvgCurvesAndEvalPoints) {
   std::ifstream in(path);
   const std::string html((std::istreambuf_iterator<char>(in)), {});
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
-  EXPECT_EQ(html.find("http://") != std::string::npos,
-            html.find("xmlns=\"http://www.w3.org/2000/svg\"") != std::string::npos);
+  // Self-contained: no scripts, no external resources.
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("src="), std::string::npos);
+  EXPECT_EQ(html.find("href="), std::string::npos);
   EXPECT_EQ(Count(html, "<svg"), 2);  // loss and mae charts
   EXPECT_NE(html.find(R"(data-series="train loss" data-count="20")"), std::string::npos);
   EXPECT_NE(html.find(R"(data-series="train ~loss" data-count="20")"), std::string::npos);
