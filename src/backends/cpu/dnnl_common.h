@@ -1,0 +1,66 @@
+#pragma once
+// Shared pieces of the cpu backend's oneDNN kernels: the engine, per-thread scratch memory (the
+// user-scratchpad mode: the kernel, not oneDNN, owns scratch), strided copies and helpers.
+
+#include <cstddef>
+#include <cstdint>
+#include <dnnl.hpp>
+#include <string>
+#include <vector>
+
+namespace kiln::compute::cpu::dnnl_util {
+
+/// The process-wide oneDNN cpu engine.
+const dnnl::engine& Engine();
+
+/// At least `bytes` bytes of 64-byte aligned scratch owned by the calling thread, valid until the
+/// thread's next call (a kernel takes it once per call; kernels on one thread run one at a time).
+uint8_t* Scratch(size_t bytes);
+
+/// Carves 64-byte aligned regions out of one scratch block.
+struct ScratchLayout {
+  size_t total = 0;
+  /// Reserves `bytes` and returns the region's offset.
+  size_t Add(size_t bytes);
+};
+
+/// Sets the OpenMP team size of the calling thread (oneDNN's runtime) before a primitive runs.
+void SetThreads(int threads);
+
+/// Sets the calling thread's OpenMP team size for a scope (primitive creation: oneDNN sizes some
+/// implementations' work split by the thread count at creation), then restores it.
+class ThreadScope {
+ public:
+  explicit ThreadScope(int threads);
+  ~ThreadScope();
+  ThreadScope(const ThreadScope&) = delete;
+  ThreadScope& operator=(const ThreadScope&) = delete;
+
+ private:
+  int previous_;
+};
+
+/// Whether oneDNN chose its slow reference implementation ("ref:any"...).
+bool IsReference(const dnnl::primitive_desc_base& pd);
+
+/// The implementation oneDNN chose, for kernel names ("jit:avx2", "gemm:jit"...).
+std::string ImplName(const dnnl::primitive_desc_base& pd);
+
+/// A float32 memory descriptor with explicit strides (elements).
+dnnl::memory::desc StridedDesc(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides);
+
+/// A float32 memory descriptor whose layout oneDNN picks (format_tag::any).
+dnnl::memory::desc AnyDesc(const std::vector<int64_t>& dims);
+
+/// Row-major (dense) strides of `dims`.
+std::vector<int64_t> DenseStrides(const std::vector<int64_t>& dims);
+
+/// Copies the box `dims` of `src` (element i at src + sum(i_a * src_strides[a]); strides may be
+/// negative) into `dst`, dense row-major.
+void StridedCopy(const float* src, const std::vector<int64_t>& dims, const std::vector<int64_t>& src_strides,
+                 float* dst);
+
+/// A memory object over `data` (oneDNN's handles are non-const even for inputs).
+dnnl::memory Wrap(const dnnl::memory::desc& md, const void* data);
+
+}  // namespace kiln::compute::cpu::dnnl_util

@@ -1,0 +1,190 @@
+// DotGeneral (Float32) as a oneDNN matmul on [B, M, K] x [B, K, N] -> [B, M, N]. Each operand's
+// batch, free and contracting axes are collapsed into one strided axis each where memory allows,
+// so transposed operands run without a copy; otherwise (or when oneDNN only offers its reference
+// implementation for the strides) the operand is transposed into per-call scratch first. The
+// primitive is created once here; scratch (oneDNN's user scratchpad and the copies) comes from a
+// per-thread block, so the kernel may run on several threads at once.
+
+#include <algorithm>
+#include <memory>
+#include <unordered_map>
+
+#include "backends/cpu/dnnl_common.h"
+#include "backends/cpu/dnnl_kernels.h"
+#include "core/check.h"
+
+namespace kiln::compute::cpu {
+
+namespace {
+
+using namespace dnnl_util;
+
+/// One operand seen as a [B, R, C] matrix stack.
+struct OperandView {
+  std::vector<int64_t> dims3{1, 1, 1}, strides3{0, 0, 0};
+  bool collapsible = true;                       ///< Each group's axes are contiguous in memory.
+  std::vector<int64_t> axis_dims, axis_strides;  ///< All axes, group by group (for the copy).
+  bool copy = false;                             ///< Transposed into dense scratch per call.
+};
+
+/// Collapses `axes` (outermost first) into one axis of size `dim` (their product); false when
+/// their strides do not nest (then `stride` is meaningless).
+bool Collapse(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides,
+              const std::vector<int64_t>& axes, int64_t& dim, int64_t& stride) {
+  dim = 1;
+  stride = 0;
+  bool nested = true;
+  int64_t expected = 0;
+  for (size_t i = axes.size(); i-- > 0;) {
+    const size_t a = static_cast<size_t>(axes[i]);
+    if (dims[a] == 1) continue;
+    if (stride == 0) {
+      stride = strides[a];
+    } else if (strides[a] != expected) {
+      nested = false;
+    }
+    expected = strides[a] * dims[a];
+    dim *= dims[a];
+  }
+  return nested;
+}
+
+/// The view of `shape` with axis groups {batch, rows, cols}.
+OperandView View(const Shape& shape, const std::vector<std::vector<int64_t>>& groups) {
+  OperandView v;
+  const std::vector<int64_t>& dims = shape.Dimensions();
+  const std::vector<int64_t> strides = DenseStrides(dims);
+  for (size_t g = 0; g < 3; ++g) {
+    if (!Collapse(dims, strides, groups[g], v.dims3[g], v.strides3[g])) v.collapsible = false;
+    for (int64_t a : groups[g]) {
+      v.axis_dims.push_back(dims[static_cast<size_t>(a)]);
+      v.axis_strides.push_back(strides[static_cast<size_t>(a)]);
+    }
+  }
+  v.copy = !v.collapsible;
+  return v;
+}
+
+/// Strides of the view as oneDNN should see them: size-1 axes get strides that keep the matrix
+/// plain (row- or column-major) so the fast implementations accept it; copies are dense.
+std::vector<int64_t> DescStrides(const OperandView& v) {
+  if (v.copy) return DenseStrides(v.dims3);
+  std::vector<int64_t> s = v.strides3;
+  const int64_t rows = v.dims3[1], cols = v.dims3[2];
+  if (rows == 1 && cols == 1) {
+    s[1] = s[2] = 1;
+  } else if (rows == 1) {
+    s[1] = s[2] == 1 ? cols : 1;
+  } else if (cols == 1) {
+    s[2] = s[1] == 1 ? rows : 1;
+  }
+  if (v.dims3[0] == 1) s[0] = std::max(s[1] * rows, s[2] * cols);
+  return s;
+}
+
+/// Whether the view is already dense row-major (a copy would change nothing).
+bool IsDense(const OperandView& v) { return DescStrides(v) == DenseStrides(v.dims3); }
+
+/// Everything one call needs; shared by the kernel's copies.
+struct MatmulPlan {
+  dnnl::matmul primitive;
+  dnnl::memory::desc src, weights, dst, scratchpad;
+  OperandView lhs, rhs;
+  int threads = 1;
+};
+
+/// The axes of a `rank`-axis operand neither batch nor contracting, ascending.
+std::vector<int64_t> FreeAxes(int64_t rank, const std::vector<int64_t>& batch,
+                              const std::vector<int64_t>& contracting) {
+  std::vector<int64_t> free;
+  for (int64_t a = 0; a < rank; ++a) {
+    if (std::find(batch.begin(), batch.end(), a) == batch.end() &&
+        std::find(contracting.begin(), contracting.end(), a) == contracting.end()) {
+      free.push_back(a);
+    }
+  }
+  return free;
+}
+
+/// Creates the primitive for the plan's current copy decisions.
+dnnl::matmul::primitive_desc Describe(MatmulPlan& p) {
+  p.src = StridedDesc(p.lhs.dims3, DescStrides(p.lhs));
+  p.weights = StridedDesc(p.rhs.dims3, DescStrides(p.rhs));
+  p.dst = StridedDesc({p.lhs.dims3[0], p.lhs.dims3[1], p.rhs.dims3[2]},
+                      DenseStrides({p.lhs.dims3[0], p.lhs.dims3[1], p.rhs.dims3[2]}));
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(p.src, p.weights, p.dst), attr, Engine());
+}
+
+/// Runs the plan on one call's operands.
+void RunMatmul(const MatmulPlan& p, ref::Operands in, uint8_t* out) {
+  SetThreads(p.threads);
+  ScratchLayout layout;
+  const size_t pad = layout.Add(p.scratchpad.get_size());
+  const size_t lhs_at = p.lhs.copy ? layout.Add(p.src.get_size()) : 0;
+  const size_t rhs_at = p.rhs.copy ? layout.Add(p.weights.get_size()) : 0;
+  uint8_t* scratch = Scratch(layout.total);
+  const void* lhs = in[0];
+  const void* rhs = in[1];
+  if (p.lhs.copy) {
+    StridedCopy(reinterpret_cast<const float*>(in[0]), p.lhs.axis_dims, p.lhs.axis_strides,
+                reinterpret_cast<float*>(scratch + lhs_at));
+    lhs = scratch + lhs_at;
+  }
+  if (p.rhs.copy) {
+    StridedCopy(reinterpret_cast<const float*>(in[1]), p.rhs.axis_dims, p.rhs.axis_strides,
+                reinterpret_cast<float*>(scratch + rhs_at));
+    rhs = scratch + rhs_at;
+  }
+  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, Wrap(p.src, lhs)},
+                                             {DNNL_ARG_WEIGHTS, Wrap(p.weights, rhs)},
+                                             {DNNL_ARG_DST, Wrap(p.dst, out)}};
+  if (p.scratchpad.get_size() > 0) args.emplace(DNNL_ARG_SCRATCHPAD, Wrap(p.scratchpad, scratch + pad));
+  dnnl::stream stream(Engine());
+  p.primitive.execute(stream, args);
+  stream.wait();
+}
+
+}  // namespace
+
+KernelChoice MakeDnnlMatmul(const CpuBackend& backend, const Instruction& inst,
+                            const std::vector<Shape>& operands) {
+  const OpAttributes& at = inst.attrs;
+  const Shape &lhs = operands.at(0), &rhs = operands.at(1);
+  auto plan = std::make_shared<MatmulPlan>();
+  plan->threads = backend.options().threads;
+  plan->lhs =
+      View(lhs, {at.lhs_batch, FreeAxes(lhs.Rank(), at.lhs_batch, at.lhs_contracting), at.lhs_contracting});
+  plan->rhs =
+      View(rhs, {at.rhs_batch, at.rhs_contracting, FreeAxes(rhs.Rank(), at.rhs_batch, at.rhs_contracting)});
+  // Empty results and empty sums are left to the reference kernel (nothing to multiply).
+  if (inst.shape.Size() == 0 || plan->lhs.dims3[2] == 0) return {};
+  // Created for the team size it runs with (some implementations split work by it).
+  const ThreadScope scope(backend.options().threads);
+  try {
+    dnnl::matmul::primitive_desc pd = Describe(*plan);
+    if (IsReference(pd) && !(IsDense(plan->lhs) && IsDense(plan->rhs))) {
+      // oneDNN's fast paths want plain matrices: transpose the odd ones per call instead.
+      plan->lhs.copy = plan->lhs.copy || !IsDense(plan->lhs);
+      plan->rhs.copy = plan->rhs.copy || !IsDense(plan->rhs);
+      pd = Describe(*plan);
+    }
+    plan->scratchpad = pd.scratchpad_desc();
+    plan->primitive = dnnl::matmul(pd);
+    std::string name = "dnnl.matmul[" + ImplName(pd) + "]";
+    if (plan->lhs.copy || plan->rhs.copy) name += "(copy)";
+    return {[plan, name](ref::Operands in, uint8_t* out) {
+              try {
+                RunMatmul(*plan, in, out);
+              } catch (const dnnl::error& e) {
+                detail::Throw("DotGeneral: oneDNN kernel {} failed: {}", name, e.what());
+              }
+            },
+            name};
+  } catch (const dnnl::error&) {
+    return {};
+  }
+}
+
+}  // namespace kiln::compute::cpu

@@ -1,0 +1,380 @@
+// Tests of the cpu backend's oneDNN kernels: Float32 DotGeneral and ConvGeneral over many random
+// shapes and dims layouts (batch axes, transposed operands; grouped, strided, dilated, padded,
+// cropped and input-dilated convolutions in 1-D, 2-D and 3-D) agree with the reference backend
+// within float32 tolerance, the oneDNN kernel is the one chosen (checked through the backend's
+// internal kernel table), and executions run concurrently from several threads.
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/kernels.h"
+#include "kiln/graph/gradient.h"
+#include "kiln/kiln.h"
+
+namespace kiln {
+namespace {
+
+using compute::OpAttributes;
+using compute::OpType;
+using graph::Graph;
+
+/// The cpu backend with two threads (the kernels' OpenMP team) and the reference backend.
+const compute::BackendPtr& Cpu() {
+  static const compute::BackendPtr backend = compute::NewWithConfig("cpu:threads=2");
+  return backend;
+}
+const compute::BackendPtr& Ref() {
+  static const compute::BackendPtr backend = compute::NewWithConfig("ref");
+  return backend;
+}
+
+/// Runs `program` on `backend` over `inputs` (none donated).
+std::vector<Tensor> RunOn(const compute::BackendPtr& backend,
+                          const std::shared_ptr<const compute::Program>& program,
+                          const std::vector<Tensor>& inputs) {
+  std::unique_ptr<compute::Executable> exe = backend->Compile(program);
+  std::vector<compute::BufferPtr> buffers;
+  for (const Tensor& t : inputs) buffers.push_back(t.DeviceBuffer(backend, 0));
+  std::vector<compute::BufferPtr> out = exe->Execute(buffers, std::vector<bool>(inputs.size(), false), 0);
+  std::vector<Tensor> results;
+  for (size_t i = 0; i < out.size(); ++i) {
+    results.push_back(Tensor::FromBuffer(backend, 0, program->OutputShape(static_cast<int>(i)), out[i]));
+  }
+  return results;
+}
+
+/// Uniform values in [-1, 1] of `shape`.
+Tensor Random(const Shape& shape, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(shape.Size()));
+  for (float& x : v) x = u(rng);
+  return Tensor::FromFlat(shape, v);
+}
+
+/// Whether got and want agree within float32 accumulation error over `terms` products each.
+::testing::AssertionResult Close(const Tensor& got, const Tensor& want, int64_t terms) {
+  if (got.shape() != want.shape()) return ::testing::AssertionFailure() << "shapes differ";
+  const std::vector<float> g = got.ToVector<float>(), w = want.ToVector<float>();
+  const double tol = 1e-5 * std::sqrt(static_cast<double>(std::max<int64_t>(terms, 1))) + 1e-6;
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (!(std::abs(static_cast<double>(g[i]) - w[i]) <= tol * (1 + std::abs(static_cast<double>(w[i]))))) {
+      return ::testing::AssertionFailure() << "element " << i << ": cpu " << g[i] << " vs ref " << w[i];
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+/// The kernel the cpu backend picks for each `op` instruction of `program`.
+std::vector<std::string> KernelNames(const compute::Program& program, OpType op) {
+  auto* cpu = dynamic_cast<compute::cpu::CpuBackend*>(Cpu().get());
+  EXPECT_NE(cpu, nullptr);
+  std::vector<std::string> names;
+  const std::vector<compute::Instruction>& insts = program.Instructions();
+  for (const compute::Instruction& inst : insts) {
+    if (inst.op != op) continue;
+    std::vector<Shape> operands;
+    for (int o : inst.operands) operands.push_back(insts[static_cast<size_t>(o)].shape);
+    compute::cpu::Node node{inst, nullptr};
+    names.push_back(compute::cpu::ChooseKernel(*cpu, node, operands).name);
+  }
+  return names;
+}
+
+/// Builds `op` over parameters of shapes a and b, runs it on cpu and ref and compares; returns
+/// the name of the kernel the cpu backend picks.
+std::string CheckOp(OpType op, const Shape& a, const Shape& b, const OpAttributes& attrs, int64_t terms,
+                    std::mt19937& rng, const std::string& what) {
+  Graph g;
+  graph::Node out = g.AddOp(op, {g.Parameter(a), g.Parameter(b)}, attrs);
+  std::shared_ptr<const compute::Program> program = g.Build({out});
+  const std::vector<Tensor> inputs = {Random(a, rng), Random(b, rng)};
+  EXPECT_TRUE(Close(RunOn(Cpu(), program, inputs)[0], RunOn(Ref(), program, inputs)[0], terms)) << what;
+  const std::vector<std::string> names = KernelNames(*program, op);
+  return names.empty() ? "" : names[0];
+}
+
+/// True when `name` is a oneDNN kernel.
+bool IsDnnl(const std::string& name) { return name.rfind("dnnl.", 0) == 0; }
+
+/// Axis positions of `roles` roles in a random order: result[r] is the axis holding role r.
+std::vector<int64_t> Place(size_t roles, std::mt19937& rng) {
+  std::vector<int64_t> axes(roles);
+  std::iota(axes.begin(), axes.end(), 0);
+  std::shuffle(axes.begin(), axes.end(), rng);
+  return axes;
+}
+
+/// Uniform integer in [lo, hi].
+int64_t Pick(std::mt19937& rng, int64_t lo, int64_t hi) {
+  return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+}
+
+TEST(CpuDnnl, RandomDotGeneral) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 120; ++trial) {
+    const size_t nb = static_cast<size_t>(Pick(rng, 0, 2)), nl = static_cast<size_t>(Pick(rng, 0, 2)),
+                 nr = static_cast<size_t>(Pick(rng, 0, 2)), nc = static_cast<size_t>(Pick(rng, 0, 2));
+    std::vector<int64_t> batch(nb), lfree(nl), rfree(nr), contr(nc);
+    for (auto* v : {&batch, &lfree, &rfree, &contr}) {
+      for (int64_t& d : *v) d = Pick(rng, 1, 7);
+    }
+    // Roles: batch axes first, then free, then contracting; each operand places them at random.
+    const std::vector<int64_t> lpos = Place(nb + nl + nc, rng), rpos = Place(nb + nr + nc, rng);
+    std::vector<int64_t> ldims(lpos.size()), rdims(rpos.size());
+    OpAttributes at;
+    for (size_t i = 0; i < nb; ++i) {
+      ldims[static_cast<size_t>(lpos[i])] = rdims[static_cast<size_t>(rpos[i])] = batch[i];
+      at.lhs_batch.push_back(lpos[i]);
+      at.rhs_batch.push_back(rpos[i]);
+    }
+    for (size_t i = 0; i < nl; ++i) ldims[static_cast<size_t>(lpos[nb + i])] = lfree[i];
+    for (size_t i = 0; i < nr; ++i) rdims[static_cast<size_t>(rpos[nb + i])] = rfree[i];
+    int64_t terms = 1;
+    for (size_t i = 0; i < nc; ++i) {
+      ldims[static_cast<size_t>(lpos[nb + nl + i])] = rdims[static_cast<size_t>(rpos[nb + nr + i])] =
+          contr[i];
+      at.lhs_contracting.push_back(lpos[nb + nl + i]);
+      at.rhs_contracting.push_back(rpos[nb + nr + i]);
+      terms *= contr[i];
+    }
+    const Shape a(DType::Float32, ldims), b(DType::Float32, rdims);
+    const std::string what = fmt::format(
+        "trial {}: {} x {} lhs_batch [{}] lhs_contracting [{}] rhs_batch [{}] "
+        "rhs_contracting [{}]",
+        trial, a.ToString(), b.ToString(), fmt::join(at.lhs_batch, ","), fmt::join(at.lhs_contracting, ","),
+        fmt::join(at.rhs_batch, ","), fmt::join(at.rhs_contracting, ","));
+    const std::string name = CheckOp(OpType::DotGeneral, a, b, at, terms, rng, what);
+    EXPECT_TRUE(IsDnnl(name)) << what << ": " << name;
+  }
+}
+
+TEST(CpuDnnl, MatmulForms) {
+  std::mt19937 rng(11);
+  const int64_t m = 67, k = 129, n = 45, bs = 3;
+  const auto f32 = [](std::vector<int64_t> d) { return Shape(DType::Float32, std::move(d)); };
+  struct Form {
+    const char* name;
+    Shape a, b;
+    std::vector<int64_t> lc, rc, lb, rb;
+    int copies;  // 0: no operand is copied, 1: one is (transposed into scratch), 2: either.
+  };
+  const std::vector<Form> forms = {
+      {"plain", f32({m, k}), f32({k, n}), {1}, {0}, {}, {}, 0},
+      {"lhs transposed", f32({k, m}), f32({k, n}), {0}, {0}, {}, {}, 0},
+      {"rhs transposed", f32({m, k}), f32({n, k}), {1}, {1}, {}, {}, 0},
+      {"both transposed", f32({k, m}), f32({n, k}), {0}, {1}, {}, {}, 0},
+      {"batched", f32({bs, m, k}), f32({bs, k, n}), {2}, {1}, {0}, {0}, 0},
+      {"batch inside", f32({m, bs, k}), f32({k, bs, n}), {2}, {0}, {1}, {1}, 2},
+      {"split contraction", f32({m, 3, 43}), f32({43, n, 3}), {1, 2}, {2, 0}, {}, {}, 1},
+  };
+  for (const Form& f : forms) {
+    OpAttributes at;
+    at.lhs_contracting = f.lc;
+    at.rhs_contracting = f.rc;
+    at.lhs_batch = f.lb;
+    at.rhs_batch = f.rb;
+    const std::string name = CheckOp(OpType::DotGeneral, f.a, f.b, at, k, rng, f.name);
+    EXPECT_TRUE(IsDnnl(name)) << f.name << ": " << name;
+    if (f.copies != 2) {
+      EXPECT_EQ(name.find("(copy)") != std::string::npos, f.copies == 1) << f.name << ": " << name;
+    }
+  }
+}
+
+/// A random convolution: forward (possibly cropped) or input-dilated with unit strides.
+struct ConvCase {
+  Shape x, k;
+  OpAttributes at;
+  int64_t terms = 1;
+  std::string what;
+};
+
+/// Draws a valid random convolution with `spatial` spatial axes; `input_dilated` draws the
+/// backward-data form.
+ConvCase RandomConv(std::mt19937& rng, size_t spatial, bool input_dilated) {
+  while (true) {
+    ConvCase c;
+    OpAttributes& at = c.at;
+    compute::ConvDims& d = at.conv;
+    const std::vector<int64_t> xp = Place(spatial + 2, rng), kp = Place(spatial + 2, rng),
+                               yp = Place(spatial + 2, rng);
+    d.input_batch = xp[0];
+    d.input_feature = xp[1];
+    d.kernel_output_feature = kp[0];
+    d.kernel_input_feature = kp[1];
+    d.output_batch = yp[0];
+    d.output_feature = yp[1];
+    const int64_t groups = Pick(rng, 1, 3), cin = Pick(rng, 1, 4), cout = Pick(rng, 1, 4);
+    at.feature_groups = groups;
+    std::vector<int64_t> xd(spatial + 2), kd(spatial + 2);
+    xd[static_cast<size_t>(xp[0])] = Pick(rng, 1, 3);
+    xd[static_cast<size_t>(xp[1])] = groups * cin;
+    kd[static_cast<size_t>(kp[0])] = groups * cout;
+    kd[static_cast<size_t>(kp[1])] = cin;
+    const int64_t max_in = spatial == 3 ? 5 : 9;
+    bool ok = true;
+    c.terms = cin;
+    for (size_t i = 0; i < spatial; ++i) {
+      d.input_spatial.push_back(xp[2 + i]);
+      d.kernel_spatial.push_back(kp[2 + i]);
+      d.output_spatial.push_back(yp[2 + i]);
+      const int64_t in = Pick(rng, 1, max_in), taps = Pick(rng, 1, 3), dil = Pick(rng, 1, 2);
+      const int64_t lhs_dil = input_dilated ? Pick(rng, 2, 3) : 1,
+                    stride = input_dilated ? 1 : Pick(rng, 1, 3);
+      const int64_t reach = (taps - 1) * dil;
+      const int64_t low = input_dilated ? Pick(rng, 0, reach + 1) : Pick(rng, -1, 2);
+      const int64_t high = input_dilated ? Pick(rng, 0, reach + 1) : Pick(rng, -1, 2);
+      xd[static_cast<size_t>(xp[2 + i])] = in;
+      kd[static_cast<size_t>(kp[2 + i])] = taps;
+      at.strides.push_back(stride);
+      at.kernel_dilations.push_back(dil);
+      at.input_dilations.push_back(lhs_dil);
+      at.padding.push_back({low, high, 0});
+      const int64_t span = (in - 1) * lhs_dil + 1 + low + high - reach;
+      if (span < 1 || in + std::min<int64_t>(low, 0) + std::min<int64_t>(high, 0) < 1) ok = false;
+      c.terms *= taps;
+    }
+    if (!ok) continue;
+    c.x = Shape(DType::Float32, xd);
+    c.k = Shape(DType::Float32, kd);
+    c.what = fmt::format(
+        "x {} k {} groups {} strides [{}] kernel_dilations [{}] input_dilations [{}] dims in {} {} "
+        "[{}] k {} {} [{}] out {} {} [{}] padding",
+        c.x.ToString(), c.k.ToString(), groups, fmt::join(at.strides, ","),
+        fmt::join(at.kernel_dilations, ","), fmt::join(at.input_dilations, ","), d.input_batch,
+        d.input_feature, fmt::join(d.input_spatial, ","), d.kernel_output_feature, d.kernel_input_feature,
+        fmt::join(d.kernel_spatial, ","), d.output_batch, d.output_feature, fmt::join(d.output_spatial, ","));
+    for (const compute::PadAxis& p : at.padding) c.what += fmt::format(" ({},{})", p.low, p.high);
+    return c;
+  }
+}
+
+TEST(CpuDnnl, RandomForwardConv) {
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 150; ++trial) {
+    const ConvCase c = RandomConv(rng, static_cast<size_t>(1 + trial % 3), false);
+    const std::string name = CheckOp(OpType::ConvGeneral, c.x, c.k, c.at, c.terms, rng, c.what);
+    EXPECT_TRUE(IsDnnl(name)) << c.what << ": " << name;
+  }
+}
+
+TEST(CpuDnnl, RandomInputDilatedConv) {
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 120; ++trial) {
+    const ConvCase c = RandomConv(rng, static_cast<size_t>(1 + trial % 3), true);
+    const std::string name = CheckOp(OpType::ConvGeneral, c.x, c.k, c.at, c.terms, rng, c.what);
+    EXPECT_EQ(name.rfind("dnnl.conv_bwd_data", 0), 0u) << c.what << ": " << name;
+  }
+}
+
+TEST(CpuDnnl, UnmappedConvsFallBackToRef) {
+  std::mt19937 rng(9);
+  // Batch groups: the reference kernel runs it, with the same answer.
+  OpAttributes at;
+  at.conv = {0, 1, {2, 3}, 1, 0, {2, 3}, 0, 1, {2, 3}};
+  at.batch_groups = 2;
+  std::string name = CheckOp(OpType::ConvGeneral, Shape(DType::Float32, {4, 3, 5, 5}),
+                             Shape(DType::Float32, {4, 3, 2, 2}), at, 12, rng, "batch groups");
+  EXPECT_EQ(name, "ref");
+  // Input dilation with a stride above one.
+  at = {};
+  at.conv = {0, 1, {2}, 1, 0, {2}, 0, 1, {2}};
+  at.input_dilations = {2};
+  at.strides = {2};
+  name = CheckOp(OpType::ConvGeneral, Shape(DType::Float32, {2, 3, 6}), Shape(DType::Float32, {4, 3, 3}), at,
+                 9, rng, "input dilation with stride");
+  EXPECT_EQ(name, "ref");
+  // Float64 stays with the reference kernel.
+  at = {};
+  at.lhs_contracting = {1};
+  at.rhs_contracting = {0};
+  Graph g;
+  graph::Node out =
+      g.AddOp(OpType::DotGeneral,
+              {g.Parameter(Shape(DType::Float64, {3, 4})), g.Parameter(Shape(DType::Float64, {4, 2}))}, at);
+  EXPECT_EQ(KernelNames(*g.Build({out}), OpType::DotGeneral), std::vector<std::string>{"ref"});
+}
+
+TEST(CpuDnnl, ConvGradientsRunOnDnnl) {
+  std::mt19937 rng(13);
+  // A channels-last 2-D convolution with stride 2 and both gradients (input: input-dilated
+  // backward data; kernel: forward convolution with the adjoint as kernel).
+  for (int64_t stride : {1, 2}) {
+    for (int64_t pad : {0, 1, 2}) {
+      Graph g;
+      const Shape xs(DType::Float32, {3, 9, 8, 4}), ks(DType::Float32, {3, 3, 4, 5});
+      graph::Node x = g.Parameter(xs), k = g.Parameter(ks);
+      OpAttributes at;
+      at.conv = {0, 3, {1, 2}, 2, 3, {0, 1}, 0, 3, {1, 2}};
+      at.strides = {stride, stride};
+      at.padding = {{pad, pad, 0}, {pad, 0, 0}};
+      graph::Node y = g.AddOp(OpType::ConvGeneral, {x, k}, at);
+      graph::Node adj = g.Parameter(y.shape());
+      std::vector<graph::Node> grads = graph::VJP({y}, {adj}, {x, k});
+      std::shared_ptr<const compute::Program> program = g.Build({y, grads[0], grads[1]});
+      const std::vector<Tensor> inputs = {Random(xs, rng), Random(ks, rng), Random(y.shape(), rng)};
+      const std::vector<Tensor> got = RunOn(Cpu(), program, inputs), want = RunOn(Ref(), program, inputs);
+      const std::string what = fmt::format("stride {} pad {}", stride, pad);
+      for (size_t i = 0; i < got.size(); ++i)
+        EXPECT_TRUE(Close(got[i], want[i], 200)) << what << " output " << i;
+      const std::vector<std::string> names = KernelNames(*program, OpType::ConvGeneral);
+      ASSERT_EQ(names.size(), 3u) << what;
+      for (const std::string& n : names) EXPECT_TRUE(IsDnnl(n)) << what << ": " << n;
+      // The kernel gradient runs as oneDNN's backward-weights convolution; with stride 2 the
+      // input gradient is input-dilated and runs as its backward-data convolution.
+      EXPECT_EQ(names[2].rfind("dnnl.conv_bwd_weights", 0), 0u) << what << ": " << names[2];
+      if (stride == 2) {
+        EXPECT_EQ(names[1].rfind("dnnl.conv_bwd_data", 0), 0u) << what << ": " << names[1];
+      }
+    }
+  }
+}
+
+TEST(CpuDnnl, ConcurrentCalls) {
+  std::mt19937 rng(17);
+  Graph g;
+  const Shape a(DType::Float32, {64, 96}), b(DType::Float32, {96, 80}), xs(DType::Float32, {2, 10, 10, 3}),
+      ks(DType::Float32, {3, 3, 3, 8});
+  OpAttributes dot;
+  dot.lhs_contracting = {1};
+  dot.rhs_contracting = {0};
+  OpAttributes conv;
+  conv.conv = {0, 3, {1, 2}, 2, 3, {0, 1}, 0, 3, {1, 2}};
+  graph::Node m = g.AddOp(OpType::DotGeneral, {g.Parameter(a), g.Parameter(b)}, dot);
+  graph::Node c = g.AddOp(OpType::ConvGeneral, {g.Parameter(xs), g.Parameter(ks)}, conv);
+  std::shared_ptr<const compute::Program> program = g.Build({m, c});
+  const std::vector<Tensor> inputs = {Random(a, rng), Random(b, rng), Random(xs, rng), Random(ks, rng)};
+  const std::vector<Tensor> want = RunOn(Ref(), program, inputs);
+  std::unique_ptr<compute::Executable> exe = Cpu()->Compile(program);
+  std::vector<compute::BufferPtr> buffers;
+  for (const Tensor& t : inputs) buffers.push_back(t.DeviceBuffer(Cpu(), 0));
+  std::vector<std::thread> threads;
+  std::vector<int> failures(4, 0);
+  for (size_t t = 0; t < failures.size(); ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20; ++i) {
+        std::vector<compute::BufferPtr> out =
+            exe->Execute(buffers, std::vector<bool>(buffers.size(), false), 0);
+        for (size_t o = 0; o < out.size(); ++o) {
+          const Tensor got = Tensor::FromBuffer(Cpu(), 0, program->OutputShape(static_cast<int>(o)), out[o]);
+          if (!Close(got, want[o], 96)) ++failures[t];
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int f : failures) EXPECT_EQ(f, 0);
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,562 @@
+// Tests of the cpu backend's elementwise fusion (backends/cpu/fusion.h): the fusion decisions on
+// known chains, fused results against the reference backend (random chains in Float32, Float16
+// and BFloat16, broadcasts, scalar immediates, conversions, Bool predicates, IEEE specials,
+// threads), the scalar form (`simd=scalar`, bit for bit with ref), `fusion=false`, and ulp-bound
+// sweeps of each SIMD transcendental against the scalar std:: function ref uses (on every
+// compiled Highway target this machine runs).
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/fusion.h"
+#include "backends/cpu/ir.h"
+#include "kiln/kiln.h"
+
+namespace kiln {
+namespace {
+
+using compute::cpu::FOp;
+using graph::Graph;
+using graph::Node;
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+compute::BackendPtr Backend(const std::string& config) { return compute::NewWithConfig(config); }
+
+/// Float32 values uniform in [lo, hi) of the given dims.
+Tensor Random(std::vector<int64_t> dims, float lo, float hi, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = dist(rng);
+  return Tensor::FromBytes(
+      Shape(DType::Float32, dims),
+      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(v.data()), v.size() * 4));
+}
+
+/// Element i of `t` as an integer ordered like the float values (for ulp distances); NaNs map
+/// to one value, -0 sits one below +0. Bool and other dtypes use their raw bytes.
+int64_t OrderedBits(DType d, const uint8_t* p, int64_t i) {
+  int64_t bits = 0, sign = 0, width = 0;
+  if (d == DType::Float32) {
+    uint32_t b;
+    std::memcpy(&b, p + i * 4, 4);
+    if (std::isnan(std::bit_cast<float>(b))) return std::numeric_limits<int64_t>::max();
+    bits = b, width = 32;
+  } else if (d == DType::Float16 || d == DType::BFloat16) {
+    uint16_t b;
+    std::memcpy(&b, p + i * 2, 2);
+    const bool nan = d == DType::Float16 ? (b & 0x7C00) == 0x7C00 && (b & 0x3FF) != 0
+                                         : (b & 0x7F80) == 0x7F80 && (b & 0x7F) != 0;
+    if (nan) return std::numeric_limits<int64_t>::max();
+    bits = b, width = 16;
+  } else {
+    return p[i];
+  }
+  sign = bits >> (width - 1);
+  const int64_t mag = bits & ((int64_t{1} << (width - 1)) - 1);
+  return sign ? -mag - 1 : mag;  // -0 and +0 one apart.
+}
+
+/// The largest ulp distance between `a` and `b` (same shape; NaN equals NaN only).
+int64_t MaxUlps(const Tensor& a, const Tensor& b) {
+  EXPECT_EQ(a.shape(), b.shape());
+  std::vector<uint8_t> x, y;
+  a.ConstBytes([&](std::span<const uint8_t> s) { x.assign(s.begin(), s.end()); });
+  b.ConstBytes([&](std::span<const uint8_t> s) { y.assign(s.begin(), s.end()); });
+  int64_t worst = 0;
+  for (int64_t i = 0; i < a.shape().Size(); ++i) {
+    const int64_t p = OrderedBits(a.shape().dtype(), x.data(), i),
+                  q = OrderedBits(a.shape().dtype(), y.data(), i);
+    const bool nan_p = p == std::numeric_limits<int64_t>::max(),
+               nan_q = q == std::numeric_limits<int64_t>::max();
+    if (nan_p || nan_q) {
+      if (nan_p != nan_q) return std::numeric_limits<int64_t>::max();
+      continue;
+    }
+    worst = std::max(worst, std::abs(p - q));
+  }
+  return worst;
+}
+
+/// Whether every element of the Float32 tensors is within scale * (1 + max |b|) of b's (NaN
+/// matching NaN): the error of a composite chain, where cancellation magnifies ulps.
+bool WithinScaled(const Tensor& a, const Tensor& b, double scale) {
+  if (a.shape().dtype() != DType::Float32) return false;
+  const std::vector<float> x = a.ToVector<float>(), y = b.ToVector<float>();
+  double top = 0;
+  for (float v : y)
+    if (std::isfinite(v)) top = std::max(top, static_cast<double>(std::fabs(v)));
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i]) || std::isnan(y[i])) {
+      if (std::isnan(x[i]) != std::isnan(y[i])) return false;
+      continue;
+    }
+    if (x[i] != y[i] && std::fabs(static_cast<double>(x[i]) - y[i]) > scale * (1 + top)) return false;
+  }
+  return true;
+}
+
+/// Runs `fn` on the backend `config` and on ref; the outputs must be within `ulps` (or, when
+/// `scale` > 0, Float32 outputs within WithinScaled).
+void ExpectMatchesRef(const std::string& config, const graph::GraphFn& fn, const std::vector<Tensor>& inputs,
+                      int64_t ulps, double scale = 0) {
+  graph::Exec got(Backend(config), fn, static_cast<int>(inputs.size()));
+  graph::Exec want(Backend("ref"), fn, static_cast<int>(inputs.size()));
+  const std::vector<Tensor> a = got.Call(inputs), b = want.Call(inputs);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (scale > 0 && WithinScaled(a[i], b[i], scale)) continue;
+    EXPECT_LE(MaxUlps(a[i], b[i]), ulps) << config << " output " << i << ": got " << a[i] << ", ref " << b[i];
+  }
+}
+
+/// The module the cpu pipeline fuses for `fn` on inputs of `shapes`, and the fusion report.
+compute::cpu::Module Fused(const graph::GraphFn& fn, const std::vector<Shape>& shapes, std::string* report) {
+  graph::Exec exec(Backend("ref"), fn, static_cast<int>(shapes.size()));
+  compute::cpu::Module m = compute::cpu::FromProgram(*exec.ProgramFor(shapes));
+  compute::cpu::EliminateDeadCode(m);
+  compute::cpu::EliminateCommonSubexpressions(m);
+  compute::cpu::Simplify(m);
+  compute::cpu::EliminateDeadCode(m);
+  *report = compute::cpu::FuseElementwise(m, compute::cpu::Options{});
+  compute::cpu::EliminateDeadCode(m);
+  return m;
+}
+
+int CountFused(const compute::cpu::Module& m) {
+  int n = 0;
+  for (const compute::cpu::Node& node : m.nodes) n += node.fused != nullptr;
+  return n;
+}
+
+/// The benchmark chain: exp(relu(x * 2 + 1)) * 0.5 - x.
+Node Chain(Node x) { return graph::Exp(graph::Max(x * 2.0f + 1.0f, graph::ZerosLike(x))) * 0.5f - x; }
+
+const char* const kConfigs[] = {"cpu", "cpu:simd=scalar", "cpu:threads=2", "cpu:fusion=false"};
+
+// ---- Fusion decisions --------------------------------------------------------------------------
+
+TEST(CpuFusion, KnownChainBecomesOneFusedNode) {
+  std::string report;
+  const compute::cpu::Module m =
+      Fused([](Graph&, const std::vector<Node>& p) { return std::vector<Node>{Chain(p[0])}; },
+            {Shape(DType::Float32, {64})}, &report);
+  EXPECT_EQ(CountFused(m), 1) << m.ToString();
+  ASSERT_EQ(m.nodes.size(), 2u) << m.ToString();  // The parameter and the fused node.
+  EXPECT_EQ(m.nodes[1].fused->inputs.size(), 1u);
+  EXPECT_NE(report.find("fusion: 1 group"), std::string::npos) << report;
+  EXPECT_NE(report.find("Exp"), std::string::npos) << report;
+  EXPECT_NE(m.ToString().find("Fused:"), std::string::npos);
+}
+
+TEST(CpuFusion, ValueUsedOutsideEndsItsGroup) {
+  std::string report;
+  const compute::cpu::Module m = Fused(
+      [](Graph&, const std::vector<Node>& p) {
+        Node e = graph::Exp(p[0] * 3.0f);
+        return std::vector<Node>{Tanh(e) + 1.0f, e};
+      },
+      {Shape(DType::Float32, {8})}, &report);
+  // exp(x * 3) is an output: one group up to it, one from it.
+  EXPECT_EQ(CountFused(m), 2) << m.ToString() << report;
+}
+
+TEST(CpuFusion, NeverCrossesAnOptimizationBarrier) {
+  std::string report;
+  const compute::cpu::Module m = Fused(
+      [](Graph&, const std::vector<Node>& p) {
+        Node a = graph::OptimizationBarrier({p[0] * 2.0f + 1.0f})[0];
+        return std::vector<Node>{Exp(a) - 1.0f};
+      },
+      {Shape(DType::Float32, {8})}, &report);
+  EXPECT_EQ(CountFused(m), 2) << m.ToString() << report;
+}
+
+TEST(CpuFusion, GroupsDoNotHoldInputsAcrossOtherWork) {
+  // acc += t_k, each t_k also an output: fusing the Add chain would read every t_k at its end.
+  std::string report;
+  const compute::cpu::Module m = Fused(
+      [](Graph&, const std::vector<Node>& p) {
+        std::vector<Node> outs = {p[0]};
+        for (int k = 1; k <= 4; ++k) {
+          Node t = graph::Tanh(p[0] * static_cast<float>(k + 1));
+          outs[0] = outs[0] + t;
+          outs.push_back(t);
+        }
+        return outs;
+      },
+      {Shape(DType::Float32, {4096})}, &report);
+  EXPECT_EQ(CountFused(m), 4) << m.ToString() << report;  // Mul + Tanh per term; the Adds alone.
+  int adds = 0;
+  for (const compute::cpu::Node& node : m.nodes) adds += !node.fused && node.inst.op == compute::OpType::Add;
+  EXPECT_EQ(adds, 4) << m.ToString();
+}
+
+TEST(CpuFusion, BroadcastsBecomeStridedLoads) {
+  std::string report;
+  const compute::cpu::Module m =
+      Fused([](Graph&, const std::vector<Node>& p) { return std::vector<Node>{Exp(p[0] + p[1]) * 2.0f}; },
+            {Shape(DType::Float32, {5, 1}), Shape(DType::Float32, {1, 7})}, &report);
+  ASSERT_EQ(CountFused(m), 1) << m.ToString();
+  const compute::cpu::FusedSpec& spec = *m.nodes.back().fused;
+  ASSERT_EQ(spec.inputs.size(), 2u);
+  EXPECT_EQ(spec.inputs[0].strides, (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(spec.inputs[1].strides, (std::vector<int64_t>{0, 1}));
+}
+
+// ---- Values against ref ------------------------------------------------------------------------
+
+TEST(CpuFusion, BenchmarkChainMatchesRef) {
+  const Tensor x = Random({3000}, -4, 4, 1);
+  for (const char* config : kConfigs)
+    ExpectMatchesRef(
+        config, [](Graph&, const std::vector<Node>& p) { return std::vector<Node>{Chain(p[0])}; }, {x},
+        std::string(config) == "cpu:simd=scalar" || std::string(config) == "cpu:fusion=false" ? 0 : 2);
+}
+
+TEST(CpuFusion, ThreadsSplitLargeOutputs) {
+  const Tensor x = Random({300001}, -4, 4, 2);
+  ExpectMatchesRef(
+      "cpu:threads=2", [](Graph&, const std::vector<Node>& p) { return std::vector<Node>{Chain(p[0])}; }, {x},
+      2);
+}
+
+TEST(CpuFusion, BroadcastRowPlusColumnMatchesRef) {
+  const Tensor a = Random({37, 1}, -2, 2, 3), b = Random({1, 53}, -2, 2, 4);
+  const Tensor c = Random({53}, -2, 2, 5);
+  auto fn = [](Graph&, const std::vector<Node>& p) {
+    return std::vector<Node>{graph::Tanh(p[0] * p[1] + graph::ExpandAxes(p[2], {0})) - p[0],
+                             graph::Max(p[0] + p[1], graph::ExpandAxes(p[2], {0}))};
+  };
+  for (const char* config : kConfigs) ExpectMatchesRef(config, fn, {a, b, c}, 4, 1e-6);
+}
+
+TEST(CpuFusion, ScalarGroupsAndImmediates) {
+  const Tensor x = Tensor::FromValue(2.5f);
+  auto fn = [](Graph&, const std::vector<Node>& p) {
+    return std::vector<Node>{graph::Sqrt(p[0] * 3.0f + 0.25f) / 7.0f};
+  };
+  for (const char* config : kConfigs) ExpectMatchesRef(config, fn, {x}, 0);
+}
+
+TEST(CpuFusion, SpecialValuesFollowRefExactly) {
+  // Max/Min propagate NaN and order zeros, Round is half to even, Sign keeps NaN and zeros.
+  const Tensor tx =
+      Tensor::FromValue(std::vector<float>{-0.0f, 0.0f, 1.5f, 2.5f, -2.5f, kNaN, -kInf, kInf, 0.5f, -0.5f,
+                                           3.0f, -7.25f, 1e-40f, -1e30f, 1.0f, 0.0f, kNaN});
+  const Tensor ty =
+      Tensor::FromValue(std::vector<float>{0.0f, -0.0f, kNaN, 2.5f, 1.0f, 1.0f, 5.0f, -kInf, -0.5f, 0.5f,
+                                           3.0f, 7.25f, -1e-40f, 1e30f, kNaN, 0.0f, kNaN});
+  auto fn = [](Graph&, const std::vector<Node>& p) {
+    Node x = p[0], y = p[1];
+    return std::vector<Node>{
+        graph::Max(x, y) + 0.0f,
+        graph::Min(x, y) * 1.0f,
+        graph::Round(x * 1.0f) - graph::Floor(y * 1.0f),
+        graph::Sign(x - 0.0f) * graph::Ceil(y + 0.0f),
+        graph::Abs(Neg(x)) / graph::Sqrt(graph::Abs(y)),
+        graph::Where(graph::IsNaN(x * 2.0f), y, x * 2.0f),
+        graph::ConvertDType(graph::LogicalAnd(graph::IsFinite(x + y), graph::Less(x, y)), DType::Float32) +
+            1.0f};
+  };
+  for (const char* config : kConfigs) ExpectMatchesRef(config, fn, {tx, ty}, 0);
+}
+
+TEST(CpuFusion, TranscendentalsNearRef) {
+  const Tensor tx = Random({4099}, -10, 10, 6);
+  auto fn = [](Graph&, const std::vector<Node>& p) {
+    Node x = p[0];
+    return std::vector<Node>{
+        graph::Exp(x * 0.5f) + 1.0f,      graph::Expm1(x * 0.25f) * 2.0f,
+        graph::Log(graph::Abs(x) + 0.5f), graph::Log1p(graph::Abs(x) * 3.0f) - 1.0f,
+        graph::Sin(x * 3.0f) + 0.0f,      graph::Cos(x * 3.0f) * 1.0f,
+        graph::Tanh(x * 0.3f) + 0.0f,     graph::Sigmoid(x * 2.0f) + 0.0f,
+        graph::Erf(x * 0.4f) + 0.0f,      graph::Pow(graph::Abs(x) + 0.5f, x * 0.3f) + 0.0f};
+  };
+  ExpectMatchesRef("cpu", fn, {tx}, 4);
+  ExpectMatchesRef("cpu:simd=scalar", fn, {tx}, 0);  // The scalar form runs ref's formulas.
+}
+
+/// A random chain of `ops` elementwise ops over two inputs, in `dtype` (inputs converted).
+std::vector<Node> RandomChain(const std::vector<Node>& p, DType dtype, uint32_t seed, int ops) {
+  std::mt19937 rng(seed);
+  std::vector<Node> values = {graph::ConvertDType(p[0], dtype), graph::ConvertDType(p[1], dtype)};
+  auto pick = [&]() { return values[rng() % values.size()]; };
+  for (int i = 0; i < ops; ++i) {
+    Node a = pick(), b = pick();
+    Node r = a;
+    switch (rng() % 14) {
+      case 0:
+        r = a + b;
+        break;
+      case 1:
+        r = a - b;
+        break;
+      case 2:
+        r = a * b;
+        break;
+      case 3:
+        r = a / (graph::Abs(b) + 1.0f);
+        break;
+      case 4:
+        r = graph::Max(a, b);
+        break;
+      case 5:
+        r = graph::Min(a, b);
+        break;
+      case 6:
+        r = graph::Tanh(a);
+        break;
+      case 7:
+        r = graph::Exp(graph::Min(a, graph::ScalarLike(a, 3.0f)));
+        break;
+      case 8:
+        r = graph::Where(graph::Greater(a, b), a, b * 0.5f);
+        break;
+      case 9:
+        r = graph::Neg(a) + 0.25f;
+        break;
+      case 10:
+        r = graph::Sigmoid(a);
+        break;
+      case 11:
+        r = graph::Log1p(graph::Abs(a));
+        break;
+      case 12:
+        r = graph::ConvertDType(graph::ConvertDType(a, DType::BFloat16), dtype) * 3.0f;
+        break;
+      default:
+        r = graph::Sin(a) * b;
+        break;
+    }
+    values.push_back(r);
+  }
+  return {graph::ConvertDType(values.back(), DType::Float32),
+          graph::ConvertDType(values[values.size() - 2], dtype)};
+}
+
+TEST(CpuFusion, RandomChainsMatchRef) {
+  const Tensor a = Random({17, 33}, -3, 3, 7), b = Random({17, 33}, -3, 3, 8);
+  for (DType dtype : {DType::Float32, DType::Float16, DType::BFloat16}) {
+    for (uint32_t seed = 0; seed < 12; ++seed) {
+      auto fn = [dtype, seed](Graph&, const std::vector<Node>& p) { return RandomChain(p, dtype, seed, 8); };
+      SCOPED_TRACE(fmt::format("{} seed {}", DTypeName(dtype), seed));
+      // Composite chains: a few ulps of float32 per transcendental step, compounded (and
+      // magnified by cancellation); a half type's result (computed in float32, then rounded)
+      // may flip by an ulp at a rounding boundary.
+      ExpectMatchesRef("cpu", fn, {a, b}, 2, 1e-5);
+      ExpectMatchesRef("cpu:simd=scalar", fn, {a, b}, 0);
+      ExpectMatchesRef("cpu:fusion=false", fn, {a, b}, 0);
+    }
+  }
+}
+
+TEST(CpuFusion, ExactChainsMatchRefBitForBit) {
+  const Tensor a = Random({1000}, -100, 100, 9), b = Random({1000}, -100, 100, 10);
+  for (DType dtype : {DType::Float32, DType::Float16, DType::BFloat16}) {
+    auto fn = [dtype](Graph&, const std::vector<Node>& p) {
+      Node x = graph::ConvertDType(p[0], dtype), y = graph::ConvertDType(p[1], dtype);
+      Node r = (x * y + x) / (graph::Abs(y) + 1.0f) - graph::Max(x, y) * 0.1f;
+      return std::vector<Node>{
+          graph::ConvertDType(graph::Sqrt(graph::Abs(r)), DType::Float32), r,
+          graph::Where(graph::LessOrEqual(r, x), graph::Floor(r), graph::Round(y * 0.5f))};
+    };
+    SCOPED_TRACE(DTypeName(dtype));
+    for (const char* config : kConfigs) ExpectMatchesRef(config, fn, {a, b}, 0);
+  }
+}
+
+TEST(CpuFusion, BoolResultsAndConversions) {
+  const Tensor a = Random({257}, -2, 2, 11), b = Random({257}, -2, 2, 12);
+  auto fn = [](Graph&, const std::vector<Node>& p) {
+    Node gt = graph::Greater(p[0] * 2.0f, p[1]);
+    Node mix = graph::LogicalOr(graph::LogicalNot(gt), graph::Equal(graph::Floor(p[0]), graph::Floor(p[1])));
+    return std::vector<Node>{
+        mix, graph::ConvertDType(graph::ConvertDType(p[0] * 100.0f, DType::Float16), DType::BFloat16),
+        graph::ConvertDType(p[0] - p[1], DType::Bool)};
+  };
+  for (const char* config : kConfigs) ExpectMatchesRef(config, fn, {a, b}, 0);
+}
+
+// ---- Ulp sweeps of the SIMD transcendentals -----------------------------------------------------
+
+/// The ulp distance of two floats (0 when both are NaN; zeros of different signs are far apart).
+int64_t Ulps(float a, float b) {
+  if (std::isnan(a) || std::isnan(b))
+    return std::isnan(a) && std::isnan(b) ? 0 : std::numeric_limits<int64_t>::max();
+  if (a == 0 && b == 0 && std::signbit(a) != std::signbit(b)) return std::numeric_limits<int64_t>::max();
+  auto ord = [](float f) {
+    const auto bits = static_cast<int64_t>(std::bit_cast<uint32_t>(f));
+    return bits & 0x80000000 ? -(bits & 0x7FFFFFFF) : bits;
+  };
+  return std::abs(ord(a) - ord(b));
+}
+
+/// The largest ulp error of the SIMD op against `want` over [lo, hi] (about `steps` points,
+/// equally spaced, plus the special values).
+int64_t SweepUlps(FOp op, float (*want)(float), float lo, float hi, int steps) {
+  std::vector<float> x = {0.0f, -0.0f, kNaN, kInf, -kInf, 1e-40f, -1e-40f, 1e-30f, -1e-30f, 100.0f, -100.0f};
+  for (int i = 0; i <= steps; ++i)
+    x.push_back(lo + (hi - lo) * static_cast<float>(i) / static_cast<float>(steps));
+  std::vector<float> y(x.size());
+  compute::cpu::RunFusedOpSimd(op, x.data(), nullptr, nullptr, y.data(), x.size());
+  int64_t worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const int64_t u = Ulps(y[i], want(x[i]));
+    EXPECT_LE(u, 8) << compute::cpu::FOpName(op) << "(" << x[i] << ") = " << y[i] << ", want " << want(x[i]);
+    worst = std::max(worst, u);
+  }
+  return worst;
+}
+
+TEST(CpuFusionUlps, TranscendentalsWithinBounds) {
+  compute::cpu::ForEachFusedSimdTarget([&](const char* target) {
+    SCOPED_TRACE(target);
+    EXPECT_STREQ(compute::cpu::FusedSimdTarget(), target);
+    constexpr int kSteps = 400000;
+    EXPECT_LE(SweepUlps(
+                  FOp::kExp, [](float v) { return std::exp(v); }, -104, 90, kSteps),
+              2);
+    EXPECT_LE(SweepUlps(
+                  FOp::kExpm1, [](float v) { return std::expm1(v); }, -90, 90, kSteps),
+              4);
+    EXPECT_LE(SweepUlps(
+                  FOp::kExpm1, [](float v) { return std::expm1(v); }, -0.01f, 0.01f, kSteps),
+              4);
+    EXPECT_LE(SweepUlps(
+                  FOp::kLog, [](float v) { return std::log(v); }, -1, 1e6f, kSteps),
+              4);
+    EXPECT_LE(SweepUlps(
+                  FOp::kLog, [](float v) { return std::log(v); }, 0, 2, kSteps),
+              4);
+    EXPECT_LE(SweepUlps(
+                  FOp::kLog1p, [](float v) { return std::log1p(v); }, -1.5f, 1e4f, kSteps),
+              4);
+    EXPECT_LE(SweepUlps(
+                  FOp::kLog1p, [](float v) { return std::log1p(v); }, -0.01f, 0.01f, kSteps),
+              4);
+    EXPECT_LE(SweepUlps(
+                  FOp::kSin, [](float v) { return std::sin(v); }, -50000, 50000, kSteps),
+              4);
+    EXPECT_LE(SweepUlps(
+                  FOp::kCos, [](float v) { return std::cos(v); }, -50000, 50000, kSteps),
+              4);
+    EXPECT_LE(SweepUlps(
+                  FOp::kTanh, [](float v) { return std::tanh(v); }, -20, 20, kSteps),
+              4);
+  });
+}
+
+TEST(CpuFusionUlps, OurLogisticAndErfWithinTwoUlps) {
+  compute::cpu::ForEachFusedSimdTarget([&](const char* target) {
+    SCOPED_TRACE(target);
+    EXPECT_STREQ(compute::cpu::FusedSimdTarget(), target);
+    constexpr int kSteps = 1000000;
+    auto logistic = [](float v) {
+      if (v >= 0) return 1.0f / (1.0f + std::exp(-v));
+      const float e = std::exp(v);
+      return e / (1.0f + e);
+    };
+    EXPECT_LE(SweepUlps(FOp::kLogistic, logistic, -110, 110, kSteps), 2);
+    EXPECT_LE(SweepUlps(FOp::kLogistic, logistic, -1, 1, kSteps), 2);
+    EXPECT_LE(SweepUlps(
+                  FOp::kErf, [](float v) { return std::erf(v); }, -6, 6, kSteps),
+              2);
+    EXPECT_LE(SweepUlps(
+                  FOp::kErf, [](float v) { return std::erf(v); }, -0.01f, 0.01f, kSteps),
+              2);
+  });
+}
+
+TEST(CpuFusionUlps, ExactOpsMatchScalarForm) {
+  compute::cpu::ForEachFusedSimdTarget([&](const char* target) {
+    SCOPED_TRACE(target);
+    EXPECT_STREQ(compute::cpu::FusedSimdTarget(), target);
+    std::vector<float> a = {-0.0f,       0.0f,       kNaN,       kInf,     -kInf,    1.5f,     2.5f,
+                            -2.5f,       0.5f,       1e-40f,     3.3f,     -1e38f,   65519.0f, 1.00390625f,
+                            1.01171875f, 3.4e38f,    -7.0f,      65520.0f, 2.98e-8f, 5.96e-8f, 8.9e-8f,
+                            6.1e-5f,     1.0004883f, 1.0014648f, 0.1f,     -3.14159f};
+    std::vector<float> b(a.rbegin(), a.rend());
+    std::vector<float> c(a.size(), 0.0f);
+    for (size_t i = 0; i < c.size(); i += 2) c[i] = 1.0f;
+    for (int k = static_cast<int>(FOp::kNeg); k <= static_cast<int>(FOp::kWhere); ++k) {
+      const auto op = static_cast<FOp>(k);
+      switch (op) {
+        case FOp::kExp:
+        case FOp::kExpm1:
+        case FOp::kLog:
+        case FOp::kLog1p:
+        case FOp::kSin:
+        case FOp::kCos:
+        case FOp::kTanh:
+        case FOp::kLogistic:
+        case FOp::kErf:
+          continue;  // Swept above.
+        default:
+          break;
+      }
+      const float* x = op == FOp::kWhere ? c.data() : a.data();
+      const float* y = op == FOp::kWhere ? a.data() : b.data();
+      const float* z = b.data();
+      std::vector<float> simd(a.size()), scalar(a.size());
+      compute::cpu::RunFusedOpSimd(op, x, y, z, simd.data(), a.size());
+      compute::cpu::RunFusedOpScalar(op, x, y, z, scalar.data(), a.size());
+      for (size_t i = 0; i < a.size(); ++i) {
+        EXPECT_EQ(std::bit_cast<uint32_t>(simd[i]) == std::bit_cast<uint32_t>(scalar[i]) ||
+                      (std::isnan(simd[i]) && std::isnan(scalar[i])),
+                  true)
+            << compute::cpu::FOpName(op) << " at " << i << ": simd " << simd[i] << ", scalar " << scalar[i];
+      }
+    }
+  });
+}
+
+TEST(CpuFusionUlps, HalfRoundingMatchesKilnHalfTypes) {
+  // Random bit patterns (all exponents, subnormals, ties) through the SIMD roundings.
+  std::mt19937 rng(13);
+  std::vector<float> x(200000);
+  for (float& v : x) v = std::bit_cast<float>(static_cast<uint32_t>(rng()));
+  for (size_t i = 0; i < 1000; ++i) x[i] = static_cast<float>(i) * 0.5f + 2048.0f;  // Ties in Float16.
+  compute::cpu::ForEachFusedSimdTarget([&](const char* target) {
+    SCOPED_TRACE(target);
+    for (FOp op : {FOp::kRoundF16, FOp::kRoundBF16}) {
+      std::vector<float> simd(x.size()), scalar(x.size());
+      compute::cpu::RunFusedOpSimd(op, x.data(), nullptr, nullptr, simd.data(), x.size());
+      compute::cpu::RunFusedOpScalar(op, x.data(), nullptr, nullptr, scalar.data(), x.size());
+      int bad = 0;
+      for (size_t i = 0; i < x.size() && bad < 5; ++i) {
+        if (std::isnan(simd[i]) && std::isnan(scalar[i])) continue;
+        if (std::bit_cast<uint32_t>(simd[i]) != std::bit_cast<uint32_t>(scalar[i])) {
+          ++bad;
+          ADD_FAILURE() << compute::cpu::FOpName(op) << "(" << x[i] << "): simd " << simd[i] << ", scalar "
+                        << scalar[i];
+        }
+      }
+    }
+  });
+}
+
+TEST(CpuFusionUlps, SeveralTargetsAreTested) {
+  int targets = 0;
+  compute::cpu::ForEachFusedSimdTarget([&](const char*) { ++targets; });
+  EXPECT_GE(targets, 2) << "the best SIMD target and the portable fallback";
+  EXPECT_STRNE(compute::cpu::FusedSimdTarget(), "");
+}
+
+}  // namespace
+}  // namespace kiln
