@@ -1,0 +1,71 @@
+// Convolution cases at the CNN's shapes (batch 128, channels last, 5x5, same padding):
+// forward, backward data and backward weights (the latter two through VJP of a convolution),
+// in kiln and in oneDNN called directly.
+
+#include <string>
+#include <vector>
+
+#include "bench_util.h"
+#include "cases.h"
+#include "dnnl_direct.h"
+
+namespace kiln::bench {
+namespace {
+
+constexpr int64_t kBatch = 128, kKernel = 5;
+
+// One convolution layer of the CNN.
+struct Layer {
+  int64_t size, in, out;
+  std::string name;
+};
+
+// FLOPs of one pass (the three passes do the same multiply-adds).
+double ConvFlops(const Layer& l) {
+  return 2.0 * static_cast<double>(kBatch * l.size * l.size * l.out * kKernel * kKernel * l.in);
+}
+
+// kiln: the graph for `pass` takes x, kernel and the output gradient g.
+void KilnCase(benchmark::State& state, ConvPass pass, Layer l) {
+  Tensor x = UniformTensor(21, {kBatch, l.size, l.size, l.in}, -1, 1);
+  Tensor k = UniformTensor(22, {kKernel, kKernel, l.in, l.out}, -0.1F, 0.1F);
+  Tensor g = UniformTensor(23, {kBatch, l.size, l.size, l.out}, -1, 1);
+  auto exec = graph::NewExec(Backend(), [pass](graph::Node xn, graph::Node kn, graph::Node gn) {
+    graph::Node y = graph::Convolve(xn, kn).PadSame().Done();
+    if (pass == ConvPass::kForward) return y;
+    return graph::VJP({y}, {gn}, {pass == ConvPass::kBackwardData ? xn : kn})[0];
+  });
+  exec.Call1(x, k, g);
+  for (auto _ : state) benchmark::DoNotOptimize(exec.Call1(x, k, g));
+  SetRate(state, "FLOP/s", ConvFlops(l));
+}
+
+// oneDNN's convolution primitives.
+void DnnlCase(benchmark::State& state, ConvPass pass, Layer l) {
+  const auto run = MakeDnnlConv(pass, kBatch, l.size, l.in, l.out, kKernel, BenchThreads());
+  run();
+  for (auto _ : state) run();
+  SetRate(state, "FLOP/s", ConvFlops(l));
+}
+
+}  // namespace
+
+// Both layers, three passes, kiln and oneDNN.
+void RegisterConvCases() {
+  const std::vector<Layer> layers = {{28, 1, 32, "28x28x1_5x5x32"}, {14, 32, 64, "14x14x32_5x5x64"}};
+  const std::vector<std::pair<ConvPass, std::string>> passes = {{ConvPass::kForward, "fwd"},
+                                                                {ConvPass::kBackwardData, "bwd_data"},
+                                                                {ConvPass::kBackwardWeights, "bwd_weights"}};
+  for (const auto& [pass, pass_name] : passes) {
+    for (const Layer& l : layers) {
+      benchmark::RegisterBenchmark(("conv_" + pass_name + "/" + l.name).c_str(), KilnCase, pass, l)
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark(("conv_" + pass_name + "_onednn/" + l.name).c_str(), DnnlCase, pass, l)
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond);
+    }
+  }
+}
+
+}  // namespace kiln::bench

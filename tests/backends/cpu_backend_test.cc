@@ -1,0 +1,431 @@
+// Tests of the cpu backend's machinery: the buffer pool (size classes, reuse, no system
+// allocation once warm), memory accounting, the arena plan, donation, options, KILN_CPU_DUMP,
+// concurrent calls, control flow and outputs that alias inputs or each other.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backends/cpu/buffer_pool.h"
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/plan.h"
+#include "kiln/kiln.h"
+#include "test_util.h"
+
+namespace {
+
+using namespace kiln;
+using namespace kiln::graph;
+using compute::cpu::BufferPool;
+using compute::cpu::MakePlan;
+using compute::cpu::MemoryPlan;
+using compute::cpu::PlanRequest;
+
+compute::BackendPtr Cpu(const std::string& config = "cpu") { return compute::NewWithConfig(config); }
+
+/// The pool behind a cpu backend.
+BufferPool& PoolOf(const compute::BackendPtr& backend) {
+  auto* cpu = dynamic_cast<compute::cpu::CpuBackend*>(backend.get());
+  EXPECT_NE(cpu, nullptr);
+  return cpu->pool();
+}
+
+// ---- Buffer pool ------------------------------------------------------------------------------
+
+TEST(CpuBufferPool, SizeClassesHoldTheRequestWithLittleSlack) {
+  EXPECT_EQ(BufferPool::SizeClass(0), 64);
+  EXPECT_EQ(BufferPool::SizeClass(1), 64);
+  EXPECT_EQ(BufferPool::SizeClass(64), 64);
+  EXPECT_EQ(BufferPool::SizeClass(65), 128);
+  EXPECT_EQ(BufferPool::SizeClass(4096), 4096);
+  EXPECT_EQ(BufferPool::SizeClass(4097), 5120);
+  EXPECT_EQ(BufferPool::SizeClass(6000), 6144);
+  EXPECT_EQ(BufferPool::SizeClass(8192), 8192);
+  EXPECT_EQ(BufferPool::SizeClass(8193), 10240);
+  EXPECT_EQ(BufferPool::SizeClass(int64_t{1} << 30), int64_t{1} << 30);
+  for (int64_t bytes = 1; bytes < (int64_t{1} << 26); bytes = bytes * 5 / 4 + 7) {
+    const int64_t c = BufferPool::SizeClass(bytes);
+    EXPECT_GE(c, bytes);
+    EXPECT_EQ(c % 64, 0) << bytes;
+    if (bytes > 4096) {
+      EXPECT_LE(c, bytes + bytes / 4) << bytes;
+    }
+    EXPECT_EQ(BufferPool::SizeClass(c), c) << "a class is its own class: " << c;
+  }
+}
+
+TEST(CpuBufferPool, FreedBlocksAreReusedWithinTheirClass) {
+  BufferPool pool;
+  uint8_t* a = pool.Allocate(1000);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 64, 0u);
+  EXPECT_EQ(pool.Usage().live_bytes, 1000);
+  pool.Release(a, 1000);
+  EXPECT_EQ(pool.Usage().live_bytes, 0);
+  EXPECT_EQ(pool.CachedBytes(), 1024);
+  uint8_t* b = pool.Allocate(1010);  // Same class (1024 bytes): the same block.
+  EXPECT_EQ(b, a);
+  EXPECT_EQ(pool.CachedBytes(), 0);
+  uint8_t* c = pool.Allocate(2000);  // Another class: a new block.
+  EXPECT_NE(c, a);
+  EXPECT_EQ(pool.SystemAllocations(), 2);
+  pool.Release(b, 1010);
+  pool.Release(c, 2000);
+  for (int i = 0; i < 100; ++i) pool.Release(pool.Allocate(1000 + i % 24), 1000 + i % 24);
+  EXPECT_EQ(pool.SystemAllocations(), 2);
+  EXPECT_EQ(pool.Usage().peak_bytes, 2000 + 1010);
+}
+
+TEST(CpuBufferPool, BlocksBeyondTheCacheLimitGoBackToTheSystem) {
+  BufferPool pool(4096);
+  uint8_t* a = pool.Allocate(4096);
+  uint8_t* b = pool.Allocate(4096);
+  pool.Release(a, 4096);
+  pool.Release(b, 4096);  // Over the limit: freed.
+  EXPECT_EQ(pool.CachedBytes(), 4096);
+  pool.Release(pool.Allocate(4096), 4096);
+  EXPECT_EQ(pool.SystemAllocations(), 2);
+}
+
+TEST(CpuBackend, AWarmPoolStopsCallingTheSystemAllocator) {
+  compute::BackendPtr backend = Cpu();
+  Exec exec = NewExec(backend, [](Node x, Node y) {
+    Node h = Exp(x * 2.0f + 1.0f) * y;
+    return std::vector<Node>{ReduceSum(h, {1}), Tanh(h) - x};
+  });
+  Tensor x = Tensor::FromValue(std::vector<std::vector<float>>(64, std::vector<float>(100, 0.25f)));
+  Tensor y = Tensor::FromValue(std::vector<std::vector<float>>(64, std::vector<float>(100, 2.0f)));
+  for (int i = 0; i < 3; ++i) exec.Call(x, y);
+  const int64_t warm = PoolOf(backend).SystemAllocations();
+  for (int i = 0; i < 50; ++i) {
+    std::vector<Tensor> out = exec.Call(x, y);
+    ASSERT_NEAR(out[0].ToVector<float>()[0], 100 * 2 * std::exp(1.5f), 1e-2);
+  }
+  EXPECT_EQ(PoolOf(backend).SystemAllocations(), warm);
+}
+
+TEST(CpuBackend, LiveBytesReturnToTheBaselineWhenResultsAreDropped) {
+  compute::BackendPtr backend = Cpu();
+  const int64_t baseline = backend->MemoryStats().live_bytes;
+  {
+    Exec exec = NewExec(backend, [](Node x) { return std::vector<Node>{Sqrt(x) + 1.0, x * x, Neg(x)}; });
+    std::vector<Tensor> out = exec.Call(std::vector<double>(1000, 4.0));
+    EXPECT_EQ(out[0].ToVector<double>()[999], 3.0);
+    EXPECT_GE(backend->MemoryStats().live_bytes, baseline + 3 * 8000);
+  }
+  EXPECT_EQ(backend->MemoryStats().live_bytes, baseline);
+  EXPECT_EQ(backend->MemoryStats().live_buffers, 0);
+}
+
+// ---- Memory plan ------------------------------------------------------------------------------
+
+/// A chain v0 -> v1 -> ... -> v{n-1}, each `bytes` long, the last alive to the end.
+PlanRequest Chain(int n, int64_t bytes, bool in_place) {
+  PlanRequest r;
+  for (int v = 0; v < n; ++v) {
+    r.bytes.push_back(bytes);
+    r.last_use.push_back(v + 1 < n ? v + 1 : n);
+    r.in_place.push_back(in_place && v > 0 ? std::vector<int>{v - 1} : std::vector<int>{});
+  }
+  return r;
+}
+
+TEST(CpuPlan, AChainNeedsAboutTwoValues) {
+  const MemoryPlan plan = MakePlan(Chain(10, 1000, false));
+  EXPECT_EQ(plan.size, 2 * 1024);
+  EXPECT_EQ(plan.in_place, 0);
+  for (int v = 0; v < 10; ++v) EXPECT_EQ(plan.offset[static_cast<size_t>(v)], v % 2 == 0 ? 0 : 1024) << v;
+}
+
+TEST(CpuPlan, InPlaceOpsReuseTheirOperandsBlock) {
+  const MemoryPlan plan = MakePlan(Chain(10, 1000, true));
+  EXPECT_EQ(plan.size, 1024);
+  EXPECT_EQ(plan.in_place, 9);
+  for (int64_t o : plan.offset) EXPECT_EQ(o, 0);
+  // An operand still read later is not written over.
+  PlanRequest r = Chain(3, 100, true);
+  r.last_use[0] = 2;
+  const MemoryPlan p = MakePlan(r);
+  EXPECT_NE(p.offset[1], p.offset[0]);
+  EXPECT_EQ(p.offset[2], p.offset[1]);
+  EXPECT_EQ(p.in_place, 1);
+}
+
+TEST(CpuPlan, ValuesOutsideTheArenaHaveNoOffset) {
+  PlanRequest r;
+  r.bytes = {-1, 256, -1, 64};
+  r.last_use = {3, 3, 3, 4};
+  r.in_place = {{}, {}, {}, {}};
+  const MemoryPlan plan = MakePlan(r);
+  EXPECT_EQ(plan.offset[0], -1);
+  EXPECT_EQ(plan.offset[2], -1);
+  EXPECT_EQ(plan.offset[1], 0);
+  EXPECT_EQ(plan.offset[3], 256);
+  EXPECT_EQ(plan.size, 320);
+}
+
+TEST(CpuPlan, LiveValuesNeverOverlap) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int n = 2 + static_cast<int>(rng() % 40);
+    PlanRequest r;
+    for (int v = 0; v < n; ++v) {
+      r.bytes.push_back(rng() % 5 == 0 ? -1 : static_cast<int64_t>(rng() % 3000));
+      r.last_use.push_back(rng() % 6 == 0 ? n : std::min(n, v + static_cast<int>(rng() % 8)));
+      std::vector<int> ip;
+      if (v > 0 && rng() % 2 == 0) ip.push_back(static_cast<int>(rng() % static_cast<unsigned>(v)));
+      r.in_place.push_back(ip);
+    }
+    const MemoryPlan plan = MakePlan(r);
+    for (int a = 0; a < n; ++a) {
+      for (int b = a + 1; b < n; ++b) {
+        const auto ua = static_cast<size_t>(a), ub = static_cast<size_t>(b);
+        if (r.bytes[ua] < 0 || r.bytes[ub] < 0) continue;
+        ASSERT_GE(plan.offset[ua], 0);
+        ASSERT_GE(plan.offset[ub], 0);
+        ASSERT_LE(plan.offset[ub] + r.bytes[ub], plan.size);
+        if (r.last_use[ua] < b) continue;  // a is dead before b is written.
+        // b written over a: allowed only as a's last use, by an in-place op listing a.
+        const bool handover = r.last_use[ua] == b && std::find(r.in_place[ub].begin(), r.in_place[ub].end(),
+                                                               a) != r.in_place[ub].end();
+        const bool overlap = plan.offset[ua] < plan.offset[ub] + std::max<int64_t>(r.bytes[ub], 1) &&
+                             plan.offset[ub] < plan.offset[ua] + std::max<int64_t>(r.bytes[ua], 1);
+        if (overlap && !handover) {
+          ADD_FAILURE() << "trial " << trial << ": values " << a << " and " << b << " overlap";
+        }
+        if (overlap) {
+          ASSERT_EQ(plan.offset[ua], plan.offset[ub]) << "an in-place result starts at its operand";
+        }
+      }
+    }
+  }
+}
+
+TEST(CpuPlan, AnExecutablesChainTakesAboutOneValueOfArena) {
+  // Ten unfused elementwise ops over 1000 floats: each written over its operand, the last one
+  // into the output buffer, so the arena holds about one value (4000 bytes), not ten.
+  setenv("KILN_CPU_DUMP", "1", 1);
+  compute::BackendPtr backend = Cpu("cpu:fusion=false");
+  unsetenv("KILN_CPU_DUMP");
+  Exec exec = NewExec(backend, [](Node x) {
+    Node y = Exp(x);
+    for (int i = 0; i < 4; ++i) y = Sqrt(Tanh(y) + 2.0f);
+    return Neg(y);
+  });
+  ::testing::internal::CaptureStderr();
+  Tensor out = exec.Call1(std::vector<float>(1000, 0.5f));
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  const size_t at = err.find(" steps, arena ");
+  ASSERT_NE(at, std::string::npos) << err;
+  const int64_t arena = std::stoll(err.substr(at + 14));
+  EXPECT_GT(arena, 0) << err;
+  EXPECT_LE(arena, 2 * 4032) << err;
+  EXPECT_NE(err.find("written in place"), std::string::npos) << err;
+  EXPECT_LT(out.ToVector<float>()[999], -1.0f);
+}
+
+// ---- Donation ---------------------------------------------------------------------------------
+
+TEST(CpuDonation, ADonatedInputsBufferHoldsTheOutput) {
+  compute::BackendPtr backend = Cpu();
+  Exec exec = NewExec(backend, [](Node x) { return x * 2.0f + 1.0f; });
+  Tensor in = Tensor::FromShapeForBackend(backend, 0, Shape(DType::Float32, {1000}));
+  in.MutableFlatData<float>([](std::span<float> f) {
+    for (size_t i = 0; i < f.size(); ++i) f[i] = static_cast<float>(i);
+  });
+  const void* data = in.DeviceBuffer(backend, 0)->HostData();
+  Tensor out = exec.Call1(Donate(in));
+  EXPECT_FALSE(in.Ok());
+  EXPECT_EQ(out.DeviceBuffer(backend, 0)->HostData(), data);
+  EXPECT_EQ(out.ToVector<float>()[999], 1999.0f);
+}
+
+TEST(CpuDonation, WithoutDonationTheInputIsUntouched) {
+  compute::BackendPtr backend = Cpu();
+  Exec exec = NewExec(backend, [](Node x) { return x * 2.0f + 1.0f; });
+  Tensor in = Tensor::FromShapeForBackend(backend, 0, Shape(DType::Float32, {1000}));
+  in.MutableFlatData<float>([](std::span<float> f) { f[7] = 3; });
+  const void* data = in.DeviceBuffer(backend, 0)->HostData();
+  Tensor out = exec.Call1(in);
+  EXPECT_TRUE(in.Ok());
+  EXPECT_NE(out.DeviceBuffer(backend, 0)->HostData(), data);
+  EXPECT_EQ(in.ToVector<float>()[7], 3.0f);
+  EXPECT_EQ(out.ToVector<float>()[7], 7.0f);
+  EXPECT_EQ(out.ToVector<float>()[0], 1.0f);
+}
+
+TEST(CpuDonation, ABufferAlsoPassedAsAnotherInputIsCopied) {
+  compute::BackendPtr backend = Cpu();
+  Graph g;
+  Node x = g.Parameter(Shape(DType::Float32, {4}));
+  Node y = g.Parameter(Shape(DType::Float32, {4}));
+  std::unique_ptr<compute::Executable> exe = backend->Compile(g.Build({x * 2.0f + y}, {true, true}));
+  const std::vector<float> values = {1, 2, 3, 4};
+  for (const std::vector<bool>& donated : {std::vector<bool>{true, false}, std::vector<bool>{true, true}}) {
+    compute::BufferPtr in = backend->BufferFromHost(0, values.data(), 16);
+    std::vector<compute::BufferPtr> out = exe->Execute({in, in}, donated, 0);
+    EXPECT_NE(out[0]->HostData(), in->HostData());
+    std::vector<float> got(4), kept(4);
+    backend->BufferToHost(*out[0], got.data());
+    backend->BufferToHost(*in, kept.data());
+    EXPECT_EQ(got, (std::vector<float>{3, 6, 9, 12}));
+    EXPECT_EQ(kept, values);
+  }
+}
+
+TEST(CpuDonation, AnInputReadAfterTheOutputIsWrittenIsNotReused) {
+  // out0 = x + 1 could take x's buffer, but out1 = x * 3 reads x afterwards.
+  compute::BackendPtr backend = Cpu();
+  Graph g;
+  Node x = g.Parameter(Shape(DType::Float32, {4}));
+  std::unique_ptr<compute::Executable> exe = backend->Compile(g.Build({x + 1.0f, Sqrt(x) * 3.0f}, {true}));
+  const std::vector<float> values = {1, 4, 9, 16};
+  compute::BufferPtr in = backend->BufferFromHost(0, values.data(), 16);
+  std::vector<compute::BufferPtr> out = exe->Execute({in}, {true}, 0);
+  std::vector<float> a(4), b(4);
+  backend->BufferToHost(*out[0], a.data());
+  backend->BufferToHost(*out[1], b.data());
+  EXPECT_EQ(a, (std::vector<float>{2, 5, 10, 17}));
+  EXPECT_EQ(b, (std::vector<float>{3, 6, 9, 12}));
+}
+
+// ---- Options and dump -------------------------------------------------------------------------
+
+TEST(CpuOptions, InvalidValuesAreErrorsNamingTheValidOnes) {
+  EXPECT_TRUE(test::Throws([] { Cpu("cpu:threads=0"); }, {"threads", "at least 1"}));
+  EXPECT_TRUE(test::Throws([] { Cpu("cpu:simd=foo"); }, {"simd", "foo", "auto", "scalar"}));
+  EXPECT_TRUE(test::Throws([] { Cpu("cpu:colour=red"); }, {"colour", "threads", "fusion", "simd"}));
+}
+
+TEST(CpuOptions, SwitchesAreAppliedAndComputeTheSame) {
+  for (const char* config :
+       {"cpu:fusion=false", "cpu:simd=scalar", "cpu:threads=1", "cpu:threads=2,fusion=true"}) {
+    SCOPED_TRACE(config);
+    compute::BackendPtr backend = Cpu(config);
+    EXPECT_EQ(backend->Name(), "cpu");
+    Exec exec = NewExec(backend, [](Node x) { return Exp(x * 2.0f + 1.0f) - x; });
+    EXPECT_NEAR(exec.Call1(std::vector<float>{0.5f, -0.5f}).ToVector<float>()[0], std::exp(2.0f) - 0.5f,
+                1e-5);
+  }
+  EXPECT_NE(Cpu("cpu:fusion=false")->Description().find("fusion off"), std::string::npos);
+  EXPECT_NE(Cpu("cpu:simd=scalar")->Description().find("scalar"), std::string::npos);
+  EXPECT_NE(Cpu("cpu:threads=1")->Description().find("1 thread"), std::string::npos);
+  EXPECT_NE(Cpu("cpu:threads=3")->Description().find("3 threads"), std::string::npos);
+}
+
+TEST(CpuOptions, DumpPrintsTheOptimisedProgram) {
+  setenv("KILN_CPU_DUMP", "1", 1);
+  compute::BackendPtr backend = Cpu();
+  unsetenv("KILN_CPU_DUMP");
+  Exec exec = NewExec(backend, [](Node x) { return Tanh(x * 3.0f) + x; });
+  ::testing::internal::CaptureStderr();
+  Tensor out = exec.Call1(std::vector<float>{0, 1});
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("KILN_CPU_DUMP"), std::string::npos) << err;
+  EXPECT_NE(err.find("Tanh"), std::string::npos) << err;
+  EXPECT_NE(err.find("outputs:"), std::string::npos) << err;
+  EXPECT_NE(err.find("steps"), std::string::npos) << err;
+  EXPECT_EQ(out.ToVector<float>()[0], 0.0f);
+  // Without the variable: silent.
+  Exec quiet = NewExec(Cpu(), [](Node x) { return Tanh(x * 3.0f) + x; });
+  ::testing::internal::CaptureStderr();
+  quiet.Call1(std::vector<float>{0, 1});
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+}
+
+// ---- Execution --------------------------------------------------------------------------------
+
+TEST(CpuBackend, ConcurrentCallsOnOneExecutableEachGetTheirOwnArena) {
+  compute::BackendPtr backend = Cpu();
+  Exec exec = NewExec(backend, [](Node x) {
+    Node a = x * 2.0f;
+    Node b = Exp(a * 0.0f) + a;            // 1 + 2x, through several arena values.
+    return ReduceSum(b * x - x * x, {0});  // Σ (x + x²) over the rows.
+  });
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 100; ++i) {
+        const float v = static_cast<float>(t * 100 + i) / 64;
+        Tensor x = Tensor::FromValue(std::vector<std::vector<float>>(32, std::vector<float>(16, v)));
+        std::vector<float> got = exec.Call1(x).ToVector<float>();
+        const float want = 32 * (v + v * v);
+        for (float g : got)
+          if (std::abs(g - want) > 1e-5f * std::max(1.0f, want)) ++wrong;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST(CpuBackend, WhileAndIfRun) {
+  Exec exec = NewExec(Cpu(), [](Node n, Node x) {
+    Graph& g = n.graph();
+    std::vector<Node> r = While([](const std::vector<Node>& s) { return Less(s[0], s[2]); },
+                                [](const std::vector<Node>& s) {
+                                  return std::vector<Node>{s[0] + 1, s[1] + s[0], s[2], s[3] * 2.0f};
+                                },
+                                {Scalar(g, DType::Int32, 0), Scalar(g, DType::Int32, 0), n, x});
+    Node big = Greater(r[1], Scalar(g, DType::Int32, 10));
+    std::vector<Node> chosen = If(
+        big, [](const std::vector<Node>& v) { return std::vector<Node>{v[0] + 1.0f}; },
+        [](const std::vector<Node>& v) { return std::vector<Node>{Neg(v[0])}; }, {r[3]});
+    return std::vector<Node>{r[1], chosen[0]};
+  });
+  for (int32_t n : {0, 3, 10}) {
+    std::vector<Tensor> out = exec.Call(n, std::vector<float>{1, 2});
+    const int32_t sum = n * (n - 1) / 2;
+    EXPECT_EQ(out[0].Item<int32_t>(), sum);
+    const float scale = static_cast<float>(1 << n);
+    EXPECT_EQ(out[1].ToVector<float>(), sum > 10 ? (std::vector<float>{scale + 1, 2 * scale + 1})
+                                                 : (std::vector<float>{-scale, -2 * scale}));
+  }
+  // A loop that runs zero times returns copies of its operands.
+  Exec zero = NewExec(Cpu(), [](Node x) {
+    return While([](const std::vector<Node>& s) { return Less(ReduceAllSum(s[0]), ScalarLike(s[0], 0)); },
+                 [](const std::vector<Node>& s) { return std::vector<Node>{s[0] * 2.0f}; }, {x})[0];
+  });
+  Tensor in = Tensor::FromValue(std::vector<float>{1, 2});
+  Tensor out = zero.Call1(in);
+  out.MutableFlatData<float>([](std::span<float> f) { f[0] = 100; });
+  EXPECT_EQ(in.ToVector<float>(), (std::vector<float>{1, 2}));
+}
+
+TEST(CpuBackend, OutputsThatAliasInputsOrEachOtherAreSeparateBuffers) {
+  compute::BackendPtr backend = Cpu();
+  Graph g;
+  Node x = g.Parameter(Shape(DType::Float32, {3}));
+  Node d = x * 2.0f;
+  std::unique_ptr<compute::Executable> exe =
+      backend->Compile(g.Build({x, d, d, Reshape(x, {3, 1}), OptimizationBarrier({d})[0]}));
+  const std::vector<float> values = {1, 2, 3};
+  compute::BufferPtr in = backend->BufferFromHost(0, values.data(), 12);
+  std::vector<compute::BufferPtr> out = exe->Execute({in}, {false}, 0);
+  ASSERT_EQ(out.size(), 5u);
+  for (size_t i = 0; i < out.size(); ++i) {
+    EXPECT_NE(out[i]->HostData(), in->HostData()) << i;
+    for (size_t j = 0; j < i; ++j) EXPECT_NE(out[i]->HostData(), out[j]->HostData()) << i << " " << j;
+  }
+  static_cast<float*>(out[1]->HostData())[0] = -1;
+  static_cast<float*>(out[0]->HostData())[0] = -1;
+  std::vector<float> v(3);
+  backend->BufferToHost(*out[2], v.data());
+  EXPECT_EQ(v, (std::vector<float>{2, 4, 6}));
+  backend->BufferToHost(*out[4], v.data());
+  EXPECT_EQ(v, (std::vector<float>{2, 4, 6}));
+  backend->BufferToHost(*out[3], v.data());
+  EXPECT_EQ(v, values);
+  backend->BufferToHost(*in, v.data());
+  EXPECT_EQ(v, values);
+}
+
+}  // namespace

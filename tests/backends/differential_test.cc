@@ -1,0 +1,292 @@
+// The differential test: random valid graphs (random_graph.h) run on `cpu` (inputs donated),
+// on `cpu:fusion=false` and on `ref`; every output must agree with ref's: exactly for integers
+// and Bool, within a few ulps (relative 1e-5 for Float32) for floats, NaN matching NaN. A
+// failure prints its seed, the op sequence, the program and the inputs; rerun one graph with
+// KILN_DIFFERENTIAL_SEED=<seed> KILN_DIFFERENTIAL_GRAPHS=1. The sign of zero counts (-0 and +0
+// differ for Atan2 and Reciprocal); KILN_DIFFERENTIAL_SIGNED_ZERO=0 ignores it. The count
+// (kDefaultGraphs) is overridden by $KILN_DIFFERENTIAL_GRAPHS (the `slow` ctest runs 300000).
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backends/random_graph.h"
+#include "kiln/kiln.h"
+
+namespace {
+
+using namespace kiln;
+
+// Measured at 0.35-0.7 ms a graph on one core (three compilations and runs; OMP_NUM_THREADS=1):
+// 15000 graphs take 5-10 s, leaving room for slower compilation as kernels land, the asan
+// preset, and OpenMP teams spinning on a loaded machine (up to 8 ms a graph seen with 2 threads).
+constexpr int kDefaultGraphs = 15000;
+
+int64_t EnvInt(const char* name, int64_t fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::strtoll(v, nullptr, 10) : fallback;
+}
+
+using Bytes = std::vector<uint8_t>;
+
+/// One backend's run of a program: the output bytes, or the error it threw.
+struct RunResult {
+  std::vector<Bytes> outputs;
+  std::string error;
+  std::string problem;  ///< A broken execution contract (aliased outputs, a modified input).
+};
+
+/// Compiles and runs `program` on `backend`; with `donate`, every input is a fresh buffer
+/// given up to the execution, else the inputs must come back unchanged.
+RunResult RunOn(const compute::BackendPtr& backend, const compute::Program& program,
+                const std::vector<Tensor>& inputs, bool donate) {
+  RunResult run;
+  try {
+    std::unique_ptr<compute::Executable> exe =
+        backend->Compile(std::make_shared<const compute::Program>(program));
+    std::vector<compute::BufferPtr> buffers;
+    std::vector<Bytes> before;
+    for (const Tensor& t : inputs) {
+      Bytes b;
+      t.ConstBytes([&](std::span<const uint8_t> s) { b.assign(s.begin(), s.end()); });
+      buffers.push_back(backend->BufferFromHost(0, b.data(), static_cast<int64_t>(b.size())));
+      before.push_back(std::move(b));
+    }
+    std::vector<compute::BufferPtr> out = exe->Execute(buffers, std::vector<bool>(inputs.size(), donate), 0);
+    std::set<const void*> seen;
+    for (const compute::BufferPtr& b : out) {
+      Bytes bytes(static_cast<size_t>(b->ByteSize()));
+      backend->BufferToHost(*b, bytes.data());
+      run.outputs.push_back(std::move(bytes));
+      if (b->ByteSize() > 0 && !seen.insert(b->HostData()).second)
+        run.problem = "two outputs share one buffer";
+    }
+    for (size_t i = 0; i < buffers.size() && !donate; ++i) {
+      Bytes now(static_cast<size_t>(buffers[i]->ByteSize()));
+      backend->BufferToHost(*buffers[i], now.data());
+      if (now != before[i]) run.problem = fmt::format("input {} was modified though not donated", i);
+      for (const compute::BufferPtr& b : out)
+        if (b == buffers[i] || (b->ByteSize() > 0 && b->HostData() == buffers[i]->HostData()))
+          run.problem = fmt::format("an output aliases input {}, which was not donated", i);
+    }
+  } catch (const kiln::Error& e) {
+    run.error = e.message();
+  }
+  return run;
+}
+
+/// Whether -0 and +0 must match ($KILN_DIFFERENTIAL_SIGNED_ZERO=0 relaxes it, to look past a
+/// known sign-of-zero difference for other ones).
+bool SignedZeros() {
+  static const bool strict = EnvInt("KILN_DIFFERENTIAL_SIGNED_ZERO", 1) != 0;
+  return strict;
+}
+
+/// Element i of a float tensor's bytes, as a double.
+double FloatAt(DType d, const Bytes& b, size_t i) {
+  switch (d) {
+    case DType::Float32: {
+      float f;
+      std::memcpy(&f, &b[i * 4], 4);
+      return f;
+    }
+    case DType::Float64: {
+      double f;
+      std::memcpy(&f, &b[i * 8], 8);
+      return f;
+    }
+    case DType::Float16: {
+      uint16_t h;
+      std::memcpy(&h, &b[i * 2], 2);
+      return static_cast<double>(static_cast<float>(float16::FromBits(h)));
+    }
+    default: {
+      uint16_t h;
+      std::memcpy(&h, &b[i * 2], 2);
+      return static_cast<double>(static_cast<float>(bfloat16::FromBits(h)));
+    }
+  }
+}
+
+/// Relative tolerance per float dtype: a few ulps for the half types, 1e-5 for Float32.
+double Tolerance(DType d) {
+  switch (d) {
+    case DType::Float64:
+      return 1e-12;
+    case DType::Float32:
+      return 1e-5;
+    case DType::Float16:
+      return 8.0 / 1024;
+    default:
+      return 8.0 / 128;
+  }
+}
+
+/// Per value of `program`: the relative tolerance its floats get, the loosest of the float
+/// dtypes it was computed from (a Float64 converted from Float32 carries Float32's error).
+std::vector<double> Tolerances(const compute::Program& program) {
+  const auto& insts = program.Instructions();
+  std::vector<double> tol(insts.size(), 0);
+  for (size_t v = 0; v < insts.size(); ++v) {
+    const compute::Instruction& inst = insts[v];
+    if (IsFloat(inst.shape.dtype())) tol[v] = Tolerance(inst.shape.dtype());
+    if (inst.op == compute::OpType::Constant || inst.op == compute::OpType::Parameter) tol[v] = 0;
+    for (int o : inst.operands) tol[v] = std::max(tol[v], tol[static_cast<size_t>(o)]);
+    // A contraction's summation order is the kernel's own (oneDNN blocks it): its cancellation
+    // error is relative to the terms, not to the result; values computed from one get 1e-4.
+    if (inst.op == compute::OpType::DotGeneral) tol[v] = std::max(tol[v], 1e-4);
+  }
+  return tol;
+}
+
+/// Empty when `got` agrees with `want` (values of `shape`) within `rtol` (floats), else the
+/// first disagreement.
+std::string Compare(const Shape& shape, const Bytes& want, const Bytes& got, double rtol) {
+  if (want.size() != got.size()) return fmt::format("{} bytes, want {}", got.size(), want.size());
+  const DType d = shape.dtype();
+  if (!IsFloat(d)) {
+    for (size_t i = 0; i < want.size(); ++i)
+      if (want[i] != got[i]) return fmt::format("byte {} differs: {} vs ref {}", i, got[i], want[i]);
+    return "";
+  }
+  const auto n = static_cast<size_t>(shape.Size());
+  double scale = 1;
+  for (size_t i = 0; i < n; ++i) {
+    const double w = FloatAt(d, want, i);
+    if (std::isfinite(w)) scale = std::max(scale, std::abs(w));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const double w = FloatAt(d, want, i), g = FloatAt(d, got, i);
+    bool ok;
+    if (std::isnan(w) || std::isnan(g)) {
+      ok = std::isnan(w) && std::isnan(g);
+    } else if (!std::isfinite(w) || !std::isfinite(g)) {
+      ok = w == g;
+    } else if (w == 0 && g == 0 && SignedZeros()) {
+      ok = std::signbit(w) == std::signbit(g);  // -0 and +0 differ for Atan2, Reciprocal...
+    } else {
+      ok = std::abs(w - g) <= rtol * std::max(std::abs(w), std::abs(g)) + rtol * scale;
+    }
+    if (!ok) return fmt::format("element {}: {} vs ref {} (tolerance {} relative)", i, g, w, rtol);
+  }
+  return "";
+}
+
+/// A failure report: seed, op sequence, program and inputs.
+std::string Describe(uint64_t seed, const kiln::test::RandomGraph& rg) {
+  std::string s =
+      fmt::format("seed {} (rerun: KILN_DIFFERENTIAL_SEED={} KILN_DIFFERENTIAL_GRAPHS=1)\nops:", seed, seed);
+  for (const std::string& st : rg.steps) s += " " + st;
+  s += "\nprogram:\n" + rg.program->ToString() + "\ninputs:\n";
+  for (size_t i = 0; i < rg.inputs.size(); ++i) s += fmt::format("  {}: {}\n", i, rg.inputs[i].ToString());
+  return s;
+}
+
+TEST(Differential, RandomGraphsAgreeWithRef) {
+  const compute::BackendPtr ref = compute::NewWithConfig("ref");
+  const std::vector<std::pair<std::string, bool>> configs = {{"cpu", true}, {"cpu:fusion=false", false}};
+  std::vector<compute::BackendPtr> backends;
+  for (const auto& [config, donate] : configs) backends.push_back(compute::NewWithConfig(config));
+  const int64_t count = EnvInt("KILN_DIFFERENTIAL_GRAPHS", kDefaultGraphs);
+  const auto first = static_cast<uint64_t>(EnvInt("KILN_DIFFERENTIAL_SEED", 1));
+  int failures = 0, skipped = 0;
+  int64_t ran = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t k = 0; k < count && failures < 5; ++k) {
+    const uint64_t seed = first + static_cast<uint64_t>(k);
+    const kiln::test::RandomGraph rg = kiln::test::MakeRandomGraph(seed);
+    ++ran;
+    const compute::Program& program = *rg.program;
+    const std::vector<double> tolerances = Tolerances(program);
+    const RunResult want = RunOn(ref, program, rg.inputs, false);
+    if (!want.error.empty()) {
+      ++skipped;  // Valid but not runnable on ref (none expected): not the cpu backend's concern.
+      continue;
+    }
+    for (size_t b = 0; b < backends.size(); ++b) {
+      const RunResult got = RunOn(backends[b], program, rg.inputs, configs[b].second);
+      std::string what = !got.error.empty() ? "threw: " + got.error : got.problem;
+      for (size_t o = 0; what.empty() && o < got.outputs.size(); ++o) {
+        const std::string diff =
+            Compare(program.OutputShape(static_cast<int>(o)), want.outputs[o], got.outputs[o],
+                    tolerances[static_cast<size_t>(program.Outputs()[o])]);
+        if (!diff.empty())
+          what =
+              fmt::format("output {} {}: {}", o, program.OutputShape(static_cast<int>(o)).ToString(), diff);
+      }
+      if (!what.empty()) {
+        ++failures;
+        ADD_FAILURE() << configs[b].first << " disagrees with ref: " << what << "\n" << Describe(seed, rg);
+        break;
+      }
+    }
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("differential: %lld graphs from seed %llu in %.1f s (%d skipped, ref could not run them)\n",
+              static_cast<long long>(ran), static_cast<unsigned long long>(first), seconds, skipped);
+  EXPECT_LT(skipped, std::max<int64_t>(1, count / 100)) << "ref rejects too many generated graphs";
+}
+
+TEST(Differential, GeneratorIsReproducible) {
+  for (uint64_t seed : {3u, 17u, 123456u}) {
+    const kiln::test::RandomGraph a = kiln::test::MakeRandomGraph(seed);
+    const kiln::test::RandomGraph b = kiln::test::MakeRandomGraph(seed);
+    EXPECT_EQ(a.program->ToString(), b.program->ToString());
+    ASSERT_EQ(a.inputs.size(), b.inputs.size());
+    for (size_t i = 0; i < a.inputs.size(); ++i) EXPECT_TRUE(a.inputs[i].Equal(b.inputs[i]));
+    EXPECT_EQ(a.steps, b.steps);
+  }
+  EXPECT_NE(kiln::test::MakeRandomGraph(1).program->ToString(),
+            kiln::test::MakeRandomGraph(2).program->ToString());
+}
+
+TEST(Differential, GeneratorCoversOpsDTypesAndShapes) {
+  std::set<compute::OpType> ops;
+  std::set<DType> dtypes;
+  std::set<int> ranks;
+  bool zero_dim = false;
+  int total_ops = 0, steps = 0, rejected = 0;
+  std::map<std::string, int> names;
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    const kiln::test::RandomGraph rg = kiln::test::MakeRandomGraph(seed);
+    for (const std::string& st : rg.steps) {
+      ++steps;
+      ++names[st];
+      rejected += st.starts_with("(") ? 1 : 0;
+    }
+    for (const compute::Instruction& inst : rg.program->Instructions()) {
+      ops.insert(inst.op);
+      dtypes.insert(inst.shape.dtype());
+      ranks.insert(inst.shape.Rank());
+      for (int64_t d : inst.shape.Dimensions()) zero_dim = zero_dim || d == 0;
+      ++total_ops;
+    }
+  }
+  using compute::OpType;
+  for (OpType op : {OpType::Add, OpType::Mul, OpType::Exp, OpType::Log, OpType::Where, OpType::Less,
+                    OpType::DotGeneral, OpType::ConvertDType, OpType::Reshape, OpType::Transpose,
+                    OpType::Slice, OpType::Concatenate, OpType::Pad, OpType::Reverse, OpType::BroadcastInDim,
+                    OpType::Constant, OpType::ReduceSum, OpType::ReduceMax, OpType::ArgMax}) {
+    EXPECT_TRUE(ops.count(op)) << "no " << compute::OpName(op) << " in 300 graphs";
+  }
+  for (DType d : {DType::Float32, DType::Float64, DType::Int32, DType::Bool, DType::Float16, DType::BFloat16})
+    EXPECT_TRUE(dtypes.count(d)) << "no " << DTypeName(d) << " values in 300 graphs";
+  for (int r = 0; r <= 4; ++r) EXPECT_TRUE(ranks.count(r)) << "no rank " << r;
+  EXPECT_TRUE(zero_dim) << "no dimension of size 0";
+  EXPECT_GT(total_ops, 300 * 10);
+  // Most drawn ops are valid: the frontend rejects (or the size cap drops) few of them.
+  EXPECT_LT(rejected, steps / 4) << rejected << " of " << steps << " steps rejected";
+  for (const auto& [name, n] : names) std::printf("%s:%d ", name.c_str(), n);
+  std::printf("\n");
+}
+
+}  // namespace
