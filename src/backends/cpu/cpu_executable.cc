@@ -163,7 +163,7 @@ void CpuExecutable::Build(const Module& m) {
       val.loc = Loc::kTupleElement;
       steps_.push_back(Step{StepKind::kTupleElement, v, inst.operands, Kernel(), TupleKernel(),
                             inst.operands[0], static_cast<int>(inst.attrs.index), "GetTupleElement"});
-    } else if (!node.fused && IsAlias(inst, shapes[0])) {
+    } else if (!node.fused && !shapes.empty() && IsAlias(inst, shapes[0])) {
       val.loc = Loc::kAlias;
       root[static_cast<size_t>(v)] = root[static_cast<size_t>(inst.operands[0])];
       steps_.push_back(Step{StepKind::kAlias, v, inst.operands, Kernel(), TupleKernel(), inst.operands[0], 0,
