@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "core/check.h"
 #include "kiln/compute/backend.h"
@@ -266,6 +267,53 @@ std::optional<ParamValue> Scope::FindParam(const std::string& key) const {
     const size_t slash = p.rfind('/');
     p = slash == 0 ? "/" : p.substr(0, slash);
   }
+}
+
+// ---- Settings and summary -----------------------------------------------------------------------
+
+void ParseSettings(const Store& store, const std::string& settings) {
+  size_t start = 0;
+  while (start <= settings.size()) {
+    size_t end = settings.find(';', start);
+    if (end == std::string::npos) end = settings.size();
+    std::string item = settings.substr(start, end - start);
+    start = end + 1;
+    // Surrounding blanks are not part of the setting.
+    const size_t first = item.find_first_not_of(" \t");
+    if (first == std::string::npos) continue;
+    item = item.substr(first, item.find_last_not_of(" \t") - first + 1);
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      kiln::detail::Throw("ParseSettings: \"{}\" is not key=value (in \"{}\")", item, settings);
+    std::string key = item.substr(0, eq), text = item.substr(eq + 1), scope = "/";
+    if (const size_t slash = key.rfind('/'); slash != std::string::npos) {
+      scope = slash == 0 ? "/" : key.substr(0, slash);
+      key = key.substr(slash + 1);
+      if (scope[0] != '/') scope = "/" + scope;
+    }
+    if (key.empty()) kiln::detail::Throw("ParseSettings: empty key in \"{}\"", item);
+    ParamValue value;
+    char* endp = nullptr;
+    if (text == "true" || text == "false") {
+      value = text == "true";
+    } else if (const long long i = std::strtoll(text.c_str(), &endp, 10); !text.empty() && *endp == '\0') {
+      value = static_cast<int64_t>(i);
+    } else if (const double d = std::strtod(text.c_str(), &endp); !text.empty() && *endp == '\0') {
+      value = d;
+    } else {
+      value = text;
+    }
+    store.SetParamValue(scope, key, std::move(value));
+  }
+}
+
+std::string Summary(const Store& store) {
+  int64_t trainable = 0;
+  const std::vector<Variable> vars = store.Variables();
+  for (const Variable& v : vars)
+    if (v.Trainable()) trainable += v.shape().Size();
+  return fmt::format("{} variables, {} parameters ({:.2f} MiB), {} trainable", vars.size(),
+                     store.NumParameters(), static_cast<double>(store.ByteSize()) / (1 << 20), trainable);
 }
 
 // ---- Per-graph state and the training flag ------------------------------------------------------

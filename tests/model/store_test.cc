@@ -278,4 +278,18 @@ TEST(ModelTraining, FlagPerGraph) {
   EXPECT_FALSE(model::IsTraining(store.RootScope()));
 }
 
+TEST(ModelParams, ParseSettingsAndSummary) {
+  model::Store store;
+  model::ParseSettings(store, "learning_rate=0.01;batch=32;use_bias=false;optimizer=sgd; /layer1/units=64");
+  EXPECT_EQ(std::get<double>(*store.GetParamAt("/", "learning_rate")), 0.01);
+  EXPECT_EQ(std::get<int64_t>(*store.GetParamAt("/", "batch")), 32);
+  EXPECT_EQ(std::get<bool>(*store.GetParamAt("/", "use_bias")), false);
+  EXPECT_EQ(std::get<std::string>(*store.GetParamAt("/", "optimizer")), "sgd");
+  EXPECT_EQ(model::GetParamOr(store.RootScope().In("layer1"), "units", 0), 64);
+  EXPECT_TRUE(Throws([&] { model::ParseSettings(store, "a=1;broken"); }, {"\"broken\"", "key=value"}));
+  store.RootScope().VariableWithValue("w", std::vector<float>{1, 2, 3});
+  store.RootScope().VariableWithValue("n", int32_t(1));
+  EXPECT_EQ(model::Summary(store), "2 variables, 4 parameters (0.00 MiB), 3 trainable");
+}
+
 }  // namespace

@@ -171,6 +171,13 @@ auto GetRootParamOr(const Scope& scope, const std::string& key, const T& default
   return GetParamOr(scope.store().RootScope(), key, default_value);
 }
 
+/// Sets hyperparameters from "k=v;k2=v2" (GoMLX's settings flag): values "true"/"false" are
+/// bools, integers integers, other numbers floats, anything else strings; "/scope/path/k=v" sets k
+/// at that scope. A malformed item is a kiln::Error naming it.
+void ParseSettings(const Store& store, const std::string& settings);
+/// One line: "12 variables, 669706 parameters (2.55 MiB), 669696 trainable".
+std::string Summary(const Store& store);
+
 /// The training flag of a graph (false by default): layers such as Dropout and BatchNorm read
 /// it; the trainer sets it for its training graphs.
 void SetTraining(graph::Graph& g, bool training);

@@ -1,0 +1,143 @@
+// The main job: trains a classifier on Fashion-MNIST (Debian's dataset-fashion-mnist) with a
+// progress bar, periodic evaluation on the test set, checkpoints (resuming) and an HTML plot,
+// then prints the test accuracy and the time taken.
+//
+//   fashion_mnist [--model=cnn|mlp] [--epochs=5] [--steps=N] [--batch=128] [--lr=0.001]
+//                 [--ckpt=DIR] [--backend=cpu] [--set="k=v;k2=v2"] [--data=DIR] [--plot=FILE]
+
+#include <kiln/kiln.h>
+
+#include <any>
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+using namespace kiln;
+using namespace kiln::graph;
+
+namespace {
+
+struct Flags {
+  std::string model = "cnn", ckpt, backend, set, data = data::kFashionMnistDir, plot = "training.html";
+  int epochs = 5;
+  int64_t steps = 0, batch = 0;
+  double lr = 1e-3;
+};
+
+Flags Parse(int argc, char** argv) {
+  Flags f;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const size_t eq = a.find('=');
+    const std::string key = a.substr(0, eq), value = eq == std::string::npos ? "" : a.substr(eq + 1);
+    if (key == "--model")
+      f.model = value;
+    else if (key == "--epochs")
+      f.epochs = std::stoi(value);
+    else if (key == "--steps")
+      f.steps = std::stoll(value);
+    else if (key == "--batch")
+      f.batch = std::stoll(value);
+    else if (key == "--lr")
+      f.lr = std::stod(value);
+    else if (key == "--ckpt")
+      f.ckpt = value;
+    else if (key == "--backend")
+      f.backend = value;
+    else if (key == "--set")
+      f.set = value;
+    else if (key == "--data")
+      f.data = value;
+    else if (key == "--plot")
+      f.plot = value;
+    else {
+      std::cerr << "unknown flag " << a
+                << " (valid: --model --epochs --steps --batch --lr --ckpt --backend --set --data --plot)\n";
+      std::exit(2);
+    }
+  }
+  if (f.model != "cnn" && f.model != "mlp") {
+    std::cerr << "--model must be cnn or mlp, got " << f.model << "\n";
+    std::exit(2);
+  }
+  return f;
+}
+
+/// 784-512-512-10.
+std::vector<Node> Mlp(model::Scope scope, const std::any&, std::vector<Node> in) {
+  Node x = Reshape(in[0], {in[0].shape().Dim(0), -1});
+  x = activations::Relu(layers::Dense(scope.In("dense1"), x, true, 512));
+  x = activations::Relu(layers::Dense(scope.In("dense2"), x, true, 512));
+  return {layers::Dense(scope.In("logits"), x, true, 10)};
+}
+
+/// conv5x5x32-relu-maxpool2, conv5x5x64-relu-maxpool2, dense512-relu, dropout, dense10.
+std::vector<Node> Cnn(model::Scope scope, const std::any&, std::vector<Node> in) {
+  Node x = in[0];
+  x = layers::Convolution(scope.In("conv1"), x).Filters(32).KernelSize(5).PadSame().Done();
+  x = layers::MaxPool(activations::Relu(x)).Window(2).Done();
+  x = layers::Convolution(scope.In("conv2"), x).Filters(64).KernelSize(5).PadSame().Done();
+  x = layers::MaxPool(activations::Relu(x)).Window(2).Done();
+  x = Reshape(x, {x.shape().Dim(0), -1});
+  x = activations::Relu(layers::Dense(scope.In("dense"), x, true, 512));
+  x = layers::Dropout(scope.In("dropout"), x, model::GetParamOr(scope, "dropout", 0.3));
+  return {layers::Dense(scope.In("logits"), x, true, 10)};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Flags flags = Parse(argc, argv);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    compute::BackendPtr backend =
+        flags.backend.empty() ? compute::New() : compute::NewWithConfig(flags.backend);
+    model::Store store;
+    store.SetParam("optimizer", "adam");
+    store.SetParam("learning_rate", flags.lr);
+    if (!flags.set.empty()) model::ParseSettings(store, flags.set);
+    const int64_t batch = flags.batch > 0 ? flags.batch : (flags.model == "cnn" ? 128 : 256);
+
+    auto train_ds = data::FashionMnist(backend, flags.data, data::Split::Train);
+    train_ds->BatchSize(batch, true).Shuffle().Infinite(true);
+    auto test_ds = data::FashionMnist(backend, flags.data, data::Split::Test);
+    test_ds->BatchSize(1000, false);
+
+    train::Trainer trainer(
+        backend, store, flags.model == "cnn" ? train::ModelFn(Cnn) : train::ModelFn(Mlp),
+        losses::SparseCategoricalCrossEntropyLogits, optimizers::FromStore(store),
+        {metrics::NewMovingAverageSparseCategoricalAccuracy("Moving Average Accuracy", "~acc", 0.01)},
+        {metrics::NewSparseCategoricalAccuracy("Mean Accuracy", "#acc")});
+    train::Loop loop(trainer);
+    commandline::AttachProgressBar(loop);
+    const int64_t steps_per_epoch = train_ds->NumExamples() / batch;
+    const int64_t total = flags.steps > 0 ? flags.steps : steps_per_epoch * flags.epochs;
+    plots::Options plot;
+    plot.eval_datasets = {test_ds};
+    plot.eval_every = std::max<int64_t>(1, std::min(steps_per_epoch, total / 2));
+    plots::AttachToLoop(loop, flags.plot, plot);
+
+    std::unique_ptr<checkpoint::Handler> ckpt;
+    if (!flags.ckpt.empty()) {
+      ckpt = std::make_unique<checkpoint::Handler>(checkpoint::Build(store).Dir(flags.ckpt).Keep(3).Done());
+      train::EveryNSteps(loop, std::max<int64_t>(1, steps_per_epoch / 2), "checkpoint", 100,
+                         [&](train::Loop&, const std::vector<Tensor>&) { ckpt->Save(); });
+    }
+    std::cout << "training the " << flags.model << " for " << total << " steps of " << batch << " on "
+              << backend->Description() << "\n";
+    loop.RunToGlobalStep(train_ds, total);
+    if (ckpt) ckpt->Save();
+    std::vector<Tensor> results = trainer.Eval(test_ds);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::cout << "model: " << model::Summary(store) << "\n";
+    std::cout << "test loss: " << results[0].Item<float>() << ", test accuracy: " << results[1].Item<float>()
+              << "\n";
+    std::cout << "time: " << seconds << " s\n";
+  } catch (const Error& e) {
+    std::cerr << "fashion_mnist: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
