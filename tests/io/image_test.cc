@@ -16,27 +16,11 @@
 
 namespace {
 
+using kiln::test::TempDir;
+
 using namespace kiln;
 namespace fs = std::filesystem;
 using kiln::test::Throws;
-
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "kiln_image_test.XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-  std::string str() const { return path_.string(); }
-
- private:
-  fs::path path_;
-};
 
 Tensor Pixels(int64_t h, int64_t w, int64_t c) {
   std::vector<uint8_t> v(static_cast<size_t>(h * w * c));

@@ -2,7 +2,9 @@
 // Debian's /usr/bin/python3 (with python3-numpy) at test time; hostile archives are built here.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+
 #include <stdlib.h>
+#include "test_util.h"
 
 #include <algorithm>
 #include <chrono>
@@ -23,27 +25,11 @@
 namespace kiln::io {
 namespace {
 
+using kiln::test::TempDir;
+
 namespace fs = std::filesystem;
 
 constexpr char kPython[] = "/usr/bin/python3";
-
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "kiln_npz_test.XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 std::string ReadText(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

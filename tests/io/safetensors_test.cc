@@ -18,27 +18,11 @@
 
 namespace {
 
+using kiln::test::TempDir;
+
 using namespace kiln;
 namespace fs = std::filesystem;
 using kiln::test::Throws;
-
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "kiln_safetensors_test.XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 /// A file: 8-byte little-endian header size, `header`, then `data`.
 void WriteRaw(const std::string& path, const std::string& header, const std::string& data,

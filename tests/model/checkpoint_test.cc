@@ -19,27 +19,11 @@
 
 namespace {
 
+using kiln::test::TempDir;
+
 using namespace kiln;
 namespace fs = std::filesystem;
 using kiln::test::Throws;
-
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "kiln_checkpoint_test.XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string str() const { return path_.string(); }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
 
 Tensor Pattern(DType dtype, std::vector<int64_t> dims, int salt) {
   Tensor t = Tensor::FromShape(Shape(dtype, dims));
