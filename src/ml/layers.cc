@@ -1,9 +1,14 @@
-// Layers: Dense, Convolution, global pooling and Dropout.
+// Layers: Dense, Convolution, global pooling, Dropout, DropPath and Embedding.
 
 #include "kiln/ml/layers.h"
 
+#include <string>
+
 #include "core/check.h"
+#include "kiln/graph/gather.h"
 #include "kiln/graph/random.h"
+#include "kiln/ml/initializers.h"
+#include "kiln/ml/nn.h"
 
 namespace kiln::layers {
 
@@ -19,15 +24,8 @@ Node DenseWithDims(model::Scope scope, Node x, bool use_bias, const std::vector<
   std::vector<int64_t> wdims = {in};
   wdims.insert(wdims.end(), dims.begin(), dims.end());
   Node w = scope.VariableWithShape("weights", Shape(x.dtype(), wdims)).NodeValue(g);
-  // Contract x's last axis with w's first: [lead..., in] x [in, dims...] -> [lead..., dims...].
-  Node y = graph::Dot(x, w).General({x.rank() - 1}, {}, {0}, {});
-  if (use_bias) {
-    Node b = scope.VariableWithShape("biases", Shape(x.dtype(), dims)).NodeValue(g);
-    y = y + graph::BroadcastPrefix(
-                b, std::vector<int64_t>(y.shape().Dimensions().begin(),
-                                        y.shape().Dimensions().end() - static_cast<long>(dims.size())));
-  }
-  return y;
+  Node b = use_bias ? scope.VariableWithShape("biases", Shape(x.dtype(), dims)).NodeValue(g) : Node();
+  return nn::Dense(x, w, b);
 }
 
 ConvolutionBuilder& ConvolutionBuilder::Filters(int64_t n) {
@@ -163,10 +161,51 @@ Node Dropout(model::Scope scope, Node x, double rate) {
     kiln::detail::Throw("layers::Dropout({}): x {} must be float", scope.Path(), x.shape());
   model::Variable rng = scope.store().RNGState();
   Node state = rng.NodeValue(x.graph());
-  auto [next, u] = graph::RandomUniform(state, Shape(x.dtype(), x.shape().Dimensions()));
+  Node y = nn::Dropout(x, state, rate, true);
+  rng.SetNodeValue(state);
+  return y;
+}
+
+Node DropPath(model::Scope scope, Node x, double rate) {
+  if (rate < 0 || rate >= 1)
+    kiln::detail::Throw("layers::DropPath({}): rate {} is not in [0, 1)", scope.Path(), rate);
+  if (!x.Ok()) kiln::detail::Throw("layers::DropPath({}): x is an invalid node", scope.Path());
+  if (!model::IsTraining(scope) || rate == 0) return x;
+  if (!IsFloat(x.dtype()) || x.rank() < 1) {
+    kiln::detail::Throw("layers::DropPath({}): x {} must be float with a batch axis", scope.Path(),
+                        x.shape());
+  }
+  model::Variable rng = scope.store().RNGState();
+  // One uniform number per example, broadcast over the example's other axes.
+  std::vector<int64_t> dims(static_cast<size_t>(x.rank()), 1);
+  dims[0] = x.shape().Dim(0);
+  auto [next, u] = graph::RandomUniform(rng.NodeValue(x.graph()), Shape(x.dtype(), dims));
   rng.SetNodeValue(next);
-  Node keep = graph::GreaterOrEqual(u, graph::ScalarLike(u, rate));
-  return graph::Where(keep, x * graph::ScalarLike(x, 1 / (1 - rate)), graph::ZerosLike(x));
+  Node keep =
+      graph::BroadcastToDims(graph::GreaterOrEqual(u, graph::ScalarLike(u, rate)), x.shape().Dimensions());
+  return graph::Where(keep, x * (1 / (1 - rate)), graph::ZerosLike(x));
+}
+
+Node Embedding(model::Scope scope, Node ids, int64_t vocab_size, int64_t dims, DType dtype) {
+  const std::string where = "layers::Embedding(" + scope.Path() + ")";
+  if (!ids.Ok()) kiln::detail::Throw("{}: ids is an invalid node", where);
+  if (!IsInt(ids.dtype()) || IsPacked(ids.dtype()))
+    kiln::detail::Throw("{}: ids {} must have an integer dtype", where, ids.shape());
+  if (vocab_size < 1 || dims < 1)
+    kiln::detail::Throw("{}: vocab_size {} and dims {} must be positive", where, vocab_size, dims);
+  if (!IsFloat(dtype)) kiln::detail::Throw("{}: the table's dtype {} must be float", where, dtype);
+  model::Scope s =
+      scope.GetInitializer() ? scope : scope.WithInitializer(initializers::RandomUniform(-0.05, 0.05));
+  Node table = s.VariableWithShape("embeddings", Shape(dtype, {vocab_size, dims})).NodeValue(ids.graph());
+  // Int64 holds every id (a Uint64 beyond its range wraps negative, so it is out of range too).
+  // Gather clamps out-of-range starts; those rows are replaced by zeros below.
+  Node id64 = ids.dtype() == DType::Int64 ? ids : graph::ConvertDType(ids, DType::Int64);
+  Node rows = graph::Gather(table, graph::InsertAxes(id64, {-1}));
+  Node in_range = graph::LogicalAnd(graph::GreaterOrEqual(id64, graph::ScalarLike(id64, 0)),
+                                    graph::Less(id64, graph::ScalarLike(id64, vocab_size)));
+  std::vector<int64_t> out = rows.shape().Dimensions();
+  Node mask = graph::BroadcastToDims(graph::InsertAxes(in_range, {-1}), out);
+  return graph::Where(mask, rows, graph::ZerosLike(rows));
 }
 
 }  // namespace kiln::layers

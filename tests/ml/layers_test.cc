@@ -1,5 +1,6 @@
 // Tests for layers: Dense and Convolution against the same computation written with graph ops
-// on the stored weights, pooling sizes, global pooling, and Dropout in training and inference.
+// on the stored weights, pooling sizes, global pooling, and Dropout and DropPath in training and
+// inference.
 
 #include "kiln/ml/layers.h"
 
@@ -145,6 +146,34 @@ TEST(Layers, DropoutOnlyWhileTraining) {
   EXPECT_TRUE(
       Throws([&] { layers::Dropout(store.RootScope(), g.Parameter(Shape(DType::Float32, {2})), 1.0); },
              {"Dropout", "rate 1"}));
+}
+
+TEST(Layers, DropPathDropsWholeExamplesWhileTraining) {
+  model::Store store;
+  const Tensor ones = Tensor::FromScalarAndDimensions<float>(1.0f, {2000, 3, 4});
+  auto fn = [](model::Scope scope, Node x) { return layers::DropPath(scope.In("dp"), x, 0.2); };
+  model::Exec infer = model::NewExec(compute::New(), store, fn);
+  EXPECT_TRUE(infer.Call1(ones).Equal(ones));
+  model::Exec train = model::NewExec(compute::New(), store, fn);
+  train.OnNewGraph([](Graph& g) { model::SetTraining(g, true); });
+  std::vector<float> a = train.Call1(ones).ToVector<float>();
+  int dropped = 0;
+  for (size_t n = 0; n < 2000; ++n) {
+    // Every element of an example shares its fate.
+    const float first = a[n * 12];
+    for (size_t k = 1; k < 12; ++k) ASSERT_EQ(a[n * 12 + k], first) << "example " << n;
+    if (first == 0) {
+      ++dropped;
+    } else {
+      EXPECT_NEAR(first, 1 / 0.8f, 1e-6);
+    }
+  }
+  EXPECT_NEAR(dropped / 2000.0, 0.2, 0.03);
+  EXPECT_NE(a, train.Call1(ones).ToVector<float>());
+  Graph g;
+  EXPECT_TRUE(
+      Throws([&] { layers::DropPath(store.RootScope(), g.Parameter(Shape(DType::Float32, {2})), -0.1); },
+             {"DropPath", "rate -0.1"}));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 ///   Node c = layers::Convolution(scope.In("conv1"), img).Filters(32).KernelSize(5).PadSame().Done();
 ///   Node p = layers::MaxPool(c).Window(2).Done();
 ///   Node d = layers::Dropout(scope.In("dropout"), h, 0.3);  // only while training
+///   Node e = layers::Embedding(scope.In("tokens"), ids, 32000, 512);  // ids [b, t] -> [b, t, 512]
 
 #include <concepts>
 #include <cstdint>
@@ -78,5 +79,16 @@ Node GlobalMaxPool(Node x, bool channels_first = false);
 /// probability `rate` and the others scaled by 1/(1-rate), with random numbers from the store's
 /// random-number state; otherwise the identity.
 Node Dropout(model::Scope scope, Node x, double rate);
+
+/// Stochastic depth (Huang et al. 2016), for residual branches: while training, each example
+/// (each index of axis 0) is zeroed whole with probability `rate` and the others scaled by
+/// 1/(1-rate), with random numbers from the store's random-number state; otherwise the identity.
+Node DropPath(model::Scope scope, Node x, double rate);
+
+/// A lookup table: the variable "embeddings" [vocab_size, dims] (of `dtype`; initialised by the
+/// scope's initializer if it has one, else uniform in ±0.05), and for `ids` of any integer dtype
+/// and shape, the rows they select: [ids dims..., dims]. An id outside [0, vocab_size) gives a
+/// row of zeros (and no gradient), so -1 can mark padding.
+Node Embedding(model::Scope scope, Node ids, int64_t vocab_size, int64_t dims, DType dtype = DType::Float32);
 
 }  // namespace kiln::layers

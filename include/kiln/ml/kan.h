@@ -1,0 +1,57 @@
+#pragma once
+/// Kolmogorov-Arnold networks (KAN) with B-spline edges.
+///
+/// Each layer maps [batch, in] to [batch, out]; every edge (i -> j) carries its own learned
+/// function φ_ij(x) = w_base_ij·silu(x) + w_spline_ij·Σ_k c_ijk·B_k(x), and output j is
+/// Σ_i φ_ij(x_i). The B_k are the B-splines of degree `order` over a uniform grid of `grid_size`
+/// intervals on [lo, hi], extended by `order` knots on each side (grid_size + order bases);
+/// outside [lo, hi] the spline part fades to zero and the silu part remains.
+///
+///   Node y = layers::KAN(scope.In("kan"), x).NumHiddenLayers(1).HiddenDims(8).OutputDims(1)
+///                .GridSize(8).SplineOrder(3).Done();
+
+#include <cstdint>
+
+#include "kiln/graph/ops.h"
+#include "kiln/model/store.h"
+
+namespace kiln::layers {
+
+using graph::Node;
+
+/// The B-spline bases of degree `order` at x (float, any shape) over the uniform grid of
+/// `grid_size` intervals on [lo, hi] extended by `order` knots each side, by the Cox–de Boor
+/// recursion: x's shape plus an axis of grid_size + order bases. Inside [lo, hi] they sum to 1.
+Node BSplineBases(Node x, int grid_size, int order, double lo = -1.0, double hi = 1.0);
+
+/// Builds a KAN: NumHiddenLayers hidden layers of HiddenDims units, then an output layer of
+/// OutputDims units, on x [batch, features]. Variables per layer (sub-scopes "kan_hidden_0"...,
+/// "kan_output"): "w_base" [in, out] (He-uniform), "w_spline" [in, out] (ones) and "coefficients"
+/// [in, out, grid_size + order] (zeros: the network starts as a silu MLP without biases).
+class KANBuilder {
+ public:
+  KANBuilder(model::Scope scope, Node x) : scope_(std::move(scope)), x_(x) {}
+  /// Number of hidden layers (default 0: a single KAN layer).
+  KANBuilder& NumHiddenLayers(int n);
+  /// Units of each hidden layer (default 10).
+  KANBuilder& HiddenDims(int64_t dims);
+  /// Units of the output layer (required).
+  KANBuilder& OutputDims(int64_t dims);
+  /// Grid intervals (default 5).
+  KANBuilder& GridSize(int size);
+  /// Degree of the splines (default 3: cubic).
+  KANBuilder& SplineOrder(int order);
+  /// The grid's range (default [-1, 1]).
+  KANBuilder& GridRange(double lo, double hi);
+  Node Done();
+
+ private:
+  model::Scope scope_;
+  Node x_;
+  int hidden_layers_ = 0, grid_ = 5, order_ = 3;
+  int64_t hidden_dims_ = 10, output_dims_ = 0;
+  double lo_ = -1.0, hi_ = 1.0;
+};
+inline KANBuilder KAN(model::Scope scope, Node x) { return KANBuilder(std::move(scope), x); }
+
+}  // namespace kiln::layers

@@ -1,0 +1,128 @@
+#pragma once
+/// Normalisation layers (kiln::layers) with their parameters in a model::Scope: BatchNorm,
+/// LayerNorm and RMSNorm. The computations are kiln::nn's.
+///
+///   Node h = layers::BatchNorm(scope.In("bn"), x).Axis(-1).Momentum(0.99).Done();
+///   Node n = layers::LayerNorm(scope.In("ln"), x).Axes({-1}).Epsilon(1e-5).Done();
+///   Node r = layers::RMSNorm(scope.In("rms"), x).Done();
+///
+/// Variables: "gain" (ones) and "offset" (zeros), shaped as the normalised axes' dimensions;
+/// BatchNorm also keeps "mean" (zeros) and "variance" (ones), not trainable.
+
+#include <vector>
+
+#include "kiln/graph/ops.h"
+#include "kiln/model/store.h"
+
+namespace kiln::layers {
+
+using graph::Node;
+
+/// Batch normalisation (Ioffe & Szegedy 2015) over every axis but the feature axis. While
+/// training (model::IsTraining) x is normalised with the batch's mean and (biased) variance,
+/// and the moving statistics are updated: moving = momentum·moving + (1 - momentum)·batch
+/// (Keras's rule). Otherwise x is normalised with the moving statistics.
+/// Defaults: Axis(-1), Momentum(0.99), Epsilon(1e-3), Center(true), Scale(true).
+class BatchNormBuilder {
+ public:
+  BatchNormBuilder(model::Scope scope, Node x) : scope_(std::move(scope)), x_(x) {}
+  /// The feature axis (negative from the end).
+  BatchNormBuilder& Axis(int axis) {
+    axis_ = axis;
+    return *this;
+  }
+  /// Weight of the old moving statistics in their update, in [0, 1].
+  BatchNormBuilder& Momentum(double momentum) {
+    momentum_ = momentum;
+    return *this;
+  }
+  BatchNormBuilder& Epsilon(double epsilon) {
+    epsilon_ = epsilon;
+    return *this;
+  }
+  /// Whether to add the learned "offset".
+  BatchNormBuilder& Center(bool center) {
+    center_ = center;
+    return *this;
+  }
+  /// Whether to multiply by the learned "gain".
+  BatchNormBuilder& Scale(bool scale) {
+    scale_ = scale;
+    return *this;
+  }
+  Node Done();
+
+ private:
+  model::Scope scope_;
+  Node x_;
+  int axis_ = -1;
+  double momentum_ = 0.99, epsilon_ = 1e-3;
+  bool center_ = true, scale_ = true;
+};
+inline BatchNormBuilder BatchNorm(model::Scope scope, Node x) {
+  return BatchNormBuilder(std::move(scope), x);
+}
+
+/// Layer normalisation (Ba et al. 2016) over `axes` of each example (nn::LayerNorm), with
+/// learned "gain" and "offset". Defaults: Axes({-1}), Epsilon(1e-5), Center(true), Scale(true).
+class LayerNormBuilder {
+ public:
+  LayerNormBuilder(model::Scope scope, Node x) : scope_(std::move(scope)), x_(x) {}
+  LayerNormBuilder& Axes(std::vector<int> axes) {
+    axes_ = std::move(axes);
+    return *this;
+  }
+  LayerNormBuilder& Epsilon(double epsilon) {
+    epsilon_ = epsilon;
+    return *this;
+  }
+  LayerNormBuilder& Center(bool center) {
+    center_ = center;
+    return *this;
+  }
+  LayerNormBuilder& Scale(bool scale) {
+    scale_ = scale;
+    return *this;
+  }
+  Node Done();
+
+ private:
+  model::Scope scope_;
+  Node x_;
+  std::vector<int> axes_ = {-1};
+  double epsilon_ = 1e-5;
+  bool center_ = true, scale_ = true;
+};
+inline LayerNormBuilder LayerNorm(model::Scope scope, Node x) {
+  return LayerNormBuilder(std::move(scope), x);
+}
+
+/// RMS normalisation over `axes` (nn::RMSNorm) with a learned "gain".
+/// Defaults: Axes({-1}), Epsilon(1e-6), Scale(true).
+class RMSNormBuilder {
+ public:
+  RMSNormBuilder(model::Scope scope, Node x) : scope_(std::move(scope)), x_(x) {}
+  RMSNormBuilder& Axes(std::vector<int> axes) {
+    axes_ = std::move(axes);
+    return *this;
+  }
+  RMSNormBuilder& Epsilon(double epsilon) {
+    epsilon_ = epsilon;
+    return *this;
+  }
+  RMSNormBuilder& Scale(bool scale) {
+    scale_ = scale;
+    return *this;
+  }
+  Node Done();
+
+ private:
+  model::Scope scope_;
+  Node x_;
+  std::vector<int> axes_ = {-1};
+  double epsilon_ = 1e-6;
+  bool scale_ = true;
+};
+inline RMSNormBuilder RMSNorm(model::Scope scope, Node x) { return RMSNormBuilder(std::move(scope), x); }
+
+}  // namespace kiln::layers

@@ -1,0 +1,136 @@
+// Kolmogorov-Arnold networks: B-spline bases by the Cox–de Boor recursion, and KAN layers.
+
+#include "kiln/ml/kan.h"
+
+#include <string>
+#include <vector>
+
+#include "core/check.h"
+
+namespace kiln::layers {
+
+namespace {
+
+/// The last axis of x restricted to [start, end).
+Node SliceLast(Node x, int64_t start, int64_t end) {
+  std::vector<graph::AxisRangeSpec> ranges(static_cast<size_t>(x.rank() - 1), graph::AxisRange());
+  ranges.push_back(graph::AxisRange(start, end));
+  return graph::Slice(x, ranges);
+}
+
+/// knots[start, end) as a constant of `dtype` with `rank` axes, all of size 1 but the last.
+Node KnotsConst(graph::Graph& g, const std::vector<double>& knots, size_t start, size_t end, int rank,
+                DType dtype) {
+  std::vector<double> part(knots.begin() + static_cast<long>(start), knots.begin() + static_cast<long>(end));
+  std::vector<int64_t> dims(static_cast<size_t>(rank - 1), 1);
+  dims.push_back(static_cast<int64_t>(part.size()));
+  return graph::ConvertDType(graph::Reshape(graph::Const(g, part), dims), dtype);
+}
+
+/// A constant initializer (ones or zeros) of the variable's shape.
+model::Initializer Filled(double value) {
+  return [value](graph::Graph& g, graph::Node&, const Shape& shape) {
+    return value == 0 ? graph::Zeros(g, shape) : graph::Ones(g, shape);
+  };
+}
+
+/// One KAN layer: [batch, in] -> [batch, out].
+Node KANLayer(const model::Scope& scope, Node x, int64_t out, int grid, int order, double lo, double hi) {
+  graph::Graph& g = x.graph();
+  const DType dt = x.dtype();
+  const int64_t in = x.shape().Dim(1), bases = grid + order;
+  Node w_base = scope.VariableWithShape("w_base", Shape(dt, {in, out})).NodeValue(g);
+  Node w_spline =
+      scope.WithInitializer(Filled(1)).VariableWithShape("w_spline", Shape(dt, {in, out})).NodeValue(g);
+  Node coef = scope.WithInitializer(Filled(0))
+                  .VariableWithShape("coefficients", Shape(dt, {in, out, bases}))
+                  .NodeValue(g);
+  Node base = graph::Dot(x * graph::Sigmoid(x), w_base).Product();  // silu(x)·w_base: [batch, out]
+  Node b = BSplineBases(x, grid, order, lo, hi);                    // [batch, in, bases]
+  Node scaled = coef * graph::Reshape(w_spline, {in, out, 1});
+  Node spline = graph::Dot(b, scaled).General({1, 2}, {}, {0, 2}, {});  // [batch, out]
+  return base + spline;
+}
+
+}  // namespace
+
+Node BSplineBases(Node x, int grid_size, int order, double lo, double hi) {
+  const char* fn = "layers::BSplineBases";
+  if (!x.Ok()) kiln::detail::Throw("{}: x is an invalid node", fn);
+  if (!IsFloat(x.dtype())) kiln::detail::Throw("{}: x {} must be float", fn, x.shape());
+  if (grid_size < 1) kiln::detail::Throw("{}: grid size {} must be at least 1", fn, grid_size);
+  if (order < 0) kiln::detail::Throw("{}: spline order {} must be >= 0", fn, order);
+  if (!(hi > lo)) kiln::detail::Throw("{}: grid range [{}, {}] is empty", fn, lo, hi);
+  graph::Graph& g = x.graph();
+  const double h = (hi - lo) / grid_size;
+  const size_t n_knots = static_cast<size_t>(grid_size + 2 * order + 1);
+  std::vector<double> t(n_knots);
+  for (size_t j = 0; j < n_knots; ++j) t[j] = lo + (static_cast<double>(j) - order) * h;
+  std::vector<int64_t> dims = x.shape().Dimensions();
+  dims.push_back(1);
+  Node xe = graph::Reshape(x, dims);
+  const int rank = xe.rank();
+  const DType dt = x.dtype();
+  // Degree 0: the indicator of each knot interval [t_j, t_{j+1}).
+  const size_t n = n_knots - 1;
+  Node inside = graph::LogicalAnd(graph::GreaterOrEqual(xe, KnotsConst(g, t, 0, n, rank, dt)),
+                                  graph::Less(xe, KnotsConst(g, t, 1, n + 1, rank, dt)));
+  Node b = graph::ConvertDType(inside, dt);
+  // Degree k from k-1 (uniform knots: both denominators are k·h).
+  for (int k = 1; k <= order; ++k) {
+    const size_t count = n - static_cast<size_t>(k);
+    const double inv = 1.0 / (k * h);
+    Node left = (xe - KnotsConst(g, t, 0, count, rank, dt)) * graph::ScalarLike(xe, inv);
+    Node right =
+        (KnotsConst(g, t, static_cast<size_t>(k) + 1, n_knots, rank, dt) - xe) * graph::ScalarLike(xe, inv);
+    const int64_t c = static_cast<int64_t>(count);
+    b = left * SliceLast(b, 0, c) + right * SliceLast(b, 1, c + 1);
+  }
+  return b;
+}
+
+KANBuilder& KANBuilder::NumHiddenLayers(int n) {
+  hidden_layers_ = n;
+  return *this;
+}
+KANBuilder& KANBuilder::HiddenDims(int64_t dims) {
+  hidden_dims_ = dims;
+  return *this;
+}
+KANBuilder& KANBuilder::OutputDims(int64_t dims) {
+  output_dims_ = dims;
+  return *this;
+}
+KANBuilder& KANBuilder::GridSize(int size) {
+  grid_ = size;
+  return *this;
+}
+KANBuilder& KANBuilder::SplineOrder(int order) {
+  order_ = order;
+  return *this;
+}
+KANBuilder& KANBuilder::GridRange(double lo, double hi) {
+  lo_ = lo;
+  hi_ = hi;
+  return *this;
+}
+
+Node KANBuilder::Done() {
+  const std::string where = "layers::KAN(" + scope_.Path() + ")";
+  if (!x_.Ok()) kiln::detail::Throw("{}: x is an invalid node", where);
+  if (x_.rank() != 2 || !IsFloat(x_.dtype()))
+    kiln::detail::Throw("{}: x {} must be float [batch, features]", where, x_.shape());
+  if (output_dims_ < 1) kiln::detail::Throw("{}: OutputDims(n) must be set to a positive count", where);
+  if (hidden_layers_ < 0) kiln::detail::Throw("{}: NumHiddenLayers({}) is negative", where, hidden_layers_);
+  if (hidden_layers_ > 0 && hidden_dims_ < 1)
+    kiln::detail::Throw("{}: HiddenDims({}) must be positive", where, hidden_dims_);
+  if (grid_ < 1) kiln::detail::Throw("{}: GridSize({}) must be at least 1", where, grid_);
+  if (order_ < 0) kiln::detail::Throw("{}: SplineOrder({}) must be >= 0", where, order_);
+  if (!(hi_ > lo_)) kiln::detail::Throw("{}: GridRange({}, {}) is empty", where, lo_, hi_);
+  Node h = x_;
+  for (int i = 0; i < hidden_layers_; ++i)
+    h = KANLayer(scope_.In("kan_hidden_" + std::to_string(i)), h, hidden_dims_, grid_, order_, lo_, hi_);
+  return KANLayer(scope_.In("kan_output"), h, output_dims_, grid_, order_, lo_, hi_);
+}
+
+}  // namespace kiln::layers

@@ -1,0 +1,162 @@
+// Tests for KAN: B-spline bases (partition of unity, values from the closed-form uniform
+// B-splines), the layer's variables and errors, and a fit of sin(3x).
+
+#include "kiln/ml/kan.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <vector>
+
+#include "kiln/kiln.h"
+#include "test_util.h"
+
+namespace {
+
+using namespace kiln;
+using namespace kiln::graph;
+using kiln::test::Throws;
+
+std::vector<compute::BackendPtr> Backends() { return {compute::New(), compute::NewWithConfig("ref")}; }
+
+TEST(BSplineBases, PartitionOfUnityInsideTheGrid) {
+  std::vector<double> xs;
+  for (int i = 0; i <= 40; ++i) xs.push_back(-1.0 + i / 20.0);  // Both ends included.
+  const int64_t n = static_cast<int64_t>(xs.size());
+  for (const compute::BackendPtr& backend : Backends()) {
+    for (int order : {0, 1, 2, 3}) {
+      SCOPED_TRACE(backend->Name() + " order " + std::to_string(order));
+      Exec bases = NewExec(backend, [order](Node x) { return layers::BSplineBases(x, 5, order); });
+      Tensor b = bases.Call1(Tensor::FromFlat(Shape(DType::Float64, {n}), xs));
+      const int64_t nb = 5 + order;
+      ASSERT_EQ(b.shape(), Shape(DType::Float64, {n, nb}));
+      std::vector<double> v = b.ToVector<double>();
+      for (int64_t i = 0; i < n; ++i) {
+        double sum = 0;
+        for (int64_t k = 0; k < nb; ++k) {
+          const double e = v[static_cast<size_t>(i * nb + k)];
+          EXPECT_GE(e, -1e-15);
+          sum += e;
+        }
+        // Degree 0 uses half-open intervals: x = hi belongs to the interval beyond the grid.
+        if (order > 0 || i < n - 1) {
+          EXPECT_NEAR(sum, 1.0, 1e-12) << "x = " << xs[static_cast<size_t>(i)];
+        }
+      }
+    }
+  }
+}
+
+TEST(BSplineBases, MatchClosedFormUniformSplines) {
+  // Grid of 4 intervals on [-1, 1] (h = 0.5); x = 0.1 lies in [0, 0.5) with u = 0.2.
+  const double u = 0.2;
+  // Cubic: knots -2.5, -2, ..., 2.5; the interval [0, 0.5) starts at knot 5, so bases 2..5 are
+  // the four pieces of the uniform cubic B-spline.
+  const std::vector<double> cubic = {0,
+                                     0,
+                                     std::pow(1 - u, 3) / 6,
+                                     (3 * u * u * u - 6 * u * u + 4) / 6,
+                                     (-3 * u * u * u + 3 * u * u + 3 * u + 1) / 6,
+                                     u * u * u / 6,
+                                     0};
+  // Linear: knots -1.5, -1, ..., 1.5; hats 2 and 3 cover [0, 0.5).
+  const std::vector<double> linear = {0, 0, 1 - u, u, 0};
+  for (const compute::BackendPtr& backend : Backends()) {
+    SCOPED_TRACE(backend->Name());
+    Exec f = NewExec(backend, [](Node x) -> std::vector<Node> {
+      return {layers::BSplineBases(x, 4, 3), layers::BSplineBases(x, 4, 1)};
+    });
+    std::vector<Tensor> r = f.Call(Tensor::FromFlat(Shape(DType::Float32, {1, 1}), std::vector<float>{0.1f}));
+    ASSERT_EQ(r[0].shape(), Shape(DType::Float32, {1, 1, 7}));
+    std::vector<float> c = r[0].ToVector<float>(), l = r[1].ToVector<float>();
+    for (size_t k = 0; k < cubic.size(); ++k) EXPECT_NEAR(c[k], cubic[k], 1e-6) << "cubic basis " << k;
+    for (size_t k = 0; k < linear.size(); ++k) EXPECT_NEAR(l[k], linear[k], 1e-6) << "linear basis " << k;
+  }
+}
+
+TEST(KAN, VariablesAndErrors) {
+  model::Store store;
+  model::Exec f = model::NewExec(compute::New(), store, [](model::Scope scope, Node x) {
+    return layers::KAN(scope.In("kan"), x)
+        .NumHiddenLayers(2)
+        .HiddenDims(4)
+        .OutputDims(3)
+        .GridSize(6)
+        .SplineOrder(2)
+        .Done();
+  });
+  Tensor y = f.Call1(Tensor::FromFlat(Shape(DType::Float32, {5, 2}), std::vector<float>(10, 0.25f)));
+  EXPECT_EQ(y.shape(), Shape(DType::Float32, {5, 3}));
+  EXPECT_EQ(store.GetVariable("/kan/kan_hidden_0/coefficients").shape(), Shape(DType::Float32, {2, 4, 8}));
+  EXPECT_EQ(store.GetVariable("/kan/kan_hidden_1/w_base").shape(), Shape(DType::Float32, {4, 4}));
+  EXPECT_EQ(store.GetVariable("/kan/kan_output/w_spline").shape(), Shape(DType::Float32, {4, 3}));
+  int kan_variables = 0;
+  for (const model::Variable& v : store.Variables()) kan_variables += v.Path().starts_with("/kan/");
+  EXPECT_EQ(kan_variables, 9);
+  auto build = [&](const std::function<Node(model::Scope, Node)>& fn) {
+    model::Exec e = model::NewExec(compute::New(), store, [fn](model::Scope s, Node x) { return fn(s, x); });
+    e.Call1(Tensor::FromFlat(Shape(DType::Float32, {2, 2}), std::vector<float>(4, 0.f)));
+  };
+  EXPECT_TRUE(Throws([&] { build([](model::Scope s, Node x) { return layers::KAN(s.In("a"), x).Done(); }); },
+                     {"layers::KAN(/a)", "OutputDims"}));
+  EXPECT_TRUE(Throws(
+      [&] {
+        build([](model::Scope s, Node x) {
+          return layers::KAN(s.In("b"), x).OutputDims(1).GridSize(0).Done();
+        });
+      },
+      {"/b", "GridSize(0)"}));
+  EXPECT_TRUE(Throws(
+      [&] {
+        build([](model::Scope s, Node x) {
+          return layers::KAN(s.In("c"), Reshape(x, {4})).OutputDims(1).Done();
+        });
+      },
+      {"/c", "[batch, features]"}));
+}
+
+TEST(KAN, FitsSinOnTheGrid) {
+  // y = sin(3x) on 256 points of [-1, 1], full batch, at most 2000 Adam steps: one KAN layer
+  // (a spline per edge), and a [1, 4, 1] network.
+  const int64_t n = 256;
+  std::vector<float> xs(n), ys(n);
+  for (int64_t i = 0; i < n; ++i) {
+    xs[static_cast<size_t>(i)] = -1.0f + 2.0f * static_cast<float>(i) / static_cast<float>(n - 1);
+    ys[static_cast<size_t>(i)] = std::sin(3.0f * xs[static_cast<size_t>(i)]);
+  }
+  const Shape shape(DType::Float32, {n, 1});
+  for (int hidden : {0, 1}) {
+    SCOPED_TRACE(std::to_string(hidden) + " hidden layers");
+    model::Store store;
+    train::Trainer trainer(
+        compute::New(), store,
+        [hidden](model::Scope scope, const std::any&, std::vector<Node> inputs) -> std::vector<Node> {
+          return {layers::KAN(scope.In("kan"), inputs[0])
+                      .NumHiddenLayers(hidden)
+                      .HiddenDims(4)
+                      .OutputDims(1)
+                      .GridSize(8)
+                      .SplineOrder(3)
+                      .Done()};
+        },
+        losses::MeanSquaredError, optimizers::Adam().LearningRate(0.02).Done(), {}, {});
+    const auto start = std::chrono::steady_clock::now();
+    // Stops early once the training loss is well below the bound.
+    int steps = 0;
+    for (; steps < 2000; ++steps) {
+      std::vector<Tensor> m =
+          trainer.TrainStep({}, {Tensor::FromFlat(shape, xs)}, {Tensor::FromFlat(shape, ys)});
+      if (steps % 50 == 49 && m[0].Item<float>() < 1e-4) break;
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::vector<Tensor> eval =
+        trainer.EvalStep({}, {Tensor::FromFlat(shape, xs)}, {Tensor::FromFlat(shape, ys)});
+    const double mse = eval[0].Item<float>();
+    EXPECT_LT(mse, 1e-3) << "after " << steps << " steps";
+    std::cout << "KAN sin(3x), " << hidden << " hidden layers: MSE " << mse << " after " << steps
+              << " steps in " << seconds << " s\n";
+  }
+}
+
+}  // namespace
