@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential g++ clang cmake ninja-build pkg-config
-  libfmt-dev zlib1g-dev libdw-dev libdnnl-dev libhwy-dev
+  libfmt-dev zlib1g-dev libjpeg62-turbo-dev libdw-dev libdnnl-dev libhwy-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy
   dataset-fashion-mnist

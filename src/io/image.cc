@@ -1,16 +1,18 @@
-// PNG reading and writing with zlib.
+// Images: PNG reading and writing with zlib; JPEG through io/jpeg.cc (libjpeg).
 
 #include "kiln/io/image.h"
 
 #include <zlib.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 
 #include "core/check.h"
 #include "io/atomic_file.h"
+#include "io/jpeg.h"
 
 namespace kiln::io {
 
@@ -59,9 +61,17 @@ int Paeth(int a, int b, int c) {
   return pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
 }
 
+bool HasJpegExtension(const std::string& path) {
+  const size_t dot = path.find_last_of('.');
+  if (dot == std::string::npos || path.find('/', dot) != std::string::npos) return false;
+  std::string ext = path.substr(dot + 1);
+  for (char& ch : ext) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return ext == "jpg" || ext == "jpeg";
+}
+
 }  // namespace
 
-void WriteImage(const std::string& path, const Tensor& image) {
+void WriteImage(const std::string& path, const Tensor& image, int jpeg_quality) {
   if (!image.Ok()) kiln::detail::Throw("WriteImage {}: the tensor is not Ok", path);
   const auto& d = image.shape().Dimensions();
   if (image.rank() != 2 && image.rank() != 3)
@@ -71,6 +81,14 @@ void WriteImage(const std::string& path, const Tensor& image) {
   if (h < 1 || w < 1 || h > (1 << 24) || w > (1 << 24))
     kiln::detail::Throw("WriteImage {}: size {}x{}", path, h, w);
   std::vector<uint8_t> px = Samples(path, image);
+  if (HasJpegExtension(path)) {
+    if (jpeg_quality < 1 || jpeg_quality > 100)
+      kiln::detail::Throw("WriteImage {}: JPEG quality {} is not in 1..100", path, jpeg_quality);
+    const std::string jpeg = detail::EncodeJpeg(path, px, h, w, c, jpeg_quality);
+    WriteFileAtomically(
+        path, [&](std::ostream& out) { out.write(jpeg.data(), static_cast<std::streamsize>(jpeg.size())); });
+    return;
+  }
   std::string raw;
   raw.reserve(static_cast<size_t>(h * (w * c + 1)));
   for (int64_t y = 0; y < h; ++y) {
@@ -101,9 +119,10 @@ Tensor ReadImage(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) kiln::detail::Throw("ReadImage: cannot open {}", path);
   const std::string file((std::istreambuf_iterator<char>(in)), {});
+  if (detail::IsJpeg(file)) return detail::DecodeJpeg(path, file);
   const auto* p = reinterpret_cast<const uint8_t*>(file.data());
   if (file.size() < 8 || std::memcmp(p, kSignature, 8) != 0)
-    kiln::detail::Throw("ReadImage {}: not a PNG file (JPEG is not supported yet)", path);
+    kiln::detail::Throw("ReadImage {}: neither a PNG nor a JPEG file", path);
   size_t pos = 8;
   uint32_t w = 0, h = 0;
   int depth = 0, type = -1;

@@ -1,10 +1,16 @@
-// Tests for PNG images: round trips of each channel count and dtype, PNG files written by an
-// independent Python encoder (every row filter, palette, 16-bit) read back, damage rejected.
+// Tests for images: PNG round trips of each channel count and dtype, PNG files written by an
+// independent Python encoder (every row filter, palette, 16-bit) read back, damage rejected;
+// JPEGs written by libjpeg directly read back within JPEG's loss, WriteImage's JPEG output, and
+// damaged or truncated JPEGs rejected with an error.
 
 #include "kiln/io/image.h"
 
 #include <gtest/gtest.h>
+#include <jpeglib.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -103,6 +109,115 @@ png('g16.png', w, h, 16, 0, g16, 2)
   }
   EXPECT_TRUE(Throws([&] { io::ReadImage(dir / "rgb.png"); }, {"rgb.png"}));
   EXPECT_TRUE(Throws([&] { io::ReadImage(dir / "missing.png"); }, {"cannot open"}));
+}
+
+// Writes `px` (h x w x c, c = 1 or 3) as a JPEG of `quality` with libjpeg itself.
+void WriteJpegWithLibjpeg(const std::string& path, const std::vector<uint8_t>& px, int h, int w, int c,
+                          int quality) {
+  jpeg_compress_struct cinfo;
+  jpeg_error_mgr err;
+  cinfo.err = jpeg_std_error(&err);
+  jpeg_create_compress(&cinfo);
+  FILE* f = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  jpeg_stdio_dest(&cinfo, f);
+  cinfo.image_width = static_cast<JDIMENSION>(w);
+  cinfo.image_height = static_cast<JDIMENSION>(h);
+  cinfo.input_components = c;
+  cinfo.in_color_space = c == 1 ? JCS_GRAYSCALE : JCS_RGB;
+  jpeg_set_defaults(&cinfo);
+  jpeg_set_quality(&cinfo, quality, TRUE);
+  jpeg_start_compress(&cinfo, TRUE);
+  while (cinfo.next_scanline < cinfo.image_height) {
+    auto* row = const_cast<JSAMPROW>(px.data() + static_cast<size_t>(cinfo.next_scanline * w * c));
+    jpeg_write_scanlines(&cinfo, &row, 1);
+  }
+  jpeg_finish_compress(&cinfo);
+  jpeg_destroy_compress(&cinfo);
+  std::fclose(f);
+}
+
+// A smooth image (JPEG's loss on it is small): gradients per channel, up to 53 x 37.
+std::vector<uint8_t> Smooth(int h, int w, int c) {
+  std::vector<uint8_t> v;
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x)
+      for (int ch = 0; ch < c; ++ch) v.push_back(static_cast<uint8_t>(20 + x * 2 + y + ch * 30));
+  return v;
+}
+
+// Largest and mean absolute difference between two byte images.
+std::pair<int, double> Diff(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+  int worst = 0;
+  double sum = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const int d = std::abs(int{a[i]} - int{b[i]});
+    worst = std::max(worst, d);
+    sum += d;
+  }
+  return {worst, sum / static_cast<double>(a.size())};
+}
+
+TEST(Jpeg, ReadsJpegsWrittenByLibjpeg) {
+  TempDir dir;
+  for (int c : {1, 3}) {
+    SCOPED_TRACE(c);
+    const int h = 37, w = 53;  // Not multiples of the 8x8 (or 16x16) blocks.
+    const std::vector<uint8_t> src = Smooth(h, w, c);
+    WriteJpegWithLibjpeg(dir / "a.jpg", src, h, w, c, 95);
+    Tensor img = io::ReadImage(dir / "a.jpg");
+    ASSERT_EQ(img.shape(), Shape(DType::Uint8, {h, w, c}));
+    const auto [worst, mean] = Diff(img.ToVector<uint8_t>(), src);
+    EXPECT_LE(worst, 12);
+    EXPECT_LT(mean, 1.5);
+  }
+  // The file name's extension does not matter: the content decides.
+  WriteJpegWithLibjpeg(dir / "really_a_jpeg.png", Smooth(8, 8, 3), 8, 8, 3, 90);
+  EXPECT_EQ(io::ReadImage(dir / "really_a_jpeg.png").shape(), Shape(DType::Uint8, {8, 8, 3}));
+}
+
+TEST(Jpeg, WriteImageByExtension) {
+  TempDir dir;
+  const std::vector<uint8_t> src = Smooth(16, 24, 3);
+  std::vector<float> f;
+  for (uint8_t v : src) f.push_back(static_cast<float>(v) / 255.0f);
+  io::WriteImage(dir / "f.JPEG", Tensor::FromFlat(Shape(DType::Float32, {16, 24, 3}), f));
+  Tensor back = io::ReadImage(dir / "f.JPEG");
+  ASSERT_EQ(back.shape(), Shape(DType::Uint8, {16, 24, 3}));
+  EXPECT_LE(Diff(back.ToVector<uint8_t>(), src).first, 12);
+  // Quality matters: a low one loses more, and makes a smaller file.
+  Tensor u8 = Tensor::FromFlat(Shape(DType::Uint8, {16, 24, 3}), src);
+  io::WriteImage(dir / "q95.jpg", u8, 95);
+  io::WriteImage(dir / "q10.jpg", u8, 10);
+  EXPECT_LT(fs::file_size(dir / "q10.jpg"), fs::file_size(dir / "q95.jpg"));
+  EXPECT_GT(Diff(io::ReadImage(dir / "q10.jpg").ToVector<uint8_t>(), src).second,
+            Diff(io::ReadImage(dir / "q95.jpg").ToVector<uint8_t>(), src).second);
+  EXPECT_TRUE(Throws([&] { io::WriteImage(dir / "a.jpg", Pixels(2, 2, 4)); }, {"a.jpg", "1 or 3 channels"}));
+  EXPECT_TRUE(Throws([&] { io::WriteImage(dir / "a.jpg", u8, 0); }, {"a.jpg", "quality 0"}));
+  EXPECT_FALSE(fs::exists(dir / "a.jpg"));
+}
+
+TEST(Jpeg, DamagedOrTruncatedFilesAreErrors) {
+  TempDir dir;
+  WriteJpegWithLibjpeg(dir / "ok.jpg", Smooth(40, 40, 3), 40, 40, 3, 90);
+  std::ifstream in(dir / "ok.jpg", std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  ASSERT_GT(bytes.size(), 400u);
+  auto write = [&](const std::string& name, const std::string& content) {
+    std::ofstream(dir / name, std::ios::binary) << content;
+    return dir / name;
+  };
+  for (size_t keep : {size_t{3}, size_t{20}, size_t{200}, bytes.size() / 2, bytes.size() - 2}) {
+    SCOPED_TRACE(keep);
+    const std::string path = write("cut.jpg", bytes.substr(0, keep));
+    EXPECT_TRUE(Throws([&] { io::ReadImage(path); }, {"cut.jpg", "JPEG"}));
+  }
+  std::string zeroed = bytes;
+  std::fill(zeroed.begin() + 4, zeroed.begin() + 60, '\0');  // The header's first segments wiped out.
+  const std::string path = write("zeroed.jpg", zeroed);
+  EXPECT_TRUE(Throws([&] { io::ReadImage(path); }, {"zeroed.jpg", "damaged JPEG"}));
+  EXPECT_TRUE(
+      Throws([&] { io::ReadImage(write("text.jpg", "hello")); }, {"text.jpg", "neither a PNG nor a JPEG"}));
 }
 
 }  // namespace
