@@ -4,6 +4,15 @@
 //
 //   fashion_mnist [--model=cnn|mlp] [--epochs=5] [--steps=N] [--batch=128] [--lr=0.001]
 //                 [--ckpt=DIR] [--backend=cpu] [--set="k=v;k2=v2"] [--data=DIR] [--plot=FILE]
+//                 [--seed=42] [--ckpt_every=N] [--accumulate=1] [--eval_every=N]
+//
+// --seed seeds both the variables' initialisation (the store's random state) and the order in
+// which the training set is shuffled. With --ckpt, a checkpoint is saved every --ckpt_every steps
+// (default: half an epoch) and at the end; a run started again with the same folder resumes from
+// the newest one and skips the batches already trained on, so it sees the data an uninterrupted
+// run would. --accumulate=N applies the optimizer every N batches to their mean gradient. The
+// plot gets an evaluation on the test set every --eval_every steps (default: every epoch, or
+// halfway through a shorter run; 0: only the final evaluation).
 
 #include <kiln/kiln.h>
 
@@ -24,6 +33,10 @@ struct Flags {
   int epochs = 5;
   int64_t steps = 0, batch = 0;
   double lr = 1e-3;
+  uint64_t seed = 42;
+  int64_t ckpt_every = 0;
+  int accumulate = 1;
+  int64_t eval_every = -1;
 };
 
 Flags Parse(int argc, char** argv) {
@@ -52,9 +65,19 @@ Flags Parse(int argc, char** argv) {
       f.data = value;
     else if (key == "--plot")
       f.plot = value;
+    else if (key == "--seed")
+      f.seed = std::stoull(value);
+    else if (key == "--ckpt_every")
+      f.ckpt_every = std::stoll(value);
+    else if (key == "--accumulate")
+      f.accumulate = std::stoi(value);
+    else if (key == "--eval_every")
+      f.eval_every = std::stoll(value);
     else {
-      std::cerr << "unknown flag " << a
-                << " (valid: --model --epochs --steps --batch --lr --ckpt --backend --set --data --plot)\n";
+      std::cerr
+          << "unknown flag " << a
+          << " (valid: --model --epochs --steps --batch --lr --ckpt --backend --set --data --plot --seed"
+          << " --ckpt_every --accumulate --eval_every)\n";
       std::exit(2);
     }
   }
@@ -95,13 +118,14 @@ int main(int argc, char** argv) {
     compute::BackendPtr backend =
         flags.backend.empty() ? compute::New() : compute::NewWithConfig(flags.backend);
     model::Store store;
+    store.SetRNGStateFromSeed(flags.seed);
     store.SetParam("optimizer", "adam");
     store.SetParam("learning_rate", flags.lr);
     if (!flags.set.empty()) model::ParseSettings(store, flags.set);
     const int64_t batch = flags.batch > 0 ? flags.batch : (flags.model == "cnn" ? 128 : 256);
 
     auto train_ds = data::FashionMnist(backend, flags.data, data::Split::Train);
-    train_ds->BatchSize(batch, true).Shuffle().Infinite(true);
+    train_ds->BatchSize(batch, true).Shuffle(flags.seed).Infinite(true);
     auto test_ds = data::FashionMnist(backend, flags.data, data::Split::Test);
     test_ds->BatchSize(1000, false);
 
@@ -110,23 +134,39 @@ int main(int argc, char** argv) {
         losses::SparseCategoricalCrossEntropyLogits, optimizers::FromStore(store),
         {metrics::NewMovingAverageSparseCategoricalAccuracy("Moving Average Accuracy", "~acc", 0.01)},
         {metrics::NewSparseCategoricalAccuracy("Mean Accuracy", "#acc")});
+    trainer.AccumulateGradients(flags.accumulate);
     train::Loop loop(trainer);
     commandline::AttachProgressBar(loop);
     const int64_t steps_per_epoch = train_ds->NumExamples() / batch;
     const int64_t total = flags.steps > 0 ? flags.steps : steps_per_epoch * flags.epochs;
     plots::Options plot;
-    plot.eval_datasets = {test_ds};
-    plot.eval_every = std::max<int64_t>(1, std::min(steps_per_epoch, total / 2));
+    if (flags.eval_every != 0) {
+      plot.eval_datasets = {test_ds};
+      plot.eval_every = flags.eval_every > 0 ? flags.eval_every
+                                             : std::max<int64_t>(1, std::min(steps_per_epoch, total / 2));
+    }
     plots::AttachToLoop(loop, flags.plot, plot);
 
     std::unique_ptr<checkpoint::Handler> ckpt;
     if (!flags.ckpt.empty()) {
       ckpt = std::make_unique<checkpoint::Handler>(checkpoint::Build(store).Dir(flags.ckpt).Keep(3).Done());
-      train::EveryNSteps(loop, std::max<int64_t>(1, steps_per_epoch / 2), "checkpoint", 100,
+      const int64_t every =
+          flags.ckpt_every > 0 ? flags.ckpt_every : std::max<int64_t>(1, steps_per_epoch / 2);
+      train::EveryNSteps(loop, every, "checkpoint", 100,
                          [&](train::Loop&, const std::vector<Tensor>&) { ckpt->Save(); });
     }
     std::cout << "training the " << flags.model << " for " << total << " steps of " << batch << " on "
-              << backend->Description() << "\n";
+              << backend->Description() << ", seed " << flags.seed << "\n";
+    const int64_t resumed = store.GlobalStep().Value().Item<int64_t>();
+    if (ckpt && resumed > 0) {
+      // The batches before the checkpoint's step were trained on: skip them, so the run goes on
+      // with the data an uninterrupted run would see next.
+      std::cout << "resuming from " << ckpt->ListCheckpoints().back() << " at global step " << resumed
+                << "\n";
+      std::any spec;
+      std::vector<Tensor> inputs, labels;
+      for (int64_t i = 0; i < resumed; ++i) train_ds->Yield(spec, inputs, labels);
+    }
     loop.RunToGlobalStep(train_ds, total);
     if (ckpt) ckpt->Save();
     std::vector<Tensor> results = trainer.Eval(test_ds);

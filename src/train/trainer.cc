@@ -46,6 +46,8 @@ struct Trainer::State {
   std::unique_ptr<model::Exec> train_exec, eval_exec;
   size_t num_inputs = 0;  // Of the current call: inputs first, then labels, in the exec's nodes.
   std::any spec;
+  int accumulate = 1;    // TrainSteps per optimizer update.
+  bool started = false;  // A TrainStep has run (the training graph may be compiled).
   std::vector<std::function<void(const data::DatasetPtr&, const std::vector<Tensor>&)>> on_eval;
 
   /// The model, the loss and the added terms: {loss, predictions...}.
@@ -83,12 +85,59 @@ struct Trainer::State {
     std::vector<Node> grads = graph::Gradient(l, values);
     model::Variable step_var = store.GlobalStep();
     Node step = step_var.NodeValue(g);
-    optimizer->UpdateGraph(scope, vars, grads, step);
+    if (accumulate > 1)
+      AccumulatedUpdate(scope, vars, grads, step);
+    else
+      optimizer->UpdateGraph(scope, vars, grads, step);
     step_var.SetNodeValue(step + int64_t{1});
     Node l32 = graph::ConvertDType(l, DType::Float32);
     std::vector<Node> out = {l32, moving_loss->UpdateGraph(scope, {l32}, {l32})};
     for (const metrics::Metric& m : train_metrics) out.push_back(m->UpdateGraph(scope, labels, preds));
     return out;
+  }
+
+  /// Gradient accumulation: adds `grads` into the accumulator variables and, on every
+  /// `accumulate`-th global step, applies the optimizer to their mean. The optimizer's graph is
+  /// built unconditionally; each variable it sets (weights and its own state) takes the new value
+  /// only on an update step, and keeps its value otherwise.
+  void AccumulatedUpdate(model::Scope scope, const std::vector<model::Variable>& vars,
+                         const std::vector<Node>& grads, Node step) {
+    graph::Graph& g = step.graph();
+    const int64_t n = accumulate;
+    Node apply = graph::Equal(graph::ModScalar(step, n), graph::ScalarLike(step, n - 1));
+    model::Initializer zeros = [](graph::Graph& gr, Node&, const Shape& shape) {
+      return graph::Zeros(gr, shape);
+    };
+    std::vector<Node> means;
+    std::vector<std::pair<model::Variable, Node>> sums;
+    for (size_t i = 0; i < vars.size(); ++i) {
+      model::Scope at(store, "/#accumulated_gradients" + vars[i].Path(), &g, zeros);
+      model::Variable acc = at.VariableWithShape("sum", vars[i].shape());
+      acc.SetTrainable(false);
+      Node sum = acc.NodeValue(g) + grads[i];
+      sums.emplace_back(acc, sum);
+      means.push_back(graph::DivScalar(sum, static_cast<double>(n)));
+    }
+    // What each variable holds before the optimizer's update, to keep it on other steps.
+    model::detail::GraphState& st = model::detail::StateOf(g);
+    std::vector<std::pair<const void*, Node>> before;
+    for (const auto& [v, node] : st.updates) before.emplace_back(v.get(), node);
+    optimizer->UpdateGraph(scope, vars, means, graph::DivScalar(step, n));
+    for (auto& [v, node] : st.updates) {
+      Node old;
+      for (const auto& [p, b] : before)
+        if (p == v.get()) old = b;
+      for (size_t i = 0; !old.Ok() && i < st.inputs.size(); ++i)  // Not set before: its input.
+        if (st.inputs[i] == v) old = st.input_nodes[i];
+      if (!old.Ok())
+        kiln::detail::Throw(
+            "Trainer: the optimizer set variable \"{}\" without reading it; gradient "
+            "accumulation cannot keep its value between updates",
+            v->path);
+      if (old.id() == node.id()) continue;  // Not changed by the optimizer.
+      node = graph::Where(apply, node, old);
+    }
+    for (auto& [acc, sum] : sums) acc.SetNodeValue(graph::Where(apply, graph::ZerosLike(sum), sum));
   }
 
   std::vector<Node> EvalGraph(model::Scope scope, const std::vector<Node>& nodes) {
@@ -143,10 +192,25 @@ Trainer::Trainer(compute::BackendPtr backend, model::Store store, ModelFn model,
 
 Trainer::~Trainer() = default;
 
+Trainer& Trainer::AccumulateGradients(int n) {
+  if (n < 1) kiln::detail::Throw("Trainer::AccumulateGradients: n = {} must be at least 1", n);
+  if (state_->started && n != state_->accumulate) {
+    kiln::detail::Throw(
+        "Trainer::AccumulateGradients({}): training has started (accumulating {}); set it before the first "
+        "TrainStep",
+        n, state_->accumulate);
+  }
+  state_->accumulate = n;
+  return *this;
+}
+
+int Trainer::AccumulatedSteps() const { return state_->accumulate; }
+
 std::vector<Tensor> Trainer::TrainStep(const std::any& spec, const std::vector<Tensor>& inputs,
                                        const std::vector<Tensor>& labels) {
   State& s = *state_;
   if (inputs.empty()) kiln::detail::Throw("Trainer::TrainStep: no inputs");
+  s.started = true;
   s.spec = spec;
   s.num_inputs = inputs.size();
   std::vector<Tensor> all;

@@ -41,6 +41,18 @@ class Trainer {
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
+  /// Accumulates the gradients of `n` consecutive TrainSteps before each optimizer update (to
+  /// train with an effective batch `n` times larger than fits in memory). Each TrainStep adds
+  /// its gradients into non-trainable variables "/#accumulated_gradients/<variable path>/sum";
+  /// every n-th step the optimizer applies their mean and the sums restart at zero. The global
+  /// step still counts TrainSteps (batches), so loops, callbacks and checkpoints keep their
+  /// meaning; the optimizer (Adam's bias correction, learning-rate schedules) is given the
+  /// number of updates applied so far, global step / n. n = 1 is plain training. A kiln::Error
+  /// for n < 1, or for a new n once training has started.
+  Trainer& AccumulateGradients(int n);
+  /// The `n` of AccumulateGradients (1 by default).
+  int AccumulatedSteps() const;
+
   /// One training step on a batch: returns [batch loss, moving-average loss, each train metric]
   /// as Float32 scalars. The batch's tensors are donated to the step (the caller's handles are
   /// no longer Ok() afterwards).
