@@ -14,5 +14,7 @@ void RegisterElementwiseCases();
 void RegisterTinyCases();
 /// train/..., infer/..., compile/..., memory/... of the MLP and the CNN; limit/fma_peak.
 void RegisterModelCases();
+void RegisterTrainerCases();
+void RegisterInteropCases();
 
 }  // namespace kiln::bench

@@ -1,7 +1,8 @@
 // Elementwise cases over 16M float32: the fixed chain exp(relu(x*2+1))*0.5 - x, two random
 // chains (fixed seeds; each with an [N,1]+[1,M] broadcast and a round trip through a half
 // type), and the hand-fused loop of the fixed chain (the physical limit). GB/s counts one read
-// of the big input and one write of the result.
+// of the big input and one write of the result. Also: the fixed chain at small sizes (the
+// threading gate) and two row reductions of elementwise chains (reduction fusion).
 
 #include <string>
 #include <vector>
@@ -120,6 +121,31 @@ void HandFusedCase(benchmark::State& state) {
   SetRate(state, "bytes/s", 2.0 * 4 * kElements);
 }
 
+// The fixed chain at small sizes: where the threading gate switches (compare with
+// --backend=cpu:threads=1).
+void SizeSweepCase(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  Tensor x = UniformTensor(31, {n}, -2, 2);
+  auto exec = graph::NewExec(Backend(), [](graph::Node v) {
+    return graph::Exp(graph::MaxScalar(v * 2.0F + 1.0F, 0.0F)) * 0.5F - v;
+  });
+  exec.Call1(x);
+  for (auto _ : state) benchmark::DoNotOptimize(exec.Call1(x));
+  SetRate(state, "bytes/s", 2.0 * 4 * static_cast<double>(n));
+}
+
+// Reductions of elementwise chains over the rows of [4096, 4096] (fused: the chain is computed
+// inside the reduction): sum(x*x) and log-sum-exp. GB/s counts one read of the input.
+void RowReductionCase(benchmark::State& state, bool logsumexp) {
+  Tensor x = UniformTensor(32, {kRows, kCols}, -2, 2);
+  auto exec = graph::NewExec(Backend(), [logsumexp](graph::Node v) {
+    return logsumexp ? graph::ReduceLogSumExp(v, {1}) : graph::ReduceSum(v * v, {1});
+  });
+  exec.Call1(x);
+  for (auto _ : state) benchmark::DoNotOptimize(exec.Call1(x));
+  SetRate(state, "bytes/s", 4.0 * kRows * kCols);
+}
+
 }  // namespace
 
 // The three chains and the limit.
@@ -133,6 +159,17 @@ void RegisterElementwiseCases() {
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
   }
+  benchmark::RegisterBenchmark("elementwise/size_sweep", SizeSweepCase)
+      ->RangeMultiplier(4)
+      ->Range(4096, 1 << 20)
+      ->UseRealTime()
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("reduce/sum_squares_rows", RowReductionCase, false)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("reduce/logsumexp_rows", RowReductionCase, true)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("limit/handfused_chain", HandFusedCase)
       ->UseRealTime()
       ->Unit(benchmark::kMillisecond);

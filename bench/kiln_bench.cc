@@ -27,6 +27,8 @@ int main(int argc, char** argv) {
   kiln::bench::RegisterElementwiseCases();
   kiln::bench::RegisterTinyCases();
   kiln::bench::RegisterModelCases();
+  kiln::bench::RegisterTrainerCases();
+  kiln::bench::RegisterInteropCases();
   benchmark::AddCustomContext("kiln_backend", kiln::bench::Backend()->Description());
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -14,11 +14,6 @@
 namespace kiln::bench {
 namespace {
 
-constexpr int kClasses = 10;
-
-// Batch size of a model's training step.
-int64_t TrainBatch(Model model) { return model == Model::kMlp ? 256 : 128; }
-
 // The weights, Adam state and a fixed batch of one training run.
 struct Trainer {
   Model model;
@@ -34,9 +29,7 @@ struct Trainer {
     for (int copy = 0; copy < 2; ++copy)
       for (const Tensor& p : params) state.push_back(Tensor::FromShape(p.shape()));
     state.push_back(Tensor::FromScalar(0.0F));
-    const bool mlp = model == Model::kMlp;
-    x = InputBatch(model, TrainBatch(model), mlp ? 1 : 3);
-    labels = LabelTensor(mlp ? 2 : 4, TrainBatch(model), kClasses);
+    TrainData(model, x, labels);
   }
 
   // One step: weights and Adam state donated, replaced by the outputs; returns the loss.
@@ -63,13 +56,6 @@ struct Trainer {
     return shapes;
   }
 };
-
-// Training FLOPs per example: forward, weight gradients, and input gradients of every layer
-// but the first.
-double TrainFlops(Model model) {
-  const double first = model == Model::kMlp ? 2.0 * 784 * 512 : 2.0 * 28 * 28 * 32 * 25;
-  return 3 * ForwardFlops(model) - first;
-}
 
 // Examples per second of the training step.
 void TrainCase(benchmark::State& state, Model model) {

@@ -48,6 +48,16 @@ Tensor InputBatch(Model model, int64_t batch, uint64_t seed) {
   return UniformTensor(seed, dims, 0.0F, 1.0F);
 }
 
+// 256 for the MLP, 128 for the CNN.
+int64_t TrainBatch(Model model) { return model == Model::kMlp ? 256 : 128; }
+
+// Seeds 1 and 2 for the MLP, 3 and 4 for the CNN (torch_bench.py uses the same).
+void TrainData(Model model, Tensor& x, Tensor& labels) {
+  const bool mlp = model == Model::kMlp;
+  x = InputBatch(model, TrainBatch(model), mlp ? 1 : 3);
+  labels = LabelTensor(mlp ? 2 : 4, TrainBatch(model), 10);
+}
+
 namespace {
 
 // x·w + b, b broadcast over the batch.
@@ -141,6 +151,12 @@ graph::GraphFn InferenceFn(Model model) {
 double ForwardFlops(Model model) {
   if (model == Model::kMlp) return 2.0 * (784 * 512 + 512 * 512 + 512 * 10);
   return 2.0 * (28 * 28 * 32 * 25 * 1 + 14 * 14 * 64 * 25 * 32 + 3136 * 512 + 512 * 10);
+}
+
+// Every layer's input gradient is needed except the first's (its input is the data).
+double TrainFlops(Model model) {
+  const double first = model == Model::kMlp ? 2.0 * 784 * 512 : 2.0 * 28 * 28 * 32 * 25;
+  return 3 * ForwardFlops(model) - first;
 }
 
 }  // namespace kiln::bench

@@ -30,6 +30,10 @@ std::vector<Tensor> InitParams(Model model);
 std::vector<int64_t> ExampleDims(Model model);
 /// A batch of inputs (uniform [0, 1), seed `seed`) with `batch` examples.
 Tensor InputBatch(Model model, int64_t batch, uint64_t seed);
+/// Batch size of a model's training step (256 for the MLP, 128 for the CNN).
+int64_t TrainBatch(Model model);
+/// The fixed batch every training case steps on: inputs and Int32 labels.
+void TrainData(Model model, Tensor& x, Tensor& labels);
 
 /// The logits [batch, 10] of `model` for input `x`.
 graph::Node Logits(Model model, const std::vector<graph::Node>& params, graph::Node x);
@@ -49,5 +53,8 @@ graph::GraphFn InferenceFn(Model model);
 
 /// FLOPs of one example's forward pass (multiply-adds count two).
 double ForwardFlops(Model model);
+/// Training FLOPs per example: forward, weight gradients, and input gradients of every layer
+/// but the first.
+double TrainFlops(Model model);
 
 }  // namespace kiln::bench

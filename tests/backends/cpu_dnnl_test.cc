@@ -191,6 +191,40 @@ TEST(CpuDnnl, MatmulForms) {
   }
 }
 
+TEST(CpuDnnl, MatmulPathsByShape) {
+  std::mt19937 rng(13);
+  const auto f32 = [](std::vector<int64_t> d) { return Shape(DType::Float32, std::move(d)); };
+  OpAttributes lhs_t;  // xᵀ·g: contracting the batch axis of both (a weight gradient).
+  lhs_t.lhs_contracting = {0};
+  lhs_t.rhs_contracting = {0};
+  // A narrow weight gradient (a 10-output layer) goes through sgemm.
+  std::string name =
+      CheckOp(OpType::DotGeneral, f32({256, 512}), f32({256, 10}), lhs_t, 256, rng, "dW 512x10");
+  EXPECT_EQ(name.rfind("dnnl.sgemm", 0), 0u) << name;
+  // So does one with few rows, and one with a transposed right side.
+  name = CheckOp(OpType::DotGeneral, f32({40, 7}), f32({40, 33}), lhs_t, 40, rng, "dW 7x33");
+  EXPECT_EQ(name.rfind("dnnl.sgemm", 0), 0u) << name;
+  OpAttributes both_t;
+  both_t.lhs_contracting = {0};
+  both_t.rhs_contracting = {1};
+  name = CheckOp(OpType::DotGeneral, f32({30, 50}), f32({9, 30}), both_t, 30, rng, "both transposed");
+  EXPECT_EQ(name.rfind("dnnl.sgemm", 0), 0u) << name;
+  // A wide one stays with the primitive.
+  name = CheckOp(OpType::DotGeneral, f32({64, 100}), f32({64, 80}), lhs_t, 64, rng, "dW 100x80");
+  EXPECT_EQ(name.rfind("dnnl.matmul[", 0), 0u) << name;
+  // Small products run on the calling thread, large ones on the team (Cpu() has two threads).
+  OpAttributes plain;
+  plain.lhs_contracting = {1};
+  plain.rhs_contracting = {0};
+  name = CheckOp(OpType::DotGeneral, f32({32, 128}), f32({128, 128}), plain, 128, rng, "32x128x128");
+  EXPECT_NE(name.find("(1 thread)"), std::string::npos) << name;
+  name = CheckOp(OpType::DotGeneral, f32({64, 128}), f32({128, 128}), plain, 128, rng, "64x128x128");
+  EXPECT_EQ(name.find("(1 thread)"), std::string::npos) << name;
+  // Large operands keep the team even for few multiply-adds (bandwidth bound).
+  name = CheckOp(OpType::DotGeneral, f32({1, 512}), f32({512, 512}), plain, 512, rng, "1x512x512");
+  EXPECT_EQ(name.find("(1 thread)"), std::string::npos) << name;
+}
+
 /// A random convolution: forward (possibly cropped) or input-dilated with unit strides.
 struct ConvCase {
   Shape x, k;

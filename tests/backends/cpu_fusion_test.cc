@@ -393,6 +393,187 @@ TEST(CpuFusion, BoolResultsAndConversions) {
   for (const char* config : kConfigs) ExpectMatchesRef(config, fn, {a, b}, 0);
 }
 
+// ---- Broadcast patterns, conversions and threads (the row view of the result) --------------------
+
+TEST(CpuFusion, BroadcastPatternsMatchRef) {
+  // Rows long enough for the row view (contiguous, per-row constant and constant inputs) and
+  // short ones (the flat view, strided gathers), a middle-axis broadcast, a transposed input.
+  struct Case {
+    std::vector<int64_t> x, y;
+  };
+  const Case cases[] = {{{70, 300}, {70, 1}},       {{70, 300}, {1, 300}}, {{3, 70, 130}, {3, 1, 130}},
+                        {{3, 70, 130}, {1, 70, 1}}, {{200, 5}, {200, 1}},  {{200, 5}, {1, 5}},
+                        {{4, 5, 6}, {4, 1, 6}},     {{1000}, {1}}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(fmt::format("[{}] with [{}]", fmt::join(c.x, ","), fmt::join(c.y, ",")));
+    const Tensor x = Random(c.x, -2, 2, 20), y = Random(c.y, -2, 2, 21);
+    auto fn = [](Graph&, const std::vector<Node>& p) {
+      return std::vector<Node>{graph::Tanh(p[0] * p[1] + 0.5f) - p[1], graph::Max(p[0], p[1] * 2.0f)};
+    };
+    for (const char* config : kConfigs) ExpectMatchesRef(config, fn, {x, y}, 4, 1e-6);
+  }
+  // [N, M] from a transposed [M, N] input: no axis is contiguous, every piece gathers.
+  const Tensor a = Random({90, 80}, -2, 2, 22), b = Random({80, 90}, -2, 2, 23);
+  auto fn = [](Graph&, const std::vector<Node>& p) {
+    return std::vector<Node>{graph::Exp(p[0] - graph::Transpose(p[1], 0, 1)) * 0.5f};
+  };
+  for (const char* config : kConfigs) ExpectMatchesRef(config, fn, {a, b}, 2, 1e-6);
+}
+
+TEST(CpuFusion, HalfInputsAndOutputsConvertInTheKernel) {
+  // Half-typed parameters read through the SIMD conversions, half results written by them,
+  // over row and flat views (and SIMD tails: 1000 and 77 are no multiples of the lanes).
+  for (DType half : {DType::Float16, DType::BFloat16}) {
+    for (const std::vector<int64_t>& dims : {std::vector<int64_t>{1000}, std::vector<int64_t>{77, 130}}) {
+      SCOPED_TRACE(fmt::format("{} [{}]", DTypeName(half), fmt::join(dims, ",")));
+      const Tensor x = Random(dims, -3, 3, 24), y = Random(dims, -3, 3, 25);
+      auto fn = [half](Graph&, const std::vector<Node>& p) {
+        Node hx = graph::ConvertDType(p[0], half), hy = graph::ConvertDType(p[1], half);
+        // Through a barrier, so that the groups below read half-typed values.
+        const std::vector<Node> held = graph::OptimizationBarrier({hx, hy});
+        Node a = held[0], b = held[1];
+        return std::vector<Node>{a * b + a, graph::ConvertDType(a - b * 0.5f, DType::Float32),
+                                 graph::ConvertDType(p[0] * 3.0f, half)};
+      };
+      for (const char* config : kConfigs) ExpectMatchesRef(config, fn, {x, y}, 0);
+    }
+  }
+}
+
+TEST(CpuFusion, ThreadsGiveTheSameBits) {
+  // Above the threading threshold (and below it) the team splits pieces, never values.
+  for (int64_t n : {int64_t{1000}, int64_t{400000}}) {
+    const Tensor x = Random({n / 100, 100}, -4, 4, 26), c = Random({n / 100, 1}, -1, 1, 27);
+    auto fn = [](Graph&, const std::vector<Node>& p) {
+      Node v = graph::Exp(graph::Tanh(p[0]) - p[1]) * p[0];
+      return std::vector<Node>{v, graph::ReduceSum(v, {1}), graph::ReduceMax(v, {0}), graph::ReduceAllSum(v)};
+    };
+    graph::Exec one(Backend("cpu:threads=1"), fn, 2), two(Backend("cpu:threads=2"), fn, 2);
+    const std::vector<Tensor> a = one.Call({x, c}), b = two.Call({x, c});
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(MaxUlps(a[i], b[i]), 0) << "n " << n << " output " << i;
+  }
+}
+
+// ---- Fused reductions ----------------------------------------------------------------------------
+
+TEST(CpuFusion, ReductionTakesItsElementwiseOperand) {
+  std::string report;
+  const compute::cpu::Module m =
+      Fused([](Graph&,
+               const std::vector<Node>& p) { return std::vector<Node>{graph::ReduceSum(p[0] * p[0], {1})}; },
+            {Shape(DType::Float32, {8, 300})}, &report);
+  // One node: sum(x*x) computed in the reduction; x*x never written.
+  ASSERT_EQ(m.nodes.size(), 2u) << m.ToString() << report;
+  const compute::cpu::Node& node = m.nodes[1];
+  ASSERT_NE(node.fused, nullptr);
+  EXPECT_EQ(node.inst.op, compute::OpType::ReduceSum);
+  EXPECT_EQ(node.inst.shape, Shape(DType::Float32, {8}));
+  EXPECT_EQ(node.fused->out_dims, (std::vector<int64_t>{8, 300}));
+  EXPECT_NE(report.find("1 into reductions"), std::string::npos) << report;
+  EXPECT_NE(report.find("ReduceSum{axes=[1]} of [Mul]"), std::string::npos) << report;
+}
+
+TEST(CpuFusion, LogSumExpFusesItsExponentials) {
+  // log(sum(exp(x - max))) + max: the max is a reduction of a parameter, the exp chain (with
+  // the max broadcast back along the rows) is computed inside the sum.
+  std::string report;
+  const compute::cpu::Module m = Fused(
+      [](Graph&, const std::vector<Node>& p) { return std::vector<Node>{graph::ReduceLogSumExp(p[0], {1})}; },
+      {Shape(DType::Float32, {16, 100})}, &report);
+  int reductions = 0;
+  for (const compute::cpu::Node& node : m.nodes) {
+    if (!node.fused || compute::GetOpCategory(node.inst.op) != compute::OpCategory::Reduce) continue;
+    ++reductions;
+    if (node.inst.op == compute::OpType::ReduceSum) {
+      const std::vector<compute::OpType>& ops = node.fused->ops;
+      EXPECT_NE(std::find(ops.begin(), ops.end(), compute::OpType::Exp), ops.end()) << report;
+    }
+  }
+  EXPECT_EQ(reductions, 2) << m.ToString() << report;
+}
+
+TEST(CpuFusion, FusionOffKeepsReductionsApart) {
+  // The dump of cpu:fusion=false shows no fused node; with fusion the reduction's kernel is
+  // the fused one.
+  auto fn = [](Graph&, const std::vector<Node>& p) {
+    return std::vector<Node>{graph::ReduceMax(p[0] * 2.0f, {0})};
+  };
+  const Tensor x = Random({30, 70}, -1, 1, 28);
+  for (const char* config : {"cpu", "cpu:fusion=false"}) {
+    setenv("KILN_CPU_DUMP", "1", 1);
+    compute::BackendPtr backend = Backend(config);
+    unsetenv("KILN_CPU_DUMP");
+    graph::Exec exec(backend, fn, 1);
+    ::testing::internal::CaptureStderr();
+    exec.Call({x});
+    const std::string dump = ::testing::internal::GetCapturedStderr();
+    const bool fused = std::string(config) == "cpu";
+    EXPECT_EQ(dump.find("]+ReduceMax") != std::string::npos, fused) << dump;
+    EXPECT_EQ(dump.find("Fused:") != std::string::npos, fused) << dump;
+  }
+}
+
+/// Reductions of an elementwise chain over every [O, R, I] form: rows (R contiguous), long and
+/// short kept inner axes, the middle axis, everything, empty axes and empty shapes.
+struct ReduceCase {
+  std::vector<int64_t> dims;
+  std::vector<int> axes;
+};
+const ReduceCase kReduceCases[] = {{{37, 1000}, {1}}, {{37, 1000}, {0}},    {{5, 7, 300}, {1}},
+                                   {{300, 3}, {0}},   {{6, 40, 9}, {0, 1}}, {{6, 40, 9}, {1, 2}},
+                                   {{50000}, {0}},    {{3, 1, 70}, {1}},    {{2, 3}, {}},
+                                   {{0, 5}, {0}},     {{4, 0, 3}, {1}},     {{70000, 2}, {1}}};
+
+TEST(CpuFusion, FusedReductionsMatchRef) {
+  for (const ReduceCase& c : kReduceCases) {
+    SCOPED_TRACE(fmt::format("[{}] over [{}]", fmt::join(c.dims, ","), fmt::join(c.axes, ",")));
+    const Tensor x = Random(c.dims, -2, 2, 30);
+    std::vector<int64_t> col_dims = c.dims;
+    if (!col_dims.empty()) col_dims.back() = 1;
+    const Tensor col = Random(col_dims, -1, 1, 31);
+    const std::vector<int> axes = c.axes;
+    auto fn = [axes](Graph&, const std::vector<Node>& p) {
+      Node e = graph::Exp(graph::Tanh(p[0]) - p[1]) * p[0];
+      return std::vector<Node>{graph::ReduceSum(p[0] * p[0], axes), graph::ReduceSum(e, axes),
+                               graph::ReduceMax(e, axes), graph::ReduceMin(p[0] - p[1], axes),
+                               graph::ReduceMax(p[0], axes)};
+    };
+    // Sums of many float32 terms: the SIMD forms differ from std:: by ulps per term and add in
+    // another order (in double); the scalar form adds like ref.
+    ExpectMatchesRef("cpu", fn, {x, col}, 4, 1e-6);
+    ExpectMatchesRef("cpu:threads=2", fn, {x, col}, 4, 1e-6);
+    ExpectMatchesRef("cpu:fusion=false", fn, {x, col}, 4, 1e-6);
+  }
+}
+
+TEST(CpuFusion, ExactFusedReductionsMatchRefBitForBit) {
+  // Exact programs in the scalar form: sums in double in ref's order, max and min exactly.
+  for (const ReduceCase& c : kReduceCases) {
+    SCOPED_TRACE(fmt::format("[{}] over [{}]", fmt::join(c.dims, ","), fmt::join(c.axes, ",")));
+    const Tensor x = Random(c.dims, -2, 2, 32);
+    const std::vector<int> axes = c.axes;
+    auto fn = [axes](Graph&, const std::vector<Node>& p) {
+      return std::vector<Node>{graph::ReduceSum(p[0] * p[0] - 1.0f, axes),
+                               graph::ReduceMax(graph::Abs(p[0]) * 3.0f, axes),
+                               graph::ReduceMin(p[0] * 0.5f, axes)};
+    };
+    ExpectMatchesRef("cpu:simd=scalar", fn, {x}, 0);
+  }
+}
+
+TEST(CpuFusion, FusedReductionsFollowRefOnSpecialValues) {
+  // NaN propagates through max and min and sums; infinities; zeros of both signs.
+  const Tensor x = Tensor::FromValue(std::vector<std::vector<float>>{
+      {1, kNaN, 3, 4}, {-0.0f, 0.0f, -0.0f, -0.0f}, {kInf, 1, 2, 3}, {-kInf, kInf, 0, 1}, {-1, -2, -3, -4}});
+  auto fn = [](Graph&, const std::vector<Node>& p) {
+    Node v = p[0] * 1.0f + 0.0f;
+    return std::vector<Node>{graph::ReduceMax(v * 2.0f, {1}), graph::ReduceMin(v * 2.0f, {1}),
+                             graph::ReduceSum(v * 2.0f, {1}), graph::ReduceMax(v * 2.0f, {0})};
+  };
+  for (const char* config : kConfigs) ExpectMatchesRef(config, fn, {x}, 0);
+}
+
 // ---- Ulp sweeps of the SIMD transcendentals -----------------------------------------------------
 
 /// The ulp distance of two floats (0 when both are NaN; zeros of different signs are far apart).

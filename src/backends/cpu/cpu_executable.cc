@@ -77,7 +77,10 @@ class CpuExecutable final : public Executable {
     EliminateDeadCode(m);
     std::string fusion;
     if (backend_->options().fusion) {
-      fusion = FuseElementwise(m, backend_->options());
+      // Epilogues first: the elementwise pass would otherwise take the bias and activation.
+      fusion = FuseEpilogues(m);
+      EliminateDeadCode(m);
+      fusion += FuseElementwise(m, backend_->options());
       EliminateDeadCode(m);
     }
     Build(m);

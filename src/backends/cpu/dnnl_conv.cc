@@ -11,7 +11,8 @@
 // diff_dst, result as diff_weights; strides and dilations trade places). Batch groups and other
 // forms stay with the reference kernel. oneDNN first gets the user's data layouts (weights in
 // its own layout); when that only finds the reference implementation, it picks every layout and
-// the kernel reorders in and out per call.
+// the kernel reorders in and out per call. A forward convolution takes a contraction epilogue
+// (epilogue.cc): the bias as oneDNN's bias argument, Logistic as a post-op, Relu as a loop.
 
 #include <algorithm>
 #include <cstring>
@@ -52,6 +53,9 @@ struct ConvPlan {
   bool zero_output = false;
   int64_t output_bytes = 0;
   int threads = 1;
+  /// Forward convolutions only: the bias (operand 2) and the activation post-op.
+  Epilogue epilogue;
+  memory::desc bias;
 };
 
 /// The oneDNN-side description of the convolution before layouts are chosen.
@@ -221,11 +225,17 @@ bool MapBackwardWeights(const OpAttributes& at, const Shape& x, const Shape& k, 
 
 /// The primitive descriptor for the mapping with the given layouts (user strided or any).
 dnnl::primitive_desc Describe(const ConvShape& cs, const memory::desc& in, const memory::desc& w,
-                              const memory::desc& out) {
+                              const memory::desc& out, const ConvPlan& plan) {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const auto algo = dnnl::algorithm::convolution_direct;
   if (cs.kind == ConvKind::Forward) {
+    attr.set_post_ops(ActivationPostOps(plan.epilogue));
+    if (plan.epilogue.bias) {
+      dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, algo, in, w, plan.bias, out,
+                                        cs.strides, cs.dilates, cs.pad_low, cs.pad_high);
+      return dnnl::convolution_forward::primitive_desc(d, attr, Engine());
+    }
     dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, algo, in, w, out, cs.strides,
                                       cs.dilates, cs.pad_low, cs.pad_high);
     return dnnl::convolution_forward::primitive_desc(d, attr, Engine());
@@ -300,6 +310,7 @@ void RunConv(const ConvPlan& p, ref::Operands in, uint8_t* out) {
   std::unordered_map<int, memory> args{{p.input.arg, Wrap(p.input.primitive, x_ready)},
                                        {p.weights.arg, Wrap(p.weights.primitive, w_ready)},
                                        {p.output.arg, Wrap(p.output.primitive, y)}};
+  if (p.epilogue.bias) args.emplace(DNNL_ARG_BIAS, Wrap(p.bias, in[2]));
   if (p.scratchpad.get_size() > 0) args.emplace(DNNL_ARG_SCRATCHPAD, Wrap(p.scratchpad, scratch + pad));
   p.primitive.execute(stream, args);
   if (p.output.reordered) {
@@ -311,6 +322,10 @@ void RunConv(const ConvPlan& p, ref::Operands in, uint8_t* out) {
     p.output.reorder.execute(stream, back);
   }
   stream.wait();
+  if (p.epilogue.activation == Activation::kRelu) {
+    ReluInPlace(reinterpret_cast<float*>(out), p.output_bytes / static_cast<int64_t>(sizeof(float)),
+                p.threads);
+  }
 }
 
 /// Whether any input dilation exceeds one.
@@ -335,7 +350,7 @@ bool KernelOutgrowsResult(const ConvDims& c, const Shape& k, const Shape& y) {
 }  // namespace
 
 KernelChoice MakeDnnlConv(const CpuBackend& backend, const Instruction& inst,
-                          const std::vector<Shape>& operands) {
+                          const std::vector<Shape>& operands, const Epilogue* epilogue) {
   const OpAttributes& at = inst.attrs;
   const Shape &x = operands.at(0), &k = operands.at(1), &y = inst.shape;
   const size_t n = at.conv.input_spatial.size();
@@ -358,6 +373,13 @@ KernelChoice MakeDnnlConv(const CpuBackend& backend, const Instruction& inst,
     }
   }
   if (!mapped) return {};
+  if (epilogue != nullptr) {
+    // Only the forward primitive has a bias and post-ops; the bias runs along oneDNN's C axis.
+    if (cs.kind != ConvKind::Forward || (epilogue->bias && epilogue->axis != at.conv.output_feature))
+      return {};
+    plan->epilogue = *epilogue;
+    plan->bias = StridedDesc({cs.out_dims[1]}, {1});
+  }
   // Created for the team size it runs with (some implementations split work by it).
   const ThreadScope scope(backend.options().threads);
   try {
@@ -368,8 +390,9 @@ KernelChoice MakeDnnlConv(const CpuBackend& backend, const Instruction& inst,
     plan->output.offset = cs.out_offset;
     plan->output_bytes = y.ByteSize();
     // First the user's data layouts (weights in oneDNN's choice), then every layout oneDNN's.
-    dnnl::primitive_desc pd = Describe(cs, plan->input.user, AnyDesc(cs.w_dims), plan->output.user);
-    if (IsReference(pd)) pd = Describe(cs, AnyDesc(cs.in_dims), AnyDesc(cs.w_dims), AnyDesc(cs.out_dims));
+    dnnl::primitive_desc pd = Describe(cs, plan->input.user, AnyDesc(cs.w_dims), plan->output.user, *plan);
+    if (IsReference(pd))
+      pd = Describe(cs, AnyDesc(cs.in_dims), AnyDesc(cs.w_dims), AnyDesc(cs.out_dims), *plan);
     const bool bwd_data = cs.kind == ConvKind::BackwardData,
                bwd_weights = cs.kind == ConvKind::BackwardWeights;
     plan->input.arg = bwd_data ? DNNL_ARG_DIFF_DST : DNNL_ARG_SRC;
@@ -385,6 +408,7 @@ KernelChoice MakeDnnlConv(const CpuBackend& backend, const Instruction& inst,
                                                  : "dnnl.conv[") +
                        ImplName(pd) + "]";
     if (plan->input.reordered || plan->output.reordered) name += "(reorder)";
+    if (epilogue != nullptr) name += "+post[" + epilogue->ToString() + "]";
     return {[plan, name](ref::Operands in, uint8_t* out) {
               try {
                 RunConv(*plan, in, out);

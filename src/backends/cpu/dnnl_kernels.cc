@@ -1,9 +1,11 @@
 // oneDNN kernels for the cpu backend: which nodes oneDNN runs (Float32 DotGeneral and
-// ConvGeneral); the mappings live in dnnl_matmul.cc and dnnl_conv.cc.
+// ConvGeneral, with their epilogues); the mappings live in dnnl_matmul.cc and dnnl_conv.cc.
 
 #include "backends/cpu/dnnl_kernels.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 
 namespace kiln::compute::cpu {
 
@@ -16,18 +18,108 @@ bool AllFloat32(const Node& node, const std::vector<Shape>& operands) {
                      [](const Shape& s) { return s.dtype() == DType::Float32; });
 }
 
+float Activate(Activation a, float x) {
+  switch (a) {
+    case Activation::kRelu:
+      return x > 0.0f || std::isnan(x) ? x : 0.0f;
+    case Activation::kLogistic:
+      return 1.0f / (1.0f + std::exp(-x));
+    case Activation::kNone:
+      break;
+  }
+  return x;
+}
+
+/// Applies `e` over `out` (dims `dims`) after the contraction: the loop oneDNN's post-ops would
+/// have run, for contractions oneDNN runs without them.
+void ApplyEpilogue(const Epilogue& e, const std::vector<int64_t>& dims, const float* bias, float* out) {
+  int64_t outer = 1, features = 1, inner = 1;
+  for (size_t a = 0; a < dims.size(); ++a) {
+    const int64_t ax = static_cast<int64_t>(a);
+    if (!e.bias || ax < e.axis) {
+      outer *= dims[a];
+    } else if (ax == e.axis) {
+      features = dims[a];
+    } else {
+      inner *= dims[a];
+    }
+  }
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t f = 0; f < features; ++f) {
+      const float b = e.bias ? bias[f] : 0.0f;
+      float* row = out + (o * features + f) * inner;
+      for (int64_t i = 0; i < inner; ++i) row[i] = Activate(e.activation, e.bias ? row[i] + b : row[i]);
+    }
+  }
+}
+
+/// A contraction with an epilogue oneDNN could not take: the contraction alone (oneDNN's or the
+/// reference kernel), then the epilogue in a loop.
+KernelChoice SplitEpilogue(CpuBackend& backend, const Node& node, const std::vector<Shape>& operands) {
+  Instruction inst = node.inst;
+  inst.operands.resize(2);
+  const std::vector<Shape> pair(operands.begin(), operands.begin() + 2);
+  KernelChoice base = inst.op == OpType::DotGeneral ? MakeDnnlMatmul(backend, inst, pair, nullptr)
+                                                    : MakeDnnlConv(backend, inst, pair, nullptr);
+  if (!base.kernel) {
+    Kernel k = ref::MakeKernel(inst, pair);
+    const int64_t bytes = inst.shape.ByteSize();
+    base = {[k = std::move(k), bytes](ref::Operands in, uint8_t* out) {
+              if (bytes > 0) std::memset(out, 0, static_cast<size_t>(bytes));
+              k(in, out);
+            },
+            "ref"};
+  }
+  const Epilogue e = *node.epilogue;
+  const std::vector<int64_t> dims = inst.shape.Dimensions();
+  return {[k = std::move(base.kernel), e, dims](ref::Operands in, uint8_t* out) {
+            k(in, out);
+            ApplyEpilogue(e, dims, e.bias ? reinterpret_cast<const float*>(in[2]) : nullptr,
+                          reinterpret_cast<float*>(out));
+          },
+          base.name + "+loop[" + e.ToString() + "]"};
+}
+
 }  // namespace
 
+dnnl::post_ops ActivationPostOps(const Epilogue& epilogue) {
+  dnnl::post_ops ops;
+  switch (epilogue.activation) {
+    case Activation::kLogistic:
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_logistic, 0.0f, 0.0f);
+      break;
+    default:
+      break;
+  }
+  return ops;
+}
+
+void ReluInPlace(float* x, int64_t n, int threads) {
+  // Above 256 KiB the result has left the core's L2 anyway: split the pass over the team.
+  const int team = n * static_cast<int64_t>(sizeof(float)) > (int64_t{256} << 10) ? std::max(threads, 1) : 1;
+  // x > 0 is false for NaN; x != x keeps it.
+#pragma omp parallel for num_threads(team) if (team > 1) schedule(static)
+  for (int64_t i = 0; i < n; ++i) x[i] = x[i] > 0.0f || x[i] != x[i] ? x[i] : 0.0f;
+}
+
 KernelChoice TryDnnlKernel(CpuBackend& backend, const Node& node, const std::vector<Shape>& operands) {
-  if (node.fused || node.inst.IsTuple() || !AllFloat32(node, operands)) return {};
+  if (node.fused || node.inst.IsTuple()) return {};
+  const Epilogue* e = node.epilogue.get();
+  if (!AllFloat32(node, operands))
+    return e != nullptr ? SplitEpilogue(backend, node, operands) : KernelChoice{};
+  KernelChoice k;
   switch (node.inst.op) {
     case OpType::DotGeneral:
-      return MakeDnnlMatmul(backend, node.inst, operands);
+      k = MakeDnnlMatmul(backend, node.inst, operands, e);
+      break;
     case OpType::ConvGeneral:
-      return MakeDnnlConv(backend, node.inst, operands);
+      k = MakeDnnlConv(backend, node.inst, operands, e);
+      break;
     default:
       return {};
   }
+  if (!k.kernel && e != nullptr) return SplitEpilogue(backend, node, operands);
+  return k;
 }
 
 }  // namespace kiln::compute::cpu

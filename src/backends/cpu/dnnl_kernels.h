@@ -2,19 +2,30 @@
 // The cpu backend's oneDNN kernels by op: each returns an empty choice when oneDNN cannot run the
 // node exactly (the reference kernel runs it then).
 
+#include <dnnl.hpp>
 #include <vector>
 
 #include "backends/cpu/kernels.h"
 
 namespace kiln::compute::cpu {
 
-/// DotGeneral in Float32 as a oneDNN matmul over [B, M, K] x [B, K, N] (dnnl_matmul.cc).
+/// DotGeneral in Float32 as a oneDNN matmul over [B, M, K] x [B, K, N] (dnnl_matmul.cc), with
+/// `epilogue` (when not null; its bias is operand 2) as the matmul's bias and post-op.
 KernelChoice MakeDnnlMatmul(const CpuBackend& backend, const Instruction& inst,
-                            const std::vector<Shape>& operands);
+                            const std::vector<Shape>& operands, const Epilogue* epilogue);
 
 /// ConvGeneral in Float32 as a oneDNN forward convolution, or, for input-dilated convolutions, a
-/// backward-data convolution (dnnl_conv.cc).
+/// backward-data convolution (dnnl_conv.cc); `epilogue` (when not null) only on forward ones.
 KernelChoice MakeDnnlConv(const CpuBackend& backend, const Instruction& inst,
-                          const std::vector<Shape>& operands);
+                          const std::vector<Shape>& operands, const Epilogue* epilogue);
+
+/// The oneDNN post-ops of an epilogue's activation: Logistic only. oneDNN's relu turns NaN into 0
+/// where Max(x, 0) keeps it, so Relu runs as ReluInPlace right after the contraction instead,
+/// while the result is still in cache.
+dnnl::post_ops ActivationPostOps(const Epilogue& epilogue);
+
+/// x = Max(x, +0) over `n` floats, as the reference Max: NaN stays, -0 becomes +0. Uses `threads`
+/// OpenMP threads for results larger than a core's cache, the calling thread otherwise.
+void ReluInPlace(float* x, int64_t n, int threads);
 
 }  // namespace kiln::compute::cpu

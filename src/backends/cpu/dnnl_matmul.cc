@@ -3,7 +3,9 @@
 // so transposed operands run without a copy; otherwise (or when oneDNN only offers its reference
 // implementation for the strides) the operand is transposed into per-call scratch first. The
 // primitive is created once here; scratch (oneDNN's user scratchpad and the copies) comes from a
-// per-thread block, so the kernel may run on several threads at once.
+// per-thread block, so the kernel may run on several threads at once. A contraction epilogue
+// (epilogue.cc) becomes the primitive's bias and post-op. Small products run on the calling
+// thread, and narrow weight gradients through dnnl_sgemm (measured, see below).
 
 #include <algorithm>
 #include <memory>
@@ -85,13 +87,56 @@ std::vector<int64_t> DescStrides(const OperandView& v) {
 /// Whether the view is already dense row-major (a copy would change nothing).
 bool IsDense(const OperandView& v) { return DescStrides(v) == DenseStrides(v.dims3); }
 
+/// Products this small run on the calling thread: waking the OpenMP team costs more than it
+/// saves (measured on the 2-core bench machine, minimum over 3000 calls of Exec::Call: 32x128x128
+/// takes 6.2 us on one thread and 7.1 us on two, 64x128x128 10.0 and 7.8 us). Operands larger
+/// than one core's cache keep the team even when the product is small: 1x512x512 is bound by
+/// memory bandwidth, which two cores double (22.3 us on one thread, 17.4 us on two).
+constexpr int64_t kSingleThreadMacs = int64_t{1} << 19;
+constexpr int64_t kSingleThreadBytes = int64_t{512} << 10;
+
 /// Everything one call needs; shared by the kernel's copies.
 struct MatmulPlan {
   dnnl::matmul primitive;
-  dnnl::memory::desc src, weights, dst, scratchpad;
+  dnnl::memory::desc src, weights, bias, dst, scratchpad;
   OperandView lhs, rhs;
+  /// Its bias (operand 2) is the matmul's bias; Logistic a post-op, Relu a loop after the call.
+  Epilogue epilogue;
   int threads = 1;
+  /// Runs through dnnl_sgemm instead of the primitive (see UseSgemm), with these arguments.
+  bool sgemm = false;
+  char trans_a = 'N', trans_b = 'N';
+  int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0;
 };
+
+/// oneDNN's matmul primitive (brgemm) is slow for a transposed left side with a narrow result,
+/// the weight gradient of a small output layer; its sgemm is faster there (minimum of 2000
+/// calls, 2 threads: 512x256x10 with A stored [256, 512] 12.1 us through sgemm, 18.2 us through
+/// the primitive; 784x256x512 equal at 440 us). One unbatched product without an epilogue or
+/// copies, transposed on the left, N or M at most 16.
+bool UseSgemm(const MatmulPlan& p) {
+  if (p.lhs.dims3[0] != 1 || p.lhs.copy || p.rhs.copy || p.epilogue.bias ||
+      p.epilogue.activation != Activation::kNone)
+    return false;
+  const std::vector<int64_t> ls = DescStrides(p.lhs), rs = DescStrides(p.rhs);
+  const bool lhs_transposed = ls[1] == 1 && p.lhs.dims3[1] > 1;
+  const bool rhs_plain = rs[2] == 1 || rs[1] == 1;
+  return lhs_transposed && rhs_plain && (p.rhs.dims3[2] <= 16 || p.lhs.dims3[1] <= 16);
+}
+
+/// Fills the sgemm arguments of a plan UseSgemm accepted (row-major C = op(A)·op(B)).
+void DescribeSgemm(MatmulPlan& p) {
+  const std::vector<int64_t> ls = DescStrides(p.lhs), rs = DescStrides(p.rhs);
+  p.sgemm = true;
+  p.m = p.lhs.dims3[1];
+  p.k = p.lhs.dims3[2];
+  p.n = p.rhs.dims3[2];
+  p.trans_a = 'T';
+  p.lda = std::max<int64_t>(ls[2], 1);
+  const bool rhs_transposed = rs[2] != 1;
+  p.trans_b = rhs_transposed ? 'T' : 'N';
+  p.ldb = std::max<int64_t>(rhs_transposed ? rs[2] : rs[1], 1);
+}
 
 /// The axes of a `rank`-axis operand neither batch nor contracting, ascending.
 std::vector<int64_t> FreeAxes(int64_t rank, const std::vector<int64_t>& batch,
@@ -114,12 +159,25 @@ dnnl::matmul::primitive_desc Describe(MatmulPlan& p) {
                       DenseStrides({p.lhs.dims3[0], p.lhs.dims3[1], p.rhs.dims3[2]}));
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(p.src, p.weights, p.dst), attr, Engine());
+  attr.set_post_ops(ActivationPostOps(p.epilogue));
+  if (!p.epilogue.bias) {
+    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(p.src, p.weights, p.dst), attr, Engine());
+  }
+  const int64_t n = p.rhs.dims3[2];
+  p.bias = StridedDesc({1, 1, n}, {n, n, 1});
+  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(p.src, p.weights, p.bias, p.dst), attr, Engine());
 }
 
 /// Runs the plan on one call's operands.
 void RunMatmul(const MatmulPlan& p, ref::Operands in, uint8_t* out) {
   SetThreads(p.threads);
+  if (p.sgemm) {
+    const dnnl_status_t status =
+        dnnl_sgemm(p.trans_a, p.trans_b, p.m, p.n, p.k, 1.0f, reinterpret_cast<const float*>(in[0]), p.lda,
+                   reinterpret_cast<const float*>(in[1]), p.ldb, 0.0f, reinterpret_cast<float*>(out), p.n);
+    if (status != dnnl_success) throw dnnl::error(status, "dnnl_sgemm");
+    return;
+  }
   ScratchLayout layout;
   const size_t pad = layout.Add(p.scratchpad.get_size());
   const size_t lhs_at = p.lhs.copy ? layout.Add(p.src.get_size()) : 0;
@@ -140,28 +198,42 @@ void RunMatmul(const MatmulPlan& p, ref::Operands in, uint8_t* out) {
   std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, Wrap(p.src, lhs)},
                                              {DNNL_ARG_WEIGHTS, Wrap(p.weights, rhs)},
                                              {DNNL_ARG_DST, Wrap(p.dst, out)}};
+  if (p.epilogue.bias) args.emplace(DNNL_ARG_BIAS, Wrap(p.bias, in[2]));
   if (p.scratchpad.get_size() > 0) args.emplace(DNNL_ARG_SCRATCHPAD, Wrap(p.scratchpad, scratch + pad));
   dnnl::stream stream(Engine());
   p.primitive.execute(stream, args);
   stream.wait();
+  if (p.epilogue.activation == Activation::kRelu)
+    ReluInPlace(reinterpret_cast<float*>(out), static_cast<int64_t>(p.dst.get_size() / sizeof(float)),
+                p.threads);
 }
 
 }  // namespace
 
 KernelChoice MakeDnnlMatmul(const CpuBackend& backend, const Instruction& inst,
-                            const std::vector<Shape>& operands) {
+                            const std::vector<Shape>& operands, const Epilogue* epilogue) {
   const OpAttributes& at = inst.attrs;
   const Shape &lhs = operands.at(0), &rhs = operands.at(1);
   auto plan = std::make_shared<MatmulPlan>();
-  plan->threads = backend.options().threads;
   plan->lhs =
       View(lhs, {at.lhs_batch, FreeAxes(lhs.Rank(), at.lhs_batch, at.lhs_contracting), at.lhs_contracting});
   plan->rhs =
       View(rhs, {at.rhs_batch, at.rhs_contracting, FreeAxes(rhs.Rank(), at.rhs_batch, at.rhs_contracting)});
   // Empty results and empty sums are left to the reference kernel (nothing to multiply).
   if (inst.shape.Size() == 0 || plan->lhs.dims3[2] == 0) return {};
+  if (epilogue != nullptr) {
+    plan->epilogue = *epilogue;
+    // The bias must run along oneDNN's N axis: the last result axis, the right side's only free one.
+    if (epilogue->bias &&
+        (epilogue->axis != inst.shape.Rank() - 1 || plan->rhs.dims3[2] != inst.shape.Dimensions().back()))
+      return {};
+  }
+  const int64_t batch = plan->lhs.dims3[0], m = plan->lhs.dims3[1], k = plan->lhs.dims3[2],
+                n = plan->rhs.dims3[2];
+  const int64_t macs = batch * m * k * n, bytes = 4 * batch * (m * k + k * n + m * n);
+  plan->threads = macs <= kSingleThreadMacs && bytes <= kSingleThreadBytes ? 1 : backend.options().threads;
   // Created for the team size it runs with (some implementations split work by it).
-  const ThreadScope scope(backend.options().threads);
+  const ThreadScope scope(plan->threads);
   try {
     dnnl::matmul::primitive_desc pd = Describe(*plan);
     if (IsReference(pd) && !(IsDense(plan->lhs) && IsDense(plan->rhs))) {
@@ -173,7 +245,13 @@ KernelChoice MakeDnnlMatmul(const CpuBackend& backend, const Instruction& inst,
     plan->scratchpad = pd.scratchpad_desc();
     plan->primitive = dnnl::matmul(pd);
     std::string name = "dnnl.matmul[" + ImplName(pd) + "]";
+    if (UseSgemm(*plan)) {
+      DescribeSgemm(*plan);
+      name = "dnnl.sgemm";
+    }
     if (plan->lhs.copy || plan->rhs.copy) name += "(copy)";
+    if (plan->threads == 1 && backend.options().threads > 1) name += "(1 thread)";
+    if (epilogue != nullptr) name += "+post[" + epilogue->ToString() + "]";
     return {[plan, name](ref::Operands in, uint8_t* out) {
               try {
                 RunMatmul(*plan, in, out);

@@ -1,7 +1,9 @@
-// The kernel of a fused elementwise node: runs the group's register-machine program over tiles
-// of the output (kTile elements; registers are float32 arrays of one tile), loading inputs
-// through their broadcast strides, with the SIMD ops (hwy_fused.cc) or their scalar form
-// (`simd=scalar`). Large outputs split their tiles across the backend's OpenMP threads.
+// The fused elementwise kernel and the evaluator it shares with the fused reductions: the
+// group's register-machine program over pieces of the result (kTile elements inside a row of
+// the [rows, inner] view; registers are float32 arrays of one piece), inputs read in place, by
+// vectorised conversion, as one broadcast value per row or by strided gathers, and the ops run
+// with SIMD (hwy_fused.cc) or their scalar form (`simd=scalar`). Large results split their
+// pieces across the backend's OpenMP threads (above kFusedParallelWork).
 
 #include <omp.h>
 
@@ -19,11 +21,8 @@ namespace kiln::compute::cpu {
 
 namespace {
 
-constexpr int64_t kTile = 1024;
-/// Outputs above this many elements use several threads.
-constexpr int64_t kParallelThreshold = 1 << 16;
-
-/// Element i of an input of dtype `d`, as float32 (Bool bytes as 0/1).
+/// Element i of an input of dtype `d`, as float32 (Bool bytes as 0/1): single values (a
+/// broadcast value, strided gathers), where a SIMD call would cost more than it saves.
 inline float LoadAs(DType d, const uint8_t* p, int64_t i) {
   switch (d) {
     case DType::Float32: {
@@ -43,151 +42,61 @@ inline float LoadAs(DType d, const uint8_t* p, int64_t i) {
   }
 }
 
-/// The compiled program and what a call needs to run it.
+/// The elementwise kernel: the evaluator over the whole result, split across the team.
 struct FusedRunner {
-  std::shared_ptr<const FusedSpec> spec;
-  int64_t n = 0;
-  bool simd = true;
+  std::shared_ptr<const FusedEvaluator> eval;
   int threads = 1;
-  std::vector<int64_t> out_strides;  ///< Row-major strides of the output.
+  int64_t work = 0;  ///< Elements times FusedCost.
 
-  /// One compute instruction, SIMD or scalar per the backend's options.
-  void Op(FOp op, const float* a, const float* b, const float* c, float* out, size_t count) const {
-    if (simd) {
-      RunFusedOpSimd(op, a, b, c, out, count);
-    } else {
-      RunFusedOpScalar(op, a, b, c, out, count);
-    }
-  }
-
-  /// Fills dst[0, len) with input `in` at output elements [start, start + len).
-  void LoadInput(const FInput& in, const uint8_t* data, int64_t start, int64_t len, float* dst) const {
-    if (in.identity || out_strides.empty()) {
-      if (out_strides.empty()) start = 0;
-      for (int64_t i = 0; i < len; ++i) dst[i] = LoadAs(in.dtype, data, start + i);
-      return;
-    }
-    const size_t rank = out_strides.size();
-    const std::vector<int64_t>& dims = spec->out_dims;
-    int64_t index[16] = {}, rest = start, offset = 0;
-    for (size_t k = 0; k < rank; ++k) {
-      index[k] = rest / out_strides[k];
-      rest %= out_strides[k];
-      offset += index[k] * in.strides[k];
-    }
-    const int64_t inner = dims[rank - 1], inner_stride = in.strides[rank - 1];
-    int64_t i = 0;
-    while (i < len) {
-      const int64_t count = std::min(len - i, inner - index[rank - 1]);
-      if (inner_stride == 0) {
-        std::fill(dst + i, dst + i + count, LoadAs(in.dtype, data, offset));
+  /// Pieces [first, last) of the result (pieces are kTile-sized runs inside rows).
+  void Run(std::span<const uint8_t* const> in, uint8_t* out, int64_t first, int64_t last) const {
+    const FusedEvaluator& e = *eval;
+    const FusedSpec& s = e.spec();
+    FusedEvaluator::Scratch scratch = e.NewScratch();
+    const int64_t inner = e.inner(), per_row = (inner + FusedEvaluator::kTile - 1) / FusedEvaluator::kTile;
+    const bool f32 = s.out_dtype == DType::Float32;
+    for (int64_t p = first; p < last; ++p) {
+      const int64_t row = p / per_row, col = (p % per_row) * FusedEvaluator::kTile;
+      const int64_t start = row * inner + col, len = std::min(FusedEvaluator::kTile, inner - col);
+      float* direct = f32 ? reinterpret_cast<float*>(out) + start : nullptr;
+      const float* r = e.Eval(in, start, len, scratch, direct);
+      if (r == direct) continue;
+      if (f32) {
+        std::memcpy(direct, r, static_cast<size_t>(len) * 4);
       } else {
-        for (int64_t j = 0; j < count; ++j) dst[i + j] = LoadAs(in.dtype, data, offset + j * inner_stride);
-      }
-      i += count;
-      offset += count * inner_stride;
-      index[rank - 1] += count;
-      // Carry into the outer axes.
-      for (size_t k = rank - 1; k > 0 && index[k] == dims[k]; --k) {
-        offset -= index[k] * in.strides[k];
-        index[k] = 0;
-        ++index[k - 1];
-        offset += in.strides[k - 1];
+        ConvertFromF32Simd(s.out_dtype, r, out + start * DTypeBits(s.out_dtype) / 8,
+                           static_cast<size_t>(len));
       }
     }
   }
 
-  /// Writes src[0, len) to the output's elements [start, start + len) in the output dtype.
-  void Store(const float* src, uint8_t* out, int64_t start, int64_t len) const {
-    switch (spec->out_dtype) {
-      case DType::Float32:
-        if (reinterpret_cast<const float*>(out) + start != src)
-          std::memcpy(out + start * 4, src, static_cast<size_t>(len) * 4);
-        break;
-      case DType::Float16:
-      case DType::BFloat16:
-        for (int64_t i = 0; i < len; ++i) {
-          const uint16_t bits = spec->out_dtype == DType::Float16 ? std::bit_cast<uint16_t>(float16(src[i]))
-                                                                  : std::bit_cast<uint16_t>(bfloat16(src[i]));
-          std::memcpy(out + (start + i) * 2, &bits, 2);
-        }
-        break;
-      default:
-        for (int64_t i = 0; i < len; ++i) out[start + i] = src[i] != 0 ? 1 : 0;
-        break;
-    }
-  }
-
-  /// Runs tiles [first, last) with the register file `regs` (num_regs * kTile floats).
-  void RunTiles(std::span<const uint8_t* const> in, uint8_t* out, int64_t first, int64_t last,
-                float* regs) const {
-    const FusedSpec& s = *spec;
-    std::vector<const float*> rp(static_cast<size_t>(s.num_regs));
-    auto storage = [&](int r) { return regs + static_cast<int64_t>(r) * kTile; };
-    for (const FInstr& ins : s.code) {
-      if (ins.op != FOp::kImm) continue;
-      std::fill(storage(ins.dst), storage(ins.dst) + kTile, ins.imm);
-      rp[ins.dst] = storage(ins.dst);
-    }
-    const size_t last_ins = s.code.size() - 1;
-    for (int64_t t = first; t < last; ++t) {
-      const int64_t start = t * kTile, len = std::min(kTile, n - start);
-      bool direct = false;
-      for (size_t k = 0; k < s.code.size(); ++k) {
-        const FInstr& ins = s.code[k];
-        if (ins.op == FOp::kImm) continue;
-        if (ins.op == FOp::kInput) {
-          const FInput& fi = s.inputs[static_cast<size_t>(ins.input)];
-          const uint8_t* data = in[static_cast<size_t>(ins.input)];
-          if (fi.identity && fi.dtype == DType::Float32 && !out_strides.empty()) {
-            rp[ins.dst] = reinterpret_cast<const float*>(data) + start;
-          } else {
-            LoadInput(fi, data, start, len, storage(ins.dst));
-            rp[ins.dst] = storage(ins.dst);
-          }
-          continue;
-        }
-        float* w = storage(ins.dst);
-        if (k == last_ins && ins.dst == s.result && s.out_dtype == DType::Float32) {
-          w = reinterpret_cast<float*>(out) + start;
-          direct = true;
-        }
-        Op(ins.op, rp[ins.a], rp[ins.b], rp[ins.c], w, static_cast<size_t>(len));
-        rp[ins.dst] = w;
-      }
-      if (!direct) Store(rp[static_cast<size_t>(s.result)], out, start, len);
-    }
-  }
-
-  /// The kernel: all tiles, on one thread or split across the team.
   void operator()(std::span<const uint8_t* const> operands, uint8_t* out) const {
-    if (n == 0) return;
+    const FusedEvaluator& e = *eval;
+    if (e.size() == 0) return;
+    const FusedSpec& s = e.spec();
     // A broadcast input read in place of the result would be overwritten before it is read.
     std::vector<std::vector<uint8_t>> copies;
     std::vector<const uint8_t*> in(operands.begin(), operands.end());
     for (size_t i = 0; i < in.size(); ++i) {
-      const FInput& fi = spec->inputs[i];
+      const FInput& fi = s.inputs[i];
       if (in[i] == out && !fi.identity) {
         int64_t count = 1;
-        for (size_t k = 0; k < fi.strides.size(); ++k)
-          count = std::max(count, fi.strides[k] * spec->out_dims[k]);
+        for (size_t k = 0; k < fi.strides.size(); ++k) count = std::max(count, fi.strides[k] * s.out_dims[k]);
         copies.emplace_back(in[i], in[i] + count * DTypeBits(fi.dtype) / 8);
         in[i] = copies.back().data();
       }
     }
-    const int64_t tiles = (n + kTile - 1) / kTile;
-    const size_t reg_floats = static_cast<size_t>(std::max(spec->num_regs, 1) * kTile);
-    const int team = n > kParallelThreshold ? static_cast<int>(std::min<int64_t>(threads, tiles)) : 1;
+    const int64_t rows = e.size() / e.inner();
+    const int64_t pieces = rows * ((e.inner() + FusedEvaluator::kTile - 1) / FusedEvaluator::kTile);
+    const int team = work >= kFusedParallelWork ? static_cast<int>(std::min<int64_t>(threads, pieces)) : 1;
     if (team <= 1) {
-      std::vector<float> regs(reg_floats);
-      RunTiles(in, out, 0, tiles, regs.data());
+      Run(in, out, 0, pieces);
       return;
     }
 #pragma omp parallel num_threads(team)
     {
       const int64_t id = omp_get_thread_num(), count = omp_get_num_threads();
-      std::vector<float> regs(reg_floats);
-      RunTiles(in, out, tiles * id / count, tiles * (id + 1) / count, regs.data());
+      Run(in, out, pieces * id / count, pieces * (id + 1) / count);
     }
   }
 };
@@ -300,21 +209,233 @@ void RunFusedOpScalar(FOp op, const float* a, const float* b, const float* c, fl
   }
 }
 
+// One per load, cheap op and the store; transcendentals count 8, Pow 40.
+int64_t FusedCost(const FusedSpec& spec) {
+  int64_t c = 1;
+  for (const FInstr& ins : spec.code) {
+    switch (ins.op) {
+      case FOp::kImm:
+        break;
+      case FOp::kExp:
+      case FOp::kExpm1:
+      case FOp::kLog:
+      case FOp::kLog1p:
+      case FOp::kSin:
+      case FOp::kCos:
+      case FOp::kTanh:
+      case FOp::kLogistic:
+      case FOp::kErf:
+        c += 8;
+        break;
+      case FOp::kPow:
+        c += 40;
+        break;
+      default:
+        c += 1;
+    }
+  }
+  return c;
+}
+
+// The evaluator: the [rows, inner] view and how each input is read within a row.
+FusedEvaluator::FusedEvaluator(std::shared_ptr<const FusedSpec> spec, bool simd)
+    : spec_(std::move(spec)), simd_(simd) {
+  const std::vector<int64_t>& dims = spec_->out_dims;
+  n_ = 1;
+  for (int64_t d : dims) n_ *= d;
+  out_strides_ = ref::RowMajorStrides(dims);
+  const size_t rank = dims.size(), num = spec_->inputs.size();
+  // Per input and axis: 1 when the input is contiguous over axes [k, rank), 0 when constant
+  // there, -1 otherwise; the inner run is the longest suffix where every input is one or the
+  // other (axes of size 1 never break it).
+  read_.assign(num, Read::kContiguous);
+  size_t first = rank;
+  std::vector<int> kind(num, 2);  // 2: undecided (only size-1 axes so far).
+  while (first > 0) {
+    const size_t k = first - 1;
+    bool ok = true;
+    std::vector<int> next = kind;
+    for (size_t i = 0; i < num && dims[k] != 1; ++i) {
+      const FInput& in = spec_->inputs[i];
+      const int64_t stride = in.identity ? out_strides_[k] : in.strides[k];
+      const int want = stride == 0 ? 0 : stride == out_strides_[k] ? 1 : -1;
+      if (want < 0 || (kind[i] != 2 && kind[i] != want)) ok = false;
+      next[i] = want;
+    }
+    if (!ok) break;
+    kind = next;
+    first = k;
+  }
+  row_axes_ = first;
+  inner_ = 1;
+  for (size_t k = first; k < rank; ++k) inner_ *= dims[k];
+  if (n_ == 0 || inner_ == 0) inner_ = 1;
+  outer_.resize(num);
+  for (size_t i = 0; i < num; ++i) {
+    const FInput& in = spec_->inputs[i];
+    read_[i] = kind[i] == 0 ? Read::kBroadcast : Read::kContiguous;
+    for (size_t k = 0; k < first; ++k) outer_[i].push_back(in.identity ? out_strides_[k] : in.strides[k]);
+    if (n_ == 0) read_[i] = Read::kGather;
+  }
+  // A broadcast input whose register no other instruction writes keeps its value between
+  // pieces: it is filled again only when the row changes.
+  keep_.assign(num, false);
+  for (const FInstr& ins : spec_->code) {
+    if (ins.op != FOp::kInput) continue;
+    bool alone = true;
+    for (const FInstr& other : spec_->code) alone = alone && (&other == &ins || other.dst != ins.dst);
+    keep_[static_cast<size_t>(ins.input)] = alone;
+  }
+  // Short rows: pieces run over the flat result instead, and strided inputs gather (inputs
+  // constant over every axis still read one value).
+  if (inner_ < kMinRow && n_ > inner_) {
+    inner_ = n_;
+    row_axes_ = 0;
+    for (size_t i = 0; i < num; ++i) {
+      outer_[i].clear();
+      const FInput& in = spec_->inputs[i];
+      const bool constant = !in.identity && std::all_of(in.strides.begin(), in.strides.end(),
+                                                        [](int64_t st) { return st == 0; });
+      read_[i] = in.identity ? Read::kContiguous : constant ? Read::kBroadcast : Read::kGather;
+    }
+  }
+}
+
+FusedEvaluator::Scratch FusedEvaluator::NewScratch() const {
+  Scratch s;
+  s.regs.resize(static_cast<size_t>(std::max(spec_->num_regs, 1) * kTile));
+  s.filled.assign(spec_->inputs.size(), 0);
+  for (const FInstr& ins : spec_->code)
+    if (ins.op == FOp::kImm)
+      std::fill(s.regs.begin() + ins.dst * kTile, s.regs.begin() + (ins.dst + 1) * kTile, ins.imm);
+  return s;
+}
+
+void FusedEvaluator::Op(FOp op, const float* a, const float* b, const float* c, float* out,
+                        size_t count) const {
+  if (simd_) {
+    RunFusedOpSimd(op, a, b, c, out, count);
+  } else {
+    RunFusedOpScalar(op, a, b, c, out, count);
+  }
+}
+
+// Strided reads of an input for pieces that cross rows (or small rows): an index walk.
+void FusedEvaluator::Gather(size_t input, const uint8_t* data, int64_t start, int64_t len, float* dst) const {
+  const FInput& in = spec_->inputs[input];
+  const size_t rank = out_strides_.size();
+  const std::vector<int64_t>& dims = spec_->out_dims;
+  if (in.identity || rank == 0) {
+    ConvertToF32Simd(in.dtype, data + (rank == 0 ? 0 : start) * DTypeBits(in.dtype) / 8, dst,
+                     static_cast<size_t>(len));
+    return;
+  }
+  const int64_t bytes = DTypeBits(in.dtype) / 8;
+  int64_t index[16] = {}, rest = start, offset = 0;
+  for (size_t k = 0; k < rank; ++k) {
+    index[k] = rest / out_strides_[k];
+    rest %= out_strides_[k];
+    offset += index[k] * in.strides[k];
+  }
+  const int64_t inner = dims[rank - 1], inner_stride = in.strides[rank - 1];
+  int64_t i = 0;
+  while (i < len) {
+    const int64_t count = std::min(len - i, inner - index[rank - 1]);
+    if (inner_stride == 0) {
+      std::fill(dst + i, dst + i + count, LoadAs(in.dtype, data, offset));
+    } else if (inner_stride == 1 && count >= 16) {
+      ConvertToF32Simd(in.dtype, data + offset * bytes, dst + i, static_cast<size_t>(count));
+    } else {
+      for (int64_t j = 0; j < count; ++j) dst[i + j] = LoadAs(in.dtype, data, offset + j * inner_stride);
+    }
+    i += count;
+    offset += count * inner_stride;
+    index[rank - 1] += count;
+    for (size_t k = rank - 1; k > 0 && index[k] == dims[k]; --k) {  // Carry into the outer axes.
+      offset -= index[k] * in.strides[k];
+      index[k] = 0;
+      ++index[k - 1];
+      offset += in.strides[k - 1];
+    }
+  }
+}
+
+// Within a row: a pointer into Float32 data, a vectorised conversion, or one value repeated.
+void FusedEvaluator::Load(size_t input, const uint8_t* data, int64_t start, int64_t len, float* dst,
+                          int64_t& filled, const float** at) const {
+  const FInput& in = spec_->inputs[input];
+  const int64_t row = start / inner_, col = start % inner_;
+  if (read_[input] == Read::kGather || col + len > inner_) {
+    Gather(input, data, start, len, dst);
+    filled = 0;
+    *at = dst;
+    return;
+  }
+  int64_t offset = 0, rest = row;
+  for (size_t k = row_axes_; k-- > 0;) {
+    const int64_t d = spec_->out_dims[k];
+    offset += (rest % d) * outer_[input][k];
+    rest /= d;
+  }
+  const int64_t bytes = DTypeBits(in.dtype) / 8;
+  if (read_[input] == Read::kBroadcast) {
+    *at = dst;
+    if (keep_[input] && filled == offset + 1) return;
+    FillSimd(dst, LoadAs(in.dtype, data, offset), static_cast<size_t>(keep_[input] ? kTile : len));
+    filled = offset + 1;
+    return;
+  }
+  offset += col;
+  if (in.dtype == DType::Float32) {
+    *at = reinterpret_cast<const float*>(data) + offset;
+    return;
+  }
+  ConvertToF32Simd(in.dtype, data + offset * bytes, dst, static_cast<size_t>(len));
+  *at = dst;
+}
+
+// The program once over the piece: loads, then each op over the piece's registers.
+const float* FusedEvaluator::Eval(std::span<const uint8_t* const> in, int64_t start, int64_t len,
+                                  Scratch& scratch, float* direct) const {
+  const FusedSpec& s = *spec_;
+  float* regs = scratch.regs.data();
+  const float* rp[256];
+  const size_t last = s.code.size() - 1;
+  for (size_t k = 0; k < s.code.size(); ++k) {
+    const FInstr& ins = s.code[k];
+    float* own = regs + ins.dst * kTile;
+    if (ins.op == FOp::kImm) {
+      rp[ins.dst] = own;
+    } else if (ins.op == FOp::kInput) {
+      const auto i = static_cast<size_t>(ins.input);
+      Load(i, in[i], start, len, own, scratch.filled[i], &rp[ins.dst]);
+    } else {
+      float* w = k == last && direct != nullptr && ins.dst == s.result ? direct : own;
+      Op(ins.op, rp[ins.a], rp[ins.b], rp[ins.c], w, static_cast<size_t>(len));
+      rp[ins.dst] = w;
+    }
+  }
+  return rp[s.result];
+}
+
 // Checks the spec against the node and packs what the kernel needs.
 KernelChoice MakeFusedKernel(CpuBackend& backend, const Node& node, const std::vector<Shape>& operands) {
-  FusedRunner r;
-  r.spec = node.fused;
-  if (operands.size() != r.spec->inputs.size()) {
+  if (operands.size() != node.fused->inputs.size()) {
     detail::Throw("backend \"cpu\": fused node {} has {} operands, its program reads {} inputs",
-                  OpName(node.inst.op), operands.size(), r.spec->inputs.size());
+                  OpName(node.inst.op), operands.size(), node.fused->inputs.size());
   }
-  if (r.spec->out_dims.size() > 16)
-    detail::Throw("backend \"cpu\": fused node of rank {} (at most 16)", r.spec->out_dims.size());
-  r.n = node.inst.shape.Size();
-  r.simd = backend.options().simd;
+  if (node.fused->out_dims.size() > 16)
+    detail::Throw("backend \"cpu\": fused node of rank {} (at most 16)", node.fused->out_dims.size());
+  if (node.fused->num_regs > 256)
+    detail::Throw("backend \"cpu\": fused node with {} registers (at most 256)", node.fused->num_regs);
+  if (GetOpCategory(node.inst.op) == OpCategory::Reduce)
+    return MakeFusedReduceKernel(backend, node, operands);
+  FusedRunner r;
+  r.eval = std::make_shared<const FusedEvaluator>(node.fused, backend.options().simd);
   r.threads = std::max(1, backend.options().threads);
-  r.out_strides = ref::RowMajorStrides(r.spec->out_dims);
-  std::string name = fmt::format("fused[{}]{}", r.spec->ops.size(), r.simd ? "" : ".scalar");
+  r.work = r.eval->size() * FusedCost(*node.fused);
+  std::string name =
+      fmt::format("fused[{}]{}", node.fused->ops.size(), backend.options().simd ? "" : ".scalar");
   return {Kernel(std::move(r)), std::move(name)};
 }
 

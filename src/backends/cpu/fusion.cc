@@ -3,6 +3,8 @@
 // replaces each group by one node carrying a FusedSpec (the group's register-machine program).
 // Single output: a value used outside its group ends the group (it becomes a group's root); a
 // node joins only a group computed close after it (see CloseEnough), so inputs do not live longer.
+// A group whose root feeds only a reduction the fused reduce kernel runs becomes that
+// reduction's program instead (fused_reduce.cc), and other such reductions get a one-load one.
 
 #include "backends/cpu/fusion.h"
 
@@ -17,6 +19,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/ir.h"
+#include "backends/cpu/kernels.h"
 #include "kiln/core/half.h"
 
 namespace kiln::compute::cpu {
@@ -330,6 +333,14 @@ class SpecBuilder {
     vreg_of_[v] = result;
   }
 
+  /// Whether `ins` loads an input constant along the last axis ([N, 1] broadcast to [N, M]): its
+  /// register keeps the value for a whole row, so the kernel fills it once per row.
+  bool RowConstant(const FInstr& ins) const {
+    if (ins.op != FOp::kInput) return false;
+    const FInput& in = spec_.inputs[static_cast<size_t>(ins.input)];
+    return !in.identity && !in.strides.empty() && in.strides.back() == 0;
+  }
+
   /// Maps virtual registers to a small register file (a register is free after its last read);
   /// immediates keep their registers (filled once per call).
   void AllocateRegisters(int result_vreg) {
@@ -366,7 +377,7 @@ class SpecBuilder {
       // machine's ops are elementwise, so the result may overwrite an operand.
       for (int k = 0; k < arity; ++k) {
         const uint16_t o = ops[k];
-        if (last_read[o] == static_cast<int>(i) && code_[o].op != FOp::kImm &&
+        if (last_read[o] == static_cast<int>(i) && code_[o].op != FOp::kImm && !RowConstant(code_[o]) &&
             std::find(free_regs.begin(), free_regs.end(), phys[o]) == free_regs.end())
           free_regs.push_back(phys[o]);
       }
@@ -534,23 +545,71 @@ std::string FuseElementwise(Module& m, const Options& options) {
     group[v] = static_cast<int>(members.size());
     members.push_back({static_cast<int>(v)});
   }
+  // A group whose root only feeds a reduction the fused reduce kernel runs is computed inside
+  // that reduction (reduce_of[g]: the reduction's node), its values never written out.
+  std::vector<int> reduce_of(members.size(), -1);
+  for (size_t u = 0; u < n; ++u) {
+    const Instruction& inst = m.nodes[u].inst;
+    if (m.nodes[u].fused || GetOpCategory(inst.op) != OpCategory::Reduce || inst.operands.size() != 1)
+      continue;
+    const int v = inst.operands[0];
+    const int g = group[static_cast<size_t>(v)];
+    if (g < 0 || members[static_cast<size_t>(g)].front() != v || is_output[static_cast<size_t>(v)] ||
+        users[static_cast<size_t>(v)].size() != 1)
+      continue;
+    if (!FusesIntoReduce(inst.op, m.nodes[static_cast<size_t>(v)].inst.shape, inst.attrs.axes)) continue;
+    if (!CloseEnough(m, group, v, static_cast<int>(u), g)) continue;
+    reduce_of[static_cast<size_t>(g)] = static_cast<int>(u);
+  }
   std::string report;
-  int fused = 0;
-  for (std::vector<int>& group_members : members) {
+  int fused = 0, reductions = 0;
+  for (size_t g = 0; g < members.size(); ++g) {
+    std::vector<int>& group_members = members[g];
     std::sort(group_members.begin(), group_members.end());
     std::vector<int> operands;
     SpecBuilder builder(m, group_members);
     FusedSpec spec = builder.Build(operands);
-    if (spec.ops.size() < 2) continue;  // One op (its broadcasts counted): the plain kernel does.
-    const int root = group_members.back();
+    const int reduce = reduce_of[g];
+    // One op (its broadcasts counted): the plain kernel does as well, unless a reduction takes it.
+    if (spec.ops.size() < 2 && reduce < 0) continue;
+    const int root = reduce >= 0 ? reduce : group_members.back();
     Node& node = m.nodes[static_cast<size_t>(root)];
-    report += fmt::format("  fused %{}: {}\n", root, spec.ToString());
+    if (reduce >= 0) {
+      report += fmt::format("  fused %{}: {}{{axes=[{}]}} of {}\n", root, OpName(node.inst.op),
+                            fmt::join(node.inst.attrs.axes, ","), spec.ToString());
+      ++reductions;
+    } else {
+      report += fmt::format("  fused %{}: {}\n", root, spec.ToString());
+    }
     node.inst.operands = std::move(operands);
     node.fused = std::make_shared<const FusedSpec>(std::move(spec));
     ++fused;
   }
+  // Other reductions the fused kernel runs read their operand through a one-load program (its
+  // SIMD reductions beat the reference loops).
+  for (size_t u = 0; u < n; ++u) {
+    Node& node = m.nodes[u];
+    const Instruction& inst = node.inst;
+    if (node.fused || GetOpCategory(inst.op) != OpCategory::Reduce || inst.operands.size() != 1) continue;
+    const Shape& operand = m.nodes[static_cast<size_t>(inst.operands[0])].inst.shape;
+    if (!FusesIntoReduce(inst.op, operand, inst.attrs.axes) || operand.Rank() > 16) continue;
+    FusedSpec spec;
+    spec.inputs.push_back(FInput{DType::Float32, {}, true});
+    FInstr load;
+    load.op = FOp::kInput;
+    load.input = 0;
+    spec.code.push_back(load);
+    spec.num_regs = 1;
+    spec.out_dims = operand.Dimensions();
+    report += fmt::format("  fused %{}: {}{{axes=[{}]}} of {}\n", u, OpName(inst.op),
+                          fmt::join(inst.attrs.axes, ","), spec.ToString());
+    node.fused = std::make_shared<const FusedSpec>(std::move(spec));
+    ++fused;
+    ++reductions;
+  }
   if (fused == 0) return {};
-  return fmt::format("  fusion: {} group{}\n", fused, fused == 1 ? "" : "s") + report;
+  return fmt::format("  fusion: {} group{}, {} into reductions\n", fused, fused == 1 ? "" : "s", reductions) +
+         report;
 }
 
 }  // namespace kiln::compute::cpu

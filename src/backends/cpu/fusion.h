@@ -2,11 +2,15 @@
 // A fused elementwise group as a small register machine (FusedSpec): loads of the group's inputs
 // (broadcasts read through per-axis strides), immediates and float32 ops, one result. Values are
 // float32 in registers: Bool as 0/1, half types as their exact float32 value (rounded after each
-// op by explicit rounding instructions, as the reference kernels do).
+// op by explicit rounding instructions, as the reference kernels do). A fused node is either the
+// group itself (elementwise) or a reduction whose operand the group computes. Also: the SIMD
+// helpers the fused kernels use and the evaluator that runs a program over pieces of its result.
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -101,6 +105,85 @@ struct FusedSpec {
 void RunFusedOpSimd(FOp op, const float* a, const float* b, const float* c, float* out, size_t n);
 /// The same with plain scalar C++ (the reference kernels' formulas; fused_kernel.cc).
 void RunFusedOpScalar(FOp op, const float* a, const float* b, const float* c, float* out, size_t n);
+/// dst[i] = src[i] as float32 for a Float32, Float16, BFloat16 or Bool source (SIMD).
+void ConvertToF32Simd(DType dtype, const uint8_t* src, float* dst, size_t n);
+/// dst[i] = src[i] in `dtype` (Float32, Float16 or BFloat16 rounded to nearest even, Bool as
+/// src[i] != 0), as kiln's half types convert (SIMD).
+void ConvertFromF32Simd(DType dtype, const float* src, uint8_t* dst, size_t n);
+/// dst[0, n) = v.
+void FillSimd(float* dst, float v, size_t n);
+/// The sum of v[0, n) accumulated in double (lane-wise partial sums, then added up).
+double SumSimd(const float* v, size_t n);
+/// acc[i] += v[i] in double.
+void AddIntoSimd(double* acc, const float* v, size_t n);
+/// The maximum (is_max) or minimum of init and v[0, n); NaN propagates as in the reference.
+float ExtremeSimd(bool is_max, const float* v, size_t n, float init);
+/// acc[i] = max(acc[i], v[i]) (or min), NaN propagating.
+void ExtremeIntoSimd(bool is_max, float* acc, const float* v, size_t n);
+
+/// A rough cost per element of a program (loads, ops and the store; a transcendental counts as
+/// 8 cheap ops): the threading gate multiplies it by the element count.
+int64_t FusedCost(const FusedSpec& spec);
+
+/// Work (elements times FusedCost) from which a fused kernel splits across the OpenMP team; below
+/// it, the calling thread runs it alone. Measured on this 2-core machine (threads=2 against
+/// threads=1 with the gate off, medians of 3000 calls): the fixed chain exp(relu(2x+1))/2 - x
+/// (cost 15) is faster on two threads from 8-16K elements (0.12-0.25M work), x*3+1 (cost 4)
+/// from 64-128K elements (0.26-0.52M); below, waking the team costs more than it saves.
+constexpr int64_t kFusedParallelWork = int64_t{1} << 18;
+
+/// Runs a FusedSpec over pieces of its result (fused_kernel.cc), for the elementwise kernel and
+/// the fused reductions. Result elements are numbered row-major; the result is viewed as
+/// [rows, inner] with `inner` the longest run of trailing axes over which every input is either
+/// contiguous or constant, so that a piece inside one row reads each input through a plain
+/// pointer, a vectorised conversion or one broadcast value (other pieces gather by strides).
+class FusedEvaluator {
+ public:
+  /// Elements per piece: a register is one piece of floats (the file stays in L1).
+  static constexpr int64_t kTile = 1024;
+  /// Rows shorter than this are not worth a piece each: the view is then one flat row.
+  static constexpr int64_t kMinRow = 64;
+
+  FusedEvaluator(std::shared_ptr<const FusedSpec> spec, bool simd);
+
+  const FusedSpec& spec() const { return *spec_; }
+  /// Result elements.
+  int64_t size() const { return n_; }
+  /// The row length of the [rows, inner] view.
+  int64_t inner() const { return inner_; }
+  /// One thread's working memory: the register file (a piece of floats per register,
+  /// immediates filled) and which row each broadcast register holds.
+  struct Scratch {
+    std::vector<float> regs;
+    std::vector<int64_t> filled;  ///< Per input: 1 + the offset its register holds, 0 if none.
+  };
+  Scratch NewScratch() const;
+  /// Computes result elements [start, start + len) (len <= kTile) into float32 and returns where
+  /// they are: `direct` when it is not null and the program can write there, else a register.
+  const float* Eval(std::span<const uint8_t* const> in, int64_t start, int64_t len, Scratch& scratch,
+                    float* direct) const;
+  /// One compute instruction, SIMD or scalar.
+  void Op(FOp op, const float* a, const float* b, const float* c, float* out, size_t count) const;
+
+ private:
+  /// How an input is read within one row.
+  enum class Read : uint8_t { kGather, kContiguous, kBroadcast };
+  /// Input `input`'s values at [start, start + len): a pointer into its data, or `dst` filled.
+  void Load(size_t input, const uint8_t* data, int64_t start, int64_t len, float* dst, int64_t& filled,
+            const float** at) const;
+  /// The same by an index walk over the input's strides (any piece).
+  void Gather(size_t input, const uint8_t* data, int64_t start, int64_t len, float* dst) const;
+
+  std::shared_ptr<const FusedSpec> spec_;
+  bool simd_ = true;
+  int64_t n_ = 0, inner_ = 1;
+  std::vector<int64_t> out_strides_;
+  std::vector<Read> read_;                   ///< Per input.
+  std::vector<bool> keep_;                   ///< Per input: its register holds it all along.
+  std::vector<std::vector<int64_t>> outer_;  ///< Per input: its strides over the row axes.
+  size_t row_axes_ = 0;                      ///< Axes before the inner run.
+};
+
 /// The Highway target the SIMD kernels dispatch to ("AVX2", "EMU128"...).
 const char* FusedSimdTarget();
 /// For tests: calls `fn` with each compiled SIMD target this machine supports forced in turn

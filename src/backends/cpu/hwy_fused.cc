@@ -17,12 +17,15 @@
 #define HWY_TARGET_INCLUDE "backends/cpu/hwy_fused.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 // clang-format: the includes below must follow foreach_target.h.
+#include <bit>
 #include <cmath>
 #include <cstring>
 
 #include "backends/cpu/fusion.h"
+#include "backends/ref/ref_kernels.h"
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
+#include "kiln/core/half.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace kiln::compute::cpu {
@@ -39,6 +42,8 @@ HWY_INLINE void Map1(const float* a, float* out, size_t n, F f) {
   const D d;
   const size_t lanes = hn::Lanes(d);
   size_t i = 0;
+  // Unrolled: the loop's own instructions weigh on the cheap ops (a load, an op and a store).
+#pragma GCC unroll 4
   for (; i + lanes <= n; i += lanes) hn::StoreU(f(d, hn::LoadU(d, a + i)), d, out + i);
   if (i == n) return;
   HWY_ALIGN float ta[kMaxLanes] = {}, to[kMaxLanes];
@@ -53,6 +58,7 @@ HWY_INLINE void Map2(const float* a, const float* b, float* out, size_t n, F f) 
   const D d;
   const size_t lanes = hn::Lanes(d);
   size_t i = 0;
+#pragma GCC unroll 4
   for (; i + lanes <= n; i += lanes) hn::StoreU(f(d, hn::LoadU(d, a + i), hn::LoadU(d, b + i)), d, out + i);
   if (i == n) return;
   HWY_ALIGN float ta[kMaxLanes] = {}, tb[kMaxLanes] = {}, to[kMaxLanes];
@@ -68,6 +74,7 @@ HWY_INLINE void Map3(const float* a, const float* b, const float* c, float* out,
   const D d;
   const size_t lanes = hn::Lanes(d);
   size_t i = 0;
+#pragma GCC unroll 4
   for (; i + lanes <= n; i += lanes)
     hn::StoreU(f(d, hn::LoadU(d, a + i), hn::LoadU(d, b + i), hn::LoadU(d, c + i)), d, out + i);
   if (i == n) return;
@@ -301,6 +308,167 @@ void RunOp(FOp op, const float* a, const float* b, const float* c, float* out, s
   }
 }
 
+/// Element i of `src` (Float16, BFloat16, Bool or Float32) as float32.
+HWY_INLINE float ScalarToF32(DType dtype, const uint8_t* src, size_t i) {
+  uint16_t bits = 0;
+  switch (dtype) {
+    case DType::Float16:
+      std::memcpy(&bits, src + 2 * i, 2);
+      return static_cast<float>(std::bit_cast<float16>(bits));
+    case DType::BFloat16:
+      std::memcpy(&bits, src + 2 * i, 2);
+      return static_cast<float>(std::bit_cast<bfloat16>(bits));
+    case DType::Float32: {
+      float f;
+      std::memcpy(&f, src + 4 * i, 4);
+      return f;
+    }
+    default:
+      return src[i] != 0 ? 1.0f : 0.0f;
+  }
+}
+
+/// Stores v as element i of `dst` in `dtype` (kiln's half conversions; Bool as v != 0).
+HWY_INLINE void ScalarFromF32(DType dtype, float v, uint8_t* dst, size_t i) {
+  uint16_t bits = 0;
+  switch (dtype) {
+    case DType::Float16:
+      bits = std::bit_cast<uint16_t>(float16(v));
+      std::memcpy(dst + 2 * i, &bits, 2);
+      return;
+    case DType::BFloat16:
+      bits = std::bit_cast<uint16_t>(bfloat16(v));
+      std::memcpy(dst + 2 * i, &bits, 2);
+      return;
+    case DType::Float32:
+      std::memcpy(dst + 4 * i, &v, 4);
+      return;
+    default:
+      dst[i] = v != 0 ? 1 : 0;
+      return;
+  }
+}
+
+/// dst[i] = src[i] as float32, for a Float16, BFloat16 or Bool source (Float32 is a copy).
+void ToF32(DType dtype, const uint8_t* src, float* dst, size_t n) {
+  const D d;
+  const size_t lanes = hn::Lanes(d);
+  size_t i = 0;
+  if (dtype == DType::Float16) {
+    const hn::Rebind<hwy::float16_t, D> dh;
+    const auto* p = reinterpret_cast<const hwy::float16_t*>(src);
+    for (; i + lanes <= n; i += lanes) hn::StoreU(hn::PromoteTo(d, hn::LoadU(dh, p + i)), d, dst + i);
+  } else if (dtype == DType::BFloat16) {
+    const hn::RebindToUnsigned<D> du;
+    const hn::Rebind<uint16_t, D> d16;
+    const auto* p = reinterpret_cast<const uint16_t*>(src);
+    for (; i + lanes <= n; i += lanes)
+      hn::StoreU(hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d16, p + i)))), d, dst + i);
+  } else if (dtype == DType::Float32) {
+    std::memcpy(dst, src, n * sizeof(float));
+    return;
+  }
+  for (; i < n; ++i) dst[i] = ScalarToF32(dtype, src, i);
+}
+
+/// dst[i] = src[i] rounded to the nearest Float16 or BFloat16 (ties to even; NaN stays NaN), or
+/// as Bool (1 where src[i] != 0).
+void FromF32(DType dtype, const float* src, uint8_t* dst, size_t n) {
+  const D d;
+  const size_t lanes = hn::Lanes(d);
+  size_t i = 0;
+  if (dtype == DType::BFloat16) {
+    const hn::RebindToSigned<D> di;
+    const hn::Rebind<uint16_t, D> d16;
+    auto* p = reinterpret_cast<uint16_t*>(dst);
+    for (; i + lanes <= n; i += lanes) {
+      const auto bits =
+          hn::ShiftRight<16>(hn::BitCast(hn::RebindToUnsigned<D>(), RoundBF16(d, hn::LoadU(d, src + i))));
+      hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di, bits)), d16, p + i);
+    }
+  }
+#if HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128
+  if (dtype == DType::Float16) {  // F16C rounds to nearest even.
+    const hn::Rebind<hwy::float16_t, D> dh;
+    auto* p = reinterpret_cast<hwy::float16_t*>(dst);
+    for (; i + lanes <= n; i += lanes) {
+      const V x = hn::LoadU(d, src + i);
+      if (!hn::AllFalse(d, hn::IsNaN(x))) break;  // NaN payloads: the scalar form below.
+      hn::StoreU(hn::DemoteTo(dh, x), dh, p + i);
+    }
+  }
+#endif
+  for (; i < n; ++i) ScalarFromF32(dtype, src[i], dst, i);
+}
+
+/// dst[0, n) = v.
+void Fill(float* dst, float v, size_t n) {
+  const D d;
+  const size_t lanes = hn::Lanes(d);
+  const V x = hn::Set(d, v);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) hn::StoreU(x, d, dst + i);
+  for (; i < n; ++i) dst[i] = v;
+}
+
+/// The sum of v[0, n) in double (lanes accumulate separately, then add up).
+double SumF64(const float* v, size_t n) {
+  const hn::Rebind<float, hn::ScalableTag<double>> dh;
+  const hn::ScalableTag<double> dd;
+  const size_t lanes = hn::Lanes(dd);
+  auto acc0 = hn::Zero(dd), acc1 = hn::Zero(dd);
+  size_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    acc0 = hn::Add(acc0, hn::PromoteTo(dd, hn::LoadU(dh, v + i)));
+    acc1 = hn::Add(acc1, hn::PromoteTo(dd, hn::LoadU(dh, v + i + lanes)));
+  }
+  double s = hn::GetLane(hn::SumOfLanes(dd, hn::Add(acc0, acc1)));
+  for (; i < n; ++i) s += static_cast<double>(v[i]);
+  return s;
+}
+
+/// acc[i] += v[i] in double.
+void AddIntoF64(double* acc, const float* v, size_t n) {
+  const hn::Rebind<float, hn::ScalableTag<double>> dh;
+  const hn::ScalableTag<double> dd;
+  const size_t lanes = hn::Lanes(dd);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes)
+    hn::StoreU(hn::Add(hn::LoadU(dd, acc + i), hn::PromoteTo(dd, hn::LoadU(dh, v + i))), dd, acc + i);
+  for (; i < n; ++i) acc[i] += static_cast<double>(v[i]);
+}
+
+/// The maximum (or minimum) of `init` and v[0, n), NaN propagating as the reference's MaxOf.
+float ExtremeF32(bool is_max, const float* v, size_t n, float init) {
+  const D d;
+  const size_t lanes = hn::Lanes(d);
+  V acc = hn::Set(d, init);
+  size_t i = 0;
+  if (is_max) {
+    for (; i + lanes <= n; i += lanes) acc = MaxOf(acc, hn::LoadU(d, v + i));
+  } else {
+    for (; i + lanes <= n; i += lanes) acc = MinOf(acc, hn::LoadU(d, v + i));
+  }
+  HWY_ALIGN float lane[kMaxLanes];
+  hn::Store(acc, d, lane);
+  float r = init;
+  for (size_t k = 0; k < lanes && i > 0; ++k) r = is_max ? ref::MaxOf(r, lane[k]) : ref::MinOf(r, lane[k]);
+  for (; i < n; ++i) r = is_max ? ref::MaxOf(r, v[i]) : ref::MinOf(r, v[i]);
+  return r;
+}
+
+/// acc[i] = max(acc[i], v[i]) (or min), NaN propagating.
+void ExtremeIntoF32(bool is_max, float* acc, const float* v, size_t n) {
+  const D d;
+  const size_t lanes = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const V a = hn::LoadU(d, acc + i), x = hn::LoadU(d, v + i);
+    hn::StoreU(is_max ? MaxOf(a, x) : MinOf(a, x), d, acc + i);
+  }
+  for (; i < n; ++i) acc[i] = is_max ? ref::MaxOf(acc[i], v[i]) : ref::MinOf(acc[i], v[i]);
+}
+
 /// The compiled target's name.
 const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
 
@@ -313,6 +481,13 @@ namespace kiln::compute::cpu {
 
 HWY_EXPORT(RunOp);
 HWY_EXPORT(TargetName);
+HWY_EXPORT(ToF32);
+HWY_EXPORT(Fill);
+HWY_EXPORT(FromF32);
+HWY_EXPORT(SumF64);
+HWY_EXPORT(AddIntoF64);
+HWY_EXPORT(ExtremeF32);
+HWY_EXPORT(ExtremeIntoF32);
 
 // Through the best target this CPU supports.
 void RunFusedOpSimd(FOp op, const float* a, const float* b, const float* c, float* out, size_t n) {
@@ -320,6 +495,28 @@ void RunFusedOpSimd(FOp op, const float* a, const float* b, const float* c, floa
 }
 
 const char* FusedSimdTarget() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
+
+void ConvertToF32Simd(DType dtype, const uint8_t* src, float* dst, size_t n) {
+  HWY_DYNAMIC_DISPATCH(ToF32)(dtype, src, dst, n);
+}
+
+void ConvertFromF32Simd(DType dtype, const float* src, uint8_t* dst, size_t n) {
+  HWY_DYNAMIC_DISPATCH(FromF32)(dtype, src, dst, n);
+}
+
+void FillSimd(float* dst, float v, size_t n) { HWY_DYNAMIC_DISPATCH(Fill)(dst, v, n); }
+
+double SumSimd(const float* v, size_t n) { return HWY_DYNAMIC_DISPATCH(SumF64)(v, n); }
+
+void AddIntoSimd(double* acc, const float* v, size_t n) { HWY_DYNAMIC_DISPATCH(AddIntoF64)(acc, v, n); }
+
+float ExtremeSimd(bool is_max, const float* v, size_t n, float init) {
+  return HWY_DYNAMIC_DISPATCH(ExtremeF32)(is_max, v, n, init);
+}
+
+void ExtremeIntoSimd(bool is_max, float* acc, const float* v, size_t n) {
+  HWY_DYNAMIC_DISPATCH(ExtremeIntoF32)(is_max, acc, v, n);
+}
 
 // Highway's test mock of the supported targets.
 void ForEachFusedSimdTarget(const std::function<void(const char* target)>& fn) {

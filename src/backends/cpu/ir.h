@@ -2,6 +2,7 @@
 // The cpu compiler's program: a mutable copy of compute::Program that the passes rewrite
 // (dead code, common subexpressions, fusion) before the memory plan and the kernel list.
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,11 +13,27 @@ namespace kiln::compute::cpu {
 
 struct FusedSpec;  // fusion.h: a group of elementwise ops run as one kernel.
 
+/// The activation a contraction's epilogue applies last.
+enum class Activation : uint8_t { kNone, kRelu, kLogistic };
+
+/// What a DotGeneral or ConvGeneral node computes after its sum (epilogue.cc): a bias added
+/// along one result axis, then an activation; the contraction's kernel applies both.
+struct Epilogue {
+  bool bias = false;  ///< Operand 2, a vector as long as result axis `axis`, is added along it.
+  int64_t axis = -1;
+  Activation activation = Activation::kNone;
+  /// "bias(axis 1), Relu", for listings.
+  std::string ToString() const;
+};
+
 /// One node: an instruction (operands are node ids), or a fused group standing in for several.
 struct Node {
   Instruction inst;
   /// Set for a fused kernel: `inst.operands` are the group's inputs, `inst.shape` its result.
   std::shared_ptr<const FusedSpec> fused;
+  /// Set on a contraction that carries an epilogue: `inst.operands` gain the bias after the two
+  /// contraction operands and `inst.shape` is the epilogue's result.
+  std::shared_ptr<const Epilogue> epilogue = nullptr;
 };
 
 struct Module {
@@ -42,6 +59,13 @@ struct Options;
 /// value over 64 KiB (broadcasts of scalars stay symbolic), never looks through an
 /// OptimizationBarrier. Returns how many nodes were rewritten.
 int Simplify(Module& m);
+
+/// Contraction epilogues (epilogue.cc): a Transpose that only swaps a DotGeneral's free axes
+/// becomes the DotGeneral with its operands swapped; an Add of a bias broadcast along the result's
+/// feature axis and then Max(x, +0) or Logistic move into the DotGeneral or ConvGeneral before them,
+/// when the intermediate values have no other reader. Float32 only. Returns a readable account
+/// of the rewrites (for KILN_CPU_DUMP).
+std::string FuseEpilogues(Module& m);
 
 /// Elementwise fusion (fusion.cc): replaces chains of elementwise ops (with their broadcasts and
 /// conversions) by fused nodes. Returns a readable account of the decisions (for KILN_CPU_DUMP).

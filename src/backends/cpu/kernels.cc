@@ -29,7 +29,8 @@ bool WritesEveryElement(OpCategory c) {
 }  // namespace
 
 bool WritesInPlace(const Node& node, const std::vector<Shape>& operands) {
-  if (node.fused) return true;
+  // A fused reduction reads its inputs all along while writing a smaller result.
+  if (node.fused) return GetOpCategory(node.inst.op) != OpCategory::Reduce;
   switch (GetOpCategory(node.inst.op)) {
     case OpCategory::Unary:
     case OpCategory::Binary:

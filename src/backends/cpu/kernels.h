@@ -27,6 +27,12 @@ KernelChoice TryDnnlKernel(CpuBackend& backend, const Node& node, const std::vec
 /// The kernel of a fused node (fused_kernel.cc).
 KernelChoice MakeFusedKernel(CpuBackend& backend, const Node& node, const std::vector<Shape>& operands);
 
+/// The kernel of a reduction fused with its operand's elementwise group (fused_reduce.cc).
+KernelChoice MakeFusedReduceKernel(CpuBackend& backend, const Node& node, const std::vector<Shape>& operands);
+/// Whether a reduction `op` over `axes` of `operand` has a fused kernel (ReduceSum, ReduceMax,
+/// ReduceMin of Float32 whose reduced axes form one block).
+bool FusesIntoReduce(OpType op, const Shape& operand, const std::vector<int64_t>& axes);
+
 /// The kernel for a non-tuple node with the given operand shapes.
 KernelChoice ChooseKernel(CpuBackend& backend, const Node& node, const std::vector<Shape>& operands);
 

@@ -24,8 +24,10 @@ std::string Module::ToString() const {
     for (int o : inst.operands) ops.push_back(fmt::format("%{}", o));
     const std::string shape =
         inst.IsTuple() ? fmt::format("tuple of {}", inst.tuple_shapes.size()) : inst.shape.ToString();
-    s += fmt::format("  %{} = {}{}({}) : {}\n", i, nodes[i].fused ? "Fused:" : "",
-                     FormatOp(inst.op, inst.attrs), fmt::join(ops, ", "), shape);
+    const std::string epilogue =
+        nodes[i].epilogue ? fmt::format("+Epilogue[{}]", nodes[i].epilogue->ToString()) : "";
+    s += fmt::format("  %{} = {}{}{}({}) : {}\n", i, nodes[i].fused ? "Fused:" : "",
+                     FormatOp(inst.op, inst.attrs), epilogue, fmt::join(ops, ", "), shape);
   }
   std::vector<std::string> outs;
   for (int o : outputs) outs.push_back(fmt::format("%{}", o));

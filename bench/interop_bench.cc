@@ -1,0 +1,96 @@
+// Inter-op parallelism for the backward pass of a dense layer: its input gradient dX = dY·Wᵀ and
+// weight gradient dW = Xᵀ·dY are independent, so they could run at the same time, one
+// single-threaded oneDNN matmul per core, instead of one after the other on the two-thread team.
+// Both variants use oneDNN's matmul primitive directly at the MLP's layer shapes; the cpu backend
+// keeps whichever wins (so far: the team, see the README's Benchmarks section).
+
+#include <omp.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <dnnl.hpp>
+
+#include "bench_util.h"
+#include "cases.h"
+
+namespace kiln::bench {
+namespace {
+
+// One row-major product C[m,n] = op(A)·op(B) with its own operands, created for `threads`.
+struct Product {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::matmul primitive;
+  std::vector<float> a, b, c;
+  dnnl::memory am, bm, cm;
+
+  Product(int64_t m, int64_t k, int64_t n, bool trans_a, bool trans_b, int threads)
+      : a(UniformValues(21, m * k, -1, 1)),
+        b(UniformValues(22, k * n, -1, 1)),
+        c(static_cast<size_t>(m * n)) {
+    using dnnl::memory;
+    omp_set_num_threads(threads);
+    const memory::desc a_md({m, k}, memory::data_type::f32,
+                            trans_a ? memory::dims{1, m} : memory::dims{k, 1});
+    const memory::desc b_md({k, n}, memory::data_type::f32,
+                            trans_b ? memory::dims{1, k} : memory::dims{n, 1});
+    const memory::desc c_md({m, n}, memory::data_type::f32, memory::dims{n, 1});
+    primitive = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, c_md), engine));
+    am = memory(a_md, engine, a.data());
+    bm = memory(b_md, engine, b.data());
+    cm = memory(c_md, engine, c.data());
+  }
+  // Runs on the calling thread's current team size.
+  void Run() {
+    dnnl::stream stream(engine);
+    primitive.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+    stream.wait();
+  }
+};
+
+// The layer m x k x n (forward x[m,k]·W[k,n]): dX = dY[m,n]·W[k,n]ᵀ and dW = x[m,k]ᵀ·dY[m,n].
+void InteropCase(benchmark::State& state, int64_t m, int64_t k, int64_t n, bool concurrent) {
+  const int threads = BenchThreads();
+  const int per_product = concurrent ? 1 : threads;
+  Product dx(m, n, k, false, true, per_product), dw(k, m, n, true, false, per_product);
+  for (auto _ : state) {
+    if (concurrent) {
+      // One product per thread, each running single-threaded inside the region.
+#pragma omp parallel num_threads(2)
+      {
+        if (omp_get_thread_num() == 0) {
+          dx.Run();
+        } else {
+          dw.Run();
+        }
+      }
+    } else {
+      omp_set_num_threads(threads);
+      dx.Run();
+      dw.Run();
+    }
+  }
+  SetRate(state, "FLOP/s", 4.0 * static_cast<double>(m * k * n));
+}
+
+}  // namespace
+
+// Registers interop/<layer>_{sequential,concurrent} at the MLP's second and third layers.
+void RegisterInteropCases() {
+  struct Layer {
+    int64_t m, k, n;
+    std::string name;
+  };
+  for (const Layer& l : {Layer{256, 512, 512, "256x512x512"}, Layer{256, 512, 10, "256x512x10"}}) {
+    for (bool concurrent : {false, true}) {
+      benchmark::RegisterBenchmark(
+          ("interop/" + l.name + (concurrent ? "_concurrent" : "_sequential")).c_str(), InteropCase, l.m, l.k,
+          l.n, concurrent)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
+}
+
+}  // namespace kiln::bench

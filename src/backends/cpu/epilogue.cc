@@ -1,0 +1,199 @@
+// Contraction epilogues for the cpu compiler. Work that follows a matmul or a convolution and
+// touches each result element once is moved into the contraction's kernel, so it runs while the
+// result is still in registers (oneDNN's bias and post-ops) or in cache (the relu loop) instead
+// of as another kernel over memory:
+//  - Transpose(DotGeneral(a, b)) that only swaps the free axes of the two sides is
+//    DotGeneral(b, a) (autodiff writes weight gradients this way);
+//  - Add(contraction, BroadcastInDim(bias)) with the bias along the result's feature axis (the
+//    last axis of a DotGeneral whose right side has one free axis, the output feature axis of a
+//    ConvGeneral) becomes the contraction with a bias operand;
+//  - Max(that, +0) or Logistic(that) becomes its activation (not Tanh: oneDNN's gives +0 for -0,
+//    the reference -0).
+// Each step needs the value it absorbs to have no other reader (and not to be an output), so no
+// intermediate has to be materialised anyway. Only Float32 contractions carry epilogues (oneDNN
+// runs them; the kernel applies them in a loop when oneDNN declines).
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <optional>
+
+#include "backends/cpu/ir.h"
+
+namespace kiln::compute::cpu {
+
+std::string Epilogue::ToString() const {
+  std::string s;
+  if (bias) s = fmt::format("bias(axis {})", axis);
+  const char* act = activation == Activation::kRelu       ? "Relu"
+                    : activation == Activation::kLogistic ? "Logistic"
+                                                          : nullptr;
+  if (act != nullptr) s += fmt::format("{}{}", s.empty() ? "" : ", ", act);
+  return s;
+}
+
+namespace {
+
+bool IsContraction(const Node& n) {
+  return !n.fused && (n.inst.op == OpType::DotGeneral || n.inst.op == OpType::ConvGeneral);
+}
+
+/// The axis of a contraction's result along which a per-feature bias varies, or nullopt.
+std::optional<int64_t> FeatureAxis(const Module& m, const Instruction& inst) {
+  if (inst.op == OpType::ConvGeneral) return inst.attrs.conv.output_feature;
+  const Shape& rhs = m.nodes[static_cast<size_t>(inst.operands[1])].inst.shape;
+  const int64_t rhs_free = rhs.Rank() - static_cast<int64_t>(inst.attrs.rhs_batch.size()) -
+                           static_cast<int64_t>(inst.attrs.rhs_contracting.size());
+  if (rhs_free != 1) return std::nullopt;
+  return inst.shape.Rank() - 1;
+}
+
+/// Whether value `v` is a Float32 +0 scalar Constant, possibly broadcast (Max(x, -0) keeps -0
+/// where a relu gives +0).
+bool IsZero(const Module& m, int v) {
+  const Instruction* inst = &m.nodes[static_cast<size_t>(v)].inst;
+  if (inst->op == OpType::BroadcastInDim) inst = &m.nodes[static_cast<size_t>(inst->operands[0])].inst;
+  if (inst->op != OpType::Constant || !inst->shape.IsScalar() || inst->shape.dtype() != DType::Float32)
+    return false;
+  float value = 1;
+  inst->attrs.literal.ConstBytes([&](std::span<const uint8_t> b) {
+    if (b.size() >= sizeof(float)) std::memcpy(&value, b.data(), sizeof(float));
+  });
+  return value == 0.0f && !std::signbit(value);
+}
+
+class EpiloguePass {
+ public:
+  explicit EpiloguePass(Module& m) : m_(m), uses_(m.nodes.size(), 0), is_output_(m.nodes.size(), false) {
+    for (const Node& n : m.nodes)
+      for (int o : n.inst.operands) ++uses_[static_cast<size_t>(o)];
+    for (int o : m.outputs) is_output_[static_cast<size_t>(o)] = true;
+  }
+
+  std::string Run() {
+    for (size_t i = 0; i < m_.nodes.size(); ++i) {
+      if (FoldTranspose(static_cast<int>(i))) continue;
+      if (FoldBias(static_cast<int>(i))) continue;
+      FoldActivation(static_cast<int>(i));
+    }
+    if (log_.empty()) return "";
+    return fmt::format("  epilogues: {} rewrites\n{}", count_, log_);
+  }
+
+ private:
+  /// Whether `v` is read once, by the node being rewritten, and is no output.
+  bool SoleUse(int v) const {
+    return uses_[static_cast<size_t>(v)] == 1 && !is_output_[static_cast<size_t>(v)];
+  }
+
+  /// Replaces node `i` by `node` (whose operands are defined before `i`); `absorbed` (node i's
+  /// operand that `node` stands in for) loses its only reader and its operands lose one each.
+  void Replace(int i, int absorbed, Node node, const std::string& what) {
+    for (int o : m_.nodes[static_cast<size_t>(i)].inst.operands) --uses_[static_cast<size_t>(o)];
+    for (int o : m_.nodes[static_cast<size_t>(absorbed)].inst.operands) --uses_[static_cast<size_t>(o)];
+    for (int o : node.inst.operands) ++uses_[static_cast<size_t>(o)];
+    m_.nodes[static_cast<size_t>(i)] = std::move(node);
+    ++count_;
+    log_ += fmt::format("  epilogue %{}: {}\n", i, what);
+  }
+
+  bool FoldTranspose(int i) {
+    const Instruction& t = m_.nodes[static_cast<size_t>(i)].inst;
+    if (t.op != OpType::Transpose) return false;
+    const int d = t.operands[0];
+    const Node& dot = m_.nodes[static_cast<size_t>(d)];
+    if (dot.inst.op != OpType::DotGeneral || dot.fused || dot.epilogue || !SoleUse(d)) return false;
+    const OpAttributes& at = dot.inst.attrs;
+    const int64_t nb = static_cast<int64_t>(at.lhs_batch.size());
+    const int64_t nl = m_.nodes[static_cast<size_t>(dot.inst.operands[0])].inst.shape.Rank() - nb -
+                       static_cast<int64_t>(at.lhs_contracting.size());
+    const int64_t nr = dot.inst.shape.Rank() - nb - nl;
+    // The permutation must keep the batch axes and put the right side's free axes first.
+    std::vector<int64_t> swap;
+    for (int64_t a = 0; a < nb; ++a) swap.push_back(a);
+    for (int64_t a = 0; a < nr; ++a) swap.push_back(nb + nl + a);
+    for (int64_t a = 0; a < nl; ++a) swap.push_back(nb + a);
+    if (t.attrs.permutation != swap) return false;
+    Node swapped{dot.inst, nullptr};
+    Instruction& s = swapped.inst;
+    std::swap(s.operands[0], s.operands[1]);
+    s.attrs.lhs_contracting = at.rhs_contracting;
+    s.attrs.rhs_contracting = at.lhs_contracting;
+    s.attrs.lhs_batch = at.rhs_batch;
+    s.attrs.rhs_batch = at.lhs_batch;
+    s.shape = t.shape;
+    Replace(i, d, std::move(swapped),
+            fmt::format("Transpose of DotGeneral %{} -> DotGeneral, operands swapped", d));
+    return true;
+  }
+
+  bool FoldBias(int i) {
+    const Instruction& add = m_.nodes[static_cast<size_t>(i)].inst;
+    if (add.op != OpType::Add || add.shape.dtype() != DType::Float32) return false;
+    for (int side = 0; side < 2; ++side) {
+      const int c = add.operands[static_cast<size_t>(side)];
+      const int b = add.operands[static_cast<size_t>(1 - side)];
+      const Node& con = m_.nodes[static_cast<size_t>(c)];
+      if (!IsContraction(con) || con.epilogue || !SoleUse(c) || c == b) continue;
+      const Instruction& bcast = m_.nodes[static_cast<size_t>(b)].inst;
+      if (bcast.op != OpType::BroadcastInDim) continue;
+      const int bias = bcast.operands[0];
+      const Shape& bias_shape = m_.nodes[static_cast<size_t>(bias)].inst.shape;
+      const std::optional<int64_t> axis = FeatureAxis(m_, con.inst);
+      // A size-1 bias broadcast along the axis is a scalar, not one value per feature.
+      if (!axis || bias_shape.Rank() != 1 || bias_shape.dtype() != DType::Float32 ||
+          bcast.attrs.axes != std::vector<int64_t>{*axis} ||
+          bias_shape.Dimensions()[0] != con.inst.shape.Dimensions()[static_cast<size_t>(*axis)])
+        continue;
+      Node fused{con.inst, nullptr};
+      fused.inst.operands.push_back(bias);
+      Epilogue e;
+      e.bias = true;
+      e.axis = *axis;
+      fused.epilogue = std::make_shared<const Epilogue>(e);
+      Replace(i, c, std::move(fused),
+              fmt::format("Add of bias %{} into {} %{}", bias, OpName(con.inst.op), c));
+      return true;
+    }
+    return false;
+  }
+
+  void FoldActivation(int i) {
+    const Instruction& inst = m_.nodes[static_cast<size_t>(i)].inst;
+    if (inst.shape.dtype() != DType::Float32) return;
+    Activation act = Activation::kNone;
+    int c = -1;
+    if (inst.op == OpType::Max) {
+      for (int side = 0; side < 2 && c < 0; ++side) {
+        if (IsZero(m_, inst.operands[static_cast<size_t>(1 - side)]))
+          c = inst.operands[static_cast<size_t>(side)];
+      }
+      act = Activation::kRelu;
+    } else if (inst.op == OpType::Logistic) {
+      c = inst.operands[0];
+      act = Activation::kLogistic;
+    }
+    if (c < 0) return;
+    const Node& con = m_.nodes[static_cast<size_t>(c)];
+    if (!IsContraction(con) || !SoleUse(c) || con.inst.shape.dtype() != DType::Float32) return;
+    if (con.epilogue && con.epilogue->activation != Activation::kNone) return;
+    Epilogue e = con.epilogue ? *con.epilogue : Epilogue();
+    e.activation = act;
+    Node fused{con.inst, nullptr};
+    fused.epilogue = std::make_shared<const Epilogue>(e);
+    Replace(i, c, std::move(fused), fmt::format("{} into {} %{}", OpName(inst.op), OpName(con.inst.op), c));
+  }
+
+  Module& m_;
+  std::vector<int> uses_;
+  std::vector<bool> is_output_;
+  int count_ = 0;
+  std::string log_;
+};
+
+}  // namespace
+
+std::string FuseEpilogues(Module& m) { return EpiloguePass(m).Run(); }
+
+}  // namespace kiln::compute::cpu

@@ -1,0 +1,255 @@
+// The kernel of a fused reduction: ReduceSum, ReduceMax or ReduceMin of a fused elementwise
+// group, computing the group's values piece by piece (FusedEvaluator) and folding them into the
+// result without materialising the operand. The operand is viewed as [O, R, I] (kept axes
+// before the reduced block, the reduced block, kept axes after it). Float32 only; sums
+// accumulate in double like the reference. The order of accumulation is fixed by the shapes,
+// never by the thread count, so results do not depend on it.
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "backends/cpu/fusion.h"
+#include "backends/cpu/kernels.h"
+#include "core/check.h"
+
+namespace kiln::compute::cpu {
+
+namespace {
+
+constexpr int64_t kTile = FusedEvaluator::kTile;
+/// Reduced elements per unit of work when a row reduction is split (fixed, so that the partial
+/// sums and their order do not depend on the thread count).
+constexpr int64_t kBlock = int64_t{1} << 15;
+
+enum class Fold : uint8_t { kSum, kMax, kMin };
+
+/// The [O, R, I] view of a reduction; `ok` is false when the reduced axes (of size > 1) are not
+/// one block.
+struct ReduceView {
+  bool ok = false;
+  int64_t outer = 1, reduced = 1, inner = 1;
+};
+
+ReduceView ViewOf(const std::vector<int64_t>& dims, const std::vector<int64_t>& axes) {
+  ReduceView v;
+  int first = -1, last = -1;
+  for (int64_t a : axes) {
+    if (dims[static_cast<size_t>(a)] == 1) continue;
+    first = first < 0 ? static_cast<int>(a) : std::min(first, static_cast<int>(a));
+    last = std::max(last, static_cast<int>(a));
+  }
+  for (int k = 0; k < static_cast<int>(dims.size()); ++k) {
+    const int64_t d = dims[static_cast<size_t>(k)];
+    const bool reduced = std::find(axes.begin(), axes.end(), k) != axes.end();
+    if (first >= 0 && k > first && k < last && !reduced && d != 1) return v;  // Kept axis inside.
+    if (first < 0 || k < first) {
+      v.outer *= d;
+    } else if (k <= last) {
+      v.reduced *= d;
+    } else {
+      v.inner *= d;
+    }
+  }
+  v.ok = true;
+  return v;
+}
+
+struct FusedReduce {
+  std::shared_ptr<const FusedEvaluator> eval;
+  Fold fold = Fold::kSum;
+  ReduceView view;
+  bool simd = true;
+  int threads = 1;
+
+  float Init() const {
+    constexpr float kInf = std::numeric_limits<float>::infinity();
+    return fold == Fold::kMax ? -kInf : fold == Fold::kMin ? kInf : 0.0f;
+  }
+
+  /// Calls f(start, len, values) for the operand elements [start, start + count), in pieces
+  /// that stay inside the evaluator's rows.
+  template <class F>
+  void ForPieces(std::span<const uint8_t* const> in, int64_t start, int64_t count,
+                 FusedEvaluator::Scratch& regs, F f) const {
+    const int64_t row = eval->inner();
+    while (count > 0) {
+      const int64_t len = std::min({kTile, count, row - start % row});
+      f(start, len, eval->Eval(in, start, len, regs, nullptr));
+      start += len;
+      count -= len;
+    }
+  }
+
+  /// Rows of R contiguous elements (I == 1): unit u is block u % blocks of row u / blocks.
+  void RowUnits(std::span<const uint8_t* const> in, int64_t first, int64_t last, int64_t blocks, double* part,
+                FusedEvaluator::Scratch& regs) const {
+    const int64_t r = view.reduced;
+    for (int64_t u = first; u < last; ++u) {
+      const int64_t o = u / blocks, b = u % blocks;
+      const int64_t begin = b * kBlock, count = std::min(kBlock, r - begin);
+      double sum = 0;
+      float ext = Init();
+      ForPieces(in, o * r + begin, count, regs, [&](int64_t, int64_t len, const float* v) {
+        const auto n = static_cast<size_t>(len);
+        if (fold == Fold::kSum) {
+          if (simd) {
+            sum += SumSimd(v, n);
+          } else {
+            for (size_t j = 0; j < n; ++j) sum += static_cast<double>(v[j]);
+          }
+        } else {
+          ext = ExtremeSimd(fold == Fold::kMax, v, n, ext);
+        }
+      });
+      part[u] = fold == Fold::kSum ? sum : static_cast<double>(ext);
+    }
+  }
+
+  /// Kept inner axes (I > 1): unit u is the columns [c, c + width) of outer index u / chunks;
+  /// every reduced index adds its piece of columns, in order.
+  void ColumnUnits(std::span<const uint8_t* const> in, int64_t first, int64_t last, int64_t width, float* out,
+                   FusedEvaluator::Scratch& regs) const {
+    const int64_t r = view.reduced, i_len = view.inner;
+    const int64_t chunks = (i_len + width - 1) / width;
+    std::vector<double> sum(static_cast<size_t>(width));
+    std::vector<float> ext(static_cast<size_t>(width));
+    for (int64_t u = first; u < last; ++u) {
+      const int64_t o = u / chunks, c = (u % chunks) * width, cols = std::min(width, i_len - c);
+      std::fill(sum.begin(), sum.end(), 0.0);
+      std::fill(ext.begin(), ext.end(), Init());
+      for (int64_t k = 0; k < r; ++k) {
+        const int64_t base = (o * r + k) * i_len + c;
+        ForPieces(in, base, cols, regs, [&](int64_t start, int64_t len, const float* v) {
+          const auto at = static_cast<size_t>(start - base);
+          if (fold == Fold::kSum) {
+            AddIntoSimd(sum.data() + at, v, static_cast<size_t>(len));
+          } else {
+            ExtremeIntoSimd(fold == Fold::kMax, ext.data() + at, v, static_cast<size_t>(len));
+          }
+        });
+      }
+      float* y = out + o * i_len + c;
+      for (int64_t j = 0; j < cols; ++j)
+        y[j] = fold == Fold::kSum ? static_cast<float>(sum[static_cast<size_t>(j)])
+                                  : ext[static_cast<size_t>(j)];
+    }
+  }
+
+  /// Short kept rows (I < kMinRow): outer index o's whole [R, I] block, flat, element by element.
+  void SmallColumnUnits(std::span<const uint8_t* const> in, int64_t first, int64_t last, float* out,
+                        FusedEvaluator::Scratch& regs) const {
+    const int64_t r = view.reduced, i_len = view.inner;
+    std::vector<double> sum(static_cast<size_t>(i_len));
+    std::vector<float> ext(static_cast<size_t>(i_len));
+    for (int64_t o = first; o < last; ++o) {
+      std::fill(sum.begin(), sum.end(), 0.0);
+      std::fill(ext.begin(), ext.end(), Init());
+      const int64_t base = o * r * i_len;
+      ForPieces(in, base, r * i_len, regs, [&](int64_t start, int64_t len, const float* v) {
+        for (int64_t j = 0; j < len; ++j) {
+          const auto at = static_cast<size_t>((start - base + j) % i_len);
+          if (fold == Fold::kSum) {
+            sum[at] += static_cast<double>(v[j]);
+          } else {
+            ext[at] = fold == Fold::kMax ? ref::MaxOf(ext[at], v[j]) : ref::MinOf(ext[at], v[j]);
+          }
+        }
+      });
+      for (int64_t j = 0; j < i_len; ++j)
+        out[o * i_len + j] = fold == Fold::kSum ? static_cast<float>(sum[static_cast<size_t>(j)])
+                                                : ext[static_cast<size_t>(j)];
+    }
+  }
+
+  /// Runs body(first, last, regs) over [0, units) on the calling thread or split across the team.
+  template <class B>
+  void Split(int64_t units, bool parallel, B body) const {
+    const int team = parallel ? static_cast<int>(std::min<int64_t>(threads, units)) : 1;
+    if (team <= 1) {
+      FusedEvaluator::Scratch regs = eval->NewScratch();
+      body(0, units, regs);
+      return;
+    }
+#pragma omp parallel num_threads(team)
+    {
+      const int64_t id = omp_get_thread_num(), count = omp_get_num_threads();
+      FusedEvaluator::Scratch regs = eval->NewScratch();
+      body(units * id / count, units * (id + 1) / count, regs);
+    }
+  }
+
+  void operator()(std::span<const uint8_t* const> in, uint8_t* out_bytes) const {
+    float* out = reinterpret_cast<float*>(out_bytes);
+    const int64_t o_len = view.outer, r = view.reduced, i_len = view.inner;
+    if (o_len * i_len == 0) return;
+    if (r == 0) {
+      std::fill(out, out + o_len * i_len, Init());
+      return;
+    }
+    const bool parallel = eval->size() * FusedCost(eval->spec()) >= kFusedParallelWork;
+    if (i_len == 1) {
+      const int64_t blocks = (r + kBlock - 1) / kBlock, units = o_len * blocks;
+      std::vector<double> part(static_cast<size_t>(units));
+      Split(units, parallel, [&](int64_t a, int64_t b, FusedEvaluator::Scratch& regs) {
+        RowUnits(in, a, b, blocks, part.data(), regs);
+      });
+      for (int64_t o = 0; o < o_len; ++o) {
+        double sum = 0;
+        float ext = Init();
+        for (int64_t b = 0; b < blocks; ++b) {
+          const double p = part[static_cast<size_t>(o * blocks + b)];
+          if (fold == Fold::kSum) {
+            sum += p;
+          } else {
+            ext = fold == Fold::kMax ? ref::MaxOf(ext, static_cast<float>(p))
+                                     : ref::MinOf(ext, static_cast<float>(p));
+          }
+        }
+        out[o] = fold == Fold::kSum ? static_cast<float>(sum) : ext;
+      }
+    } else if (i_len >= FusedEvaluator::kMinRow) {
+      const int64_t width = kTile, units = o_len * ((i_len + width - 1) / width);
+      Split(units, parallel, [&](int64_t a, int64_t b, FusedEvaluator::Scratch& regs) {
+        ColumnUnits(in, a, b, width, out, regs);
+      });
+    } else {
+      Split(o_len, parallel, [&](int64_t a, int64_t b, FusedEvaluator::Scratch& regs) {
+        SmallColumnUnits(in, a, b, out, regs);
+      });
+    }
+  }
+};
+
+}  // namespace
+
+bool FusesIntoReduce(OpType op, const Shape& operand, const std::vector<int64_t>& axes) {
+  if (op != OpType::ReduceSum && op != OpType::ReduceMax && op != OpType::ReduceMin) return false;
+  if (operand.dtype() != DType::Float32 || operand.IsDynamic()) return false;
+  return ViewOf(operand.Dimensions(), axes).ok;
+}
+
+// The [O, R, I] view of the node's reduction and the evaluator of its operand group.
+KernelChoice MakeFusedReduceKernel(CpuBackend& backend, const Node& node,
+                                   const std::vector<Shape>& operands) {
+  (void)operands;
+  const FusedSpec& spec = *node.fused;
+  FusedReduce k;
+  k.view = ViewOf(spec.out_dims, node.inst.attrs.axes);
+  if (!k.view.ok || spec.out_dtype != DType::Float32 || node.inst.shape.dtype() != DType::Float32)
+    detail::Throw("backend \"cpu\": {} cannot be fused with its operand", OpName(node.inst.op));
+  k.fold = node.inst.op == OpType::ReduceSum   ? Fold::kSum
+           : node.inst.op == OpType::ReduceMax ? Fold::kMax
+                                               : Fold::kMin;
+  k.simd = backend.options().simd;
+  k.threads = std::max(1, backend.options().threads);
+  k.eval = std::make_shared<const FusedEvaluator>(node.fused, k.simd);
+  std::string name =
+      fmt::format("fused[{}]+{}{}", spec.ops.size(), OpName(node.inst.op), k.simd ? "" : ".scalar");
+  return {Kernel(std::move(k)), std::move(name)};
+}
+
+}  // namespace kiln::compute::cpu

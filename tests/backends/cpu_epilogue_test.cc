@@ -1,0 +1,427 @@
+// Tests of the cpu compiler's contraction epilogues (backends/cpu/epilogue.cc): which rewrites
+// the pass makes (bias and activation into DotGeneral and ConvGeneral, transposed matmul
+// results folded into the matmul) and which it refuses (an intermediate read elsewhere, a bias
+// along another axis, other dtypes); results against the reference backend and against
+// `fusion=false`; the loop form for contractions oneDNN declines; gradients through layers
+// whose forward pass carries epilogues.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/ir.h"
+#include "backends/cpu/kernels.h"
+#include "kiln/graph/gradient.h"
+#include "kiln/kiln.h"
+
+namespace kiln {
+namespace {
+
+using compute::OpType;
+using compute::cpu::Activation;
+using compute::cpu::Module;
+using graph::Graph;
+using graph::Node;
+
+const compute::BackendPtr& Cpu() {
+  static const compute::BackendPtr backend = compute::NewWithConfig("cpu:threads=2");
+  return backend;
+}
+const compute::BackendPtr& CpuNoFusion() {
+  static const compute::BackendPtr backend = compute::NewWithConfig("cpu:threads=2,fusion=false");
+  return backend;
+}
+const compute::BackendPtr& Ref() {
+  static const compute::BackendPtr backend = compute::NewWithConfig("ref");
+  return backend;
+}
+
+/// Uniform values in [-1, 1] of the given dims.
+Tensor Random(const std::vector<int64_t>& dims, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  const Shape shape(DType::Float32, dims);
+  std::vector<float> v(static_cast<size_t>(shape.Size()));
+  for (float& x : v) x = u(rng);
+  return Tensor::FromFlat(shape, v);
+}
+
+/// Runs `program` on `backend` over `inputs`.
+std::vector<Tensor> RunOn(const compute::BackendPtr& backend,
+                          const std::shared_ptr<const compute::Program>& program,
+                          const std::vector<Tensor>& inputs) {
+  std::unique_ptr<compute::Executable> exe = backend->Compile(program);
+  std::vector<compute::BufferPtr> buffers;
+  for (const Tensor& t : inputs) buffers.push_back(t.DeviceBuffer(backend, 0));
+  std::vector<compute::BufferPtr> out = exe->Execute(buffers, std::vector<bool>(inputs.size(), false), 0);
+  std::vector<Tensor> results;
+  for (size_t i = 0; i < out.size(); ++i)
+    results.push_back(Tensor::FromBuffer(backend, 0, program->OutputShape(static_cast<int>(i)), out[i]));
+  return results;
+}
+
+/// Whether got and want agree within float32 accumulation error over `terms` products each.
+::testing::AssertionResult Close(const Tensor& got, const Tensor& want, int64_t terms) {
+  if (got.shape() != want.shape()) return ::testing::AssertionFailure() << "shapes differ";
+  const std::vector<float> g = got.ToVector<float>(), w = want.ToVector<float>();
+  const double tol = 1e-5 * std::sqrt(static_cast<double>(std::max<int64_t>(terms, 1))) + 1e-6;
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (!(std::abs(static_cast<double>(g[i]) - w[i]) <= tol * (1 + std::abs(static_cast<double>(w[i]))))) {
+      return ::testing::AssertionFailure() << "element " << i << ": got " << g[i] << ", want " << w[i];
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+/// The cpu compiler's module for `program` after its cleanups and the epilogue pass.
+Module Epilogued(const compute::Program& program, std::string* log = nullptr) {
+  Module m = compute::cpu::FromProgram(program);
+  compute::cpu::EliminateDeadCode(m);
+  compute::cpu::EliminateCommonSubexpressions(m);
+  compute::cpu::Simplify(m);
+  compute::cpu::EliminateDeadCode(m);
+  const std::string s = compute::cpu::FuseEpilogues(m);
+  compute::cpu::EliminateDeadCode(m);
+  if (log != nullptr) *log = s;
+  return m;
+}
+
+int Count(const Module& m, OpType op) {
+  return static_cast<int>(std::count_if(m.nodes.begin(), m.nodes.end(),
+                                        [&](const compute::cpu::Node& n) { return n.inst.op == op; }));
+}
+
+/// The nodes of `m` carrying an epilogue.
+std::vector<const compute::cpu::Node*> WithEpilogue(const Module& m) {
+  std::vector<const compute::cpu::Node*> out;
+  for (const compute::cpu::Node& n : m.nodes)
+    if (n.epilogue) out.push_back(&n);
+  return out;
+}
+
+/// The kernel names the cpu backend picks for the epilogue nodes of `m`.
+std::vector<std::string> KernelNames(const Module& m) {
+  auto* cpu = dynamic_cast<compute::cpu::CpuBackend*>(Cpu().get());
+  std::vector<std::string> names;
+  for (const compute::cpu::Node& n : m.nodes) {
+    if (!n.epilogue) continue;
+    std::vector<Shape> operands;
+    for (int o : n.inst.operands) operands.push_back(m.nodes[static_cast<size_t>(o)].inst.shape);
+    names.push_back(compute::cpu::ChooseKernel(*cpu, n, operands).name);
+  }
+  return names;
+}
+
+/// x·w + b (b broadcast over the rows), as the dense layers write it.
+Node Dense(Node x, Node w, Node b) {
+  return graph::MatMul(x, w) + graph::Reshape(b, {1, b.shape().Dimensions()[0]});
+}
+
+/// Checks `program` on cpu against ref and against cpu with fusion off.
+void CheckAllBackends(const std::shared_ptr<const compute::Program>& program,
+                      const std::vector<Tensor>& inputs, int64_t terms) {
+  const std::vector<Tensor> want = RunOn(Ref(), program, inputs);
+  const std::vector<Tensor> got = RunOn(Cpu(), program, inputs);
+  const std::vector<Tensor> plain = RunOn(CpuNoFusion(), program, inputs);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_TRUE(Close(got[i], want[i], terms)) << "output " << i << " vs ref";
+    EXPECT_TRUE(Close(got[i], plain[i], terms)) << "output " << i << " vs fusion=false";
+  }
+}
+
+TEST(CpuEpilogue, DenseBiasReluBecomesOneMatmul) {
+  Graph g;
+  Node x = g.Parameter(Shape(DType::Float32, {37, 50}));
+  Node w = g.Parameter(Shape(DType::Float32, {50, 23}));
+  Node b = g.Parameter(Shape(DType::Float32, {23}));
+  auto program = g.Build({graph::MaxScalar(Dense(x, w, b), 0.0f)});
+  std::string log;
+  const Module m = Epilogued(*program, &log);
+  ASSERT_EQ(WithEpilogue(m).size(), 1u) << m.ToString();
+  const compute::cpu::Node& n = *WithEpilogue(m)[0];
+  EXPECT_EQ(n.inst.op, OpType::DotGeneral);
+  EXPECT_TRUE(n.epilogue->bias);
+  EXPECT_EQ(n.epilogue->axis, 1);
+  EXPECT_EQ(n.epilogue->activation, Activation::kRelu);
+  EXPECT_EQ(n.inst.operands.size(), 3u);
+  EXPECT_EQ(Count(m, OpType::Add), 0);
+  EXPECT_EQ(Count(m, OpType::Max), 0);
+  EXPECT_NE(log.find("epilogue"), std::string::npos);
+  EXPECT_NE(m.ToString().find("+Epilogue[bias(axis 1), Relu]"), std::string::npos) << m.ToString();
+  const std::vector<std::string> names = KernelNames(m);
+  ASSERT_EQ(names.size(), 1u);
+  EXPECT_EQ(names[0].rfind("dnnl.matmul[", 0), 0u) << names[0];
+  EXPECT_NE(names[0].find("+post[bias(axis 1), Relu]"), std::string::npos) << names[0];
+  CheckAllBackends(program, {Random({37, 50}, 1), Random({50, 23}, 2), Random({23}, 3)}, 50);
+}
+
+TEST(CpuEpilogue, BiasFirstAndOtherActivations) {
+  // Logistic folds; Tanh does not (oneDNN's tanh gives +0 for -0), its bias still does.
+  for (int act = 0; act < 2; ++act) {
+    Graph g;
+    Node x = g.Parameter(Shape(DType::Float32, {16, 40}));
+    Node w = g.Parameter(Shape(DType::Float32, {40, 12}));
+    Node b = g.Parameter(Shape(DType::Float32, {12}));
+    // The bias on the left of the Add.
+    Node y = graph::Reshape(b, {1, 12}) + graph::MatMul(x, w);
+    y = act == 0 ? graph::Tanh(y) : graph::Sigmoid(y);
+    auto program = g.Build({y});
+    const Module m = Epilogued(*program);
+    ASSERT_EQ(WithEpilogue(m).size(), 1u) << m.ToString();
+    EXPECT_TRUE(WithEpilogue(m)[0]->epilogue->bias);
+    EXPECT_EQ(WithEpilogue(m)[0]->epilogue->activation, act == 0 ? Activation::kNone : Activation::kLogistic);
+    EXPECT_EQ(Count(m, OpType::Tanh), act == 0 ? 1 : 0);
+    CheckAllBackends(program, {Random({16, 40}, 4), Random({40, 12}, 5), Random({12}, 6)}, 40);
+  }
+}
+
+TEST(CpuEpilogue, ReluKeepsNaNAndGivesPositiveZero) {
+  // NaN rows stay NaN through the relu and -0 results become +0, as Max(x, +0) does on ref;
+  // Max(x, -0) keeps -0, so it is not a relu.
+  for (float zero : {0.0f, -0.0f}) {
+    Graph g;
+    Node x = g.Parameter(Shape(DType::Float32, {4, 3}));
+    Node w = g.Parameter(Shape(DType::Float32, {3, 16}));
+    auto program = g.Build({graph::MaxScalar(graph::MatMul(x, w), zero)});
+    const Module m = Epilogued(*program);
+    EXPECT_EQ(WithEpilogue(m).size(), std::signbit(zero) ? 0u : 1u) << m.ToString();
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    // Row 0: NaN; row 1: zeros times negative weights (-0 sums); rows 2, 3: ordinary values.
+    const Tensor xs = Tensor::FromFlat(Shape(DType::Float32, {4, 3}),
+                                       std::vector<float>{nan, 1, 1, 0, 0, 0, 0.5f, -1, 2, -0.25f, 3, 1});
+    std::vector<float> wv(48);
+    for (size_t i = 0; i < wv.size(); ++i)
+      wv[i] = (i % 3 == 0 ? -1.0f : 0.5f) * static_cast<float>(i % 5 + 1);
+    const Tensor ws = Tensor::FromFlat(Shape(DType::Float32, {3, 16}), wv);
+    const std::vector<float> got = RunOn(Cpu(), program, {xs, ws})[0].ToVector<float>();
+    const std::vector<float> want = RunOn(Ref(), program, {xs, ws})[0].ToVector<float>();
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(std::isnan(got[i]), std::isnan(want[i])) << "element " << i;
+      if (std::isnan(want[i])) continue;
+      EXPECT_EQ(std::signbit(got[i]), std::signbit(want[i]))
+          << "element " << i << ": " << got[i] << " vs " << want[i];
+      EXPECT_NEAR(got[i], want[i], 1e-5f) << "element " << i;
+    }
+    EXPECT_TRUE(std::isnan(got[0]));
+    EXPECT_FALSE(std::signbit(got[16]));
+  }
+}
+
+TEST(CpuEpilogue, LargeResultReluOnTheTeam) {
+  // 256 x 512 floats (512 KiB): the relu after the matmul splits over the two threads.
+  Graph g;
+  Node x = g.Parameter(Shape(DType::Float32, {256, 64}));
+  Node w = g.Parameter(Shape(DType::Float32, {64, 512}));
+  Node b = g.Parameter(Shape(DType::Float32, {512}));
+  auto program = g.Build({graph::MaxScalar(Dense(x, w, b), 0.0f)});
+  ASSERT_EQ(WithEpilogue(Epilogued(*program)).size(), 1u);
+  const std::vector<Tensor> inputs = {Random({256, 64}, 35), Random({64, 512}, 36), Random({512}, 37)};
+  CheckAllBackends(program, inputs, 64);
+  // About half the results are clamped to exactly +0.
+  const std::vector<float> got = RunOn(Cpu(), program, inputs)[0].ToVector<float>();
+  const auto zeros =
+      std::count_if(got.begin(), got.end(), [](float v) { return v == 0.0f && !std::signbit(v); });
+  EXPECT_GT(zeros, 256 * 512 / 4);
+  EXPECT_LT(zeros, 256 * 512 * 3 / 4);
+}
+
+TEST(CpuEpilogue, ReluWithoutBias) {
+  Graph g;
+  Node x = g.Parameter(Shape(DType::Float32, {8, 30}));
+  Node w = g.Parameter(Shape(DType::Float32, {30, 9}));
+  auto program = g.Build({graph::MaxScalar(graph::MatMul(x, w), 0.0f)});
+  const Module m = Epilogued(*program);
+  ASSERT_EQ(WithEpilogue(m).size(), 1u) << m.ToString();
+  EXPECT_FALSE(WithEpilogue(m)[0]->epilogue->bias);
+  EXPECT_EQ(WithEpilogue(m)[0]->inst.operands.size(), 2u);
+  CheckAllBackends(program, {Random({8, 30}, 7), Random({30, 9}, 8)}, 30);
+}
+
+TEST(CpuEpilogue, ConvBiasRelu) {
+  Graph g;
+  Node x = g.Parameter(Shape(DType::Float32, {4, 12, 12, 3}));
+  Node k = g.Parameter(Shape(DType::Float32, {5, 5, 3, 8}));
+  Node b = g.Parameter(Shape(DType::Float32, {8}));
+  Node y = graph::Convolve(x, k).PadSame().Done() + graph::Reshape(b, {1, 1, 1, 8});
+  auto program = g.Build({graph::MaxScalar(y, 0.0f)});
+  const Module m = Epilogued(*program);
+  ASSERT_EQ(WithEpilogue(m).size(), 1u) << m.ToString();
+  const compute::cpu::Node& n = *WithEpilogue(m)[0];
+  EXPECT_EQ(n.inst.op, OpType::ConvGeneral);
+  EXPECT_EQ(n.epilogue->axis, 3);
+  EXPECT_EQ(n.epilogue->activation, Activation::kRelu);
+  const std::vector<std::string> names = KernelNames(m);
+  ASSERT_EQ(names.size(), 1u);
+  EXPECT_EQ(names[0].rfind("dnnl.conv[", 0), 0u) << names[0];
+  CheckAllBackends(program, {Random({4, 12, 12, 3}, 9), Random({5, 5, 3, 8}, 10), Random({8}, 11)}, 75);
+}
+
+TEST(CpuEpilogue, IntermediateReadElsewhereIsNotFused) {
+  Graph g;
+  Node x = g.Parameter(Shape(DType::Float32, {10, 20}));
+  Node w = g.Parameter(Shape(DType::Float32, {20, 6}));
+  Node b = g.Parameter(Shape(DType::Float32, {6}));
+  Node dot = graph::MatMul(x, w);
+  Node pre = dot + graph::Reshape(b, {1, 6});
+  // The matmul's result is an output too: nothing folds into it.
+  {
+    auto program = g.Build({graph::MaxScalar(pre, 0.0f), dot});
+    const Module m = Epilogued(*program);
+    EXPECT_TRUE(WithEpilogue(m).empty()) << m.ToString();
+    EXPECT_EQ(Count(m, OpType::Add), 1);
+    CheckAllBackends(program, {Random({10, 20}, 12), Random({20, 6}, 13), Random({6}, 14)}, 20);
+  }
+  // The biased value is read twice (as in training, where the relu's gradient reads it): the
+  // bias folds, the activation does not.
+  {
+    Graph g2;
+    Node x2 = g2.Parameter(Shape(DType::Float32, {10, 20}));
+    Node w2 = g2.Parameter(Shape(DType::Float32, {20, 6}));
+    Node b2 = g2.Parameter(Shape(DType::Float32, {6}));
+    Node pre2 = graph::MatMul(x2, w2) + graph::Reshape(b2, {1, 6});
+    auto program = g2.Build({graph::MaxScalar(pre2, 0.0f), pre2 * 2.0f});
+    const Module m = Epilogued(*program);
+    ASSERT_EQ(WithEpilogue(m).size(), 1u) << m.ToString();
+    EXPECT_TRUE(WithEpilogue(m)[0]->epilogue->bias);
+    EXPECT_EQ(WithEpilogue(m)[0]->epilogue->activation, Activation::kNone);
+    EXPECT_EQ(Count(m, OpType::Max), 1);
+    CheckAllBackends(program, {Random({10, 20}, 15), Random({20, 6}, 16), Random({6}, 17)}, 20);
+  }
+}
+
+TEST(CpuEpilogue, BiasAlongAnotherAxisIsNotFused) {
+  Graph g;
+  Node x = g.Parameter(Shape(DType::Float32, {10, 20}));
+  Node w = g.Parameter(Shape(DType::Float32, {20, 6}));
+  Node b = g.Parameter(Shape(DType::Float32, {10}));
+  // A per-row bias: not a feature bias.
+  auto program = g.Build({graph::MatMul(x, w) + graph::Reshape(b, {10, 1})});
+  const Module m = Epilogued(*program);
+  EXPECT_TRUE(WithEpilogue(m).empty()) << m.ToString();
+  CheckAllBackends(program, {Random({10, 20}, 18), Random({20, 6}, 19), Random({10}, 20)}, 20);
+}
+
+TEST(CpuEpilogue, SizeOneBiasIsNotFused) {
+  // A [1] vector broadcast along the feature axis repeats one value: not a per-feature bias.
+  Graph g;
+  Node x = g.Parameter(Shape(DType::Float32, {5, 8}));
+  Node w = g.Parameter(Shape(DType::Float32, {8, 6}));
+  Node b = g.Parameter(Shape(DType::Float32, {1}));
+  compute::OpAttributes attrs;
+  attrs.shape = Shape(DType::Float32, {5, 6});
+  attrs.axes = {1};
+  auto program = g.Build({graph::MatMul(x, w) + g.AddOp(OpType::BroadcastInDim, {b}, attrs)});
+  const Module m = Epilogued(*program);
+  EXPECT_TRUE(WithEpilogue(m).empty()) << m.ToString();
+  CheckAllBackends(program, {Random({5, 8}, 32), Random({8, 6}, 33), Random({1}, 34)}, 8);
+}
+
+TEST(CpuEpilogue, OtherDTypesAreNotFused) {
+  Graph g;
+  Node x = g.Parameter(Shape(DType::Float64, {4, 5}));
+  Node w = g.Parameter(Shape(DType::Float64, {5, 3}));
+  Node b = g.Parameter(Shape(DType::Float64, {3}));
+  auto program = g.Build({graph::MaxScalar(Dense(x, w, b), 0.0)});
+  const Module m = Epilogued(*program);
+  EXPECT_TRUE(WithEpilogue(m).empty()) << m.ToString();
+}
+
+TEST(CpuEpilogue, TransposedMatmulResultSwapsOperands) {
+  Graph g;
+  Node a = g.Parameter(Shape(DType::Float32, {64, 10}));
+  Node c = g.Parameter(Shape(DType::Float32, {64, 30}));
+  // aᵀ·c, transposed: the form autodiff writes for a weight gradient.
+  Node y = graph::Transpose(graph::Einsum("ki,kj->ij", a, c), 0, 1);
+  auto program = g.Build({y});
+  std::string log;
+  const Module m = Epilogued(*program, &log);
+  EXPECT_EQ(Count(m, OpType::Transpose), 0) << m.ToString();
+  ASSERT_EQ(Count(m, OpType::DotGeneral), 1);
+  for (const compute::cpu::Node& n : m.nodes) {
+    if (n.inst.op != OpType::DotGeneral) continue;
+    EXPECT_EQ(n.inst.shape.Dimensions(), (std::vector<int64_t>{30, 10}));
+  }
+  EXPECT_NE(log.find("operands swapped"), std::string::npos) << log;
+  CheckAllBackends(program, {Random({64, 10}, 21), Random({64, 30}, 22)}, 64);
+}
+
+TEST(CpuEpilogue, BatchedTransposeSwapsOperands) {
+  Graph g;
+  Node a = g.Parameter(Shape(DType::Float32, {3, 7, 5}));
+  Node c = g.Parameter(Shape(DType::Float32, {3, 5, 4}));
+  Node y = graph::TransposeAllAxes(graph::Einsum("bij,bjk->bik", a, c), {0, 2, 1});
+  auto program = g.Build({y});
+  const Module m = Epilogued(*program);
+  EXPECT_EQ(Count(m, OpType::Transpose), 0) << m.ToString();
+  CheckAllBackends(program, {Random({3, 7, 5}, 23), Random({3, 5, 4}, 24)}, 5);
+  // A permutation that moves the batch axis stays a Transpose.
+  Graph g2;
+  Node a2 = g2.Parameter(Shape(DType::Float32, {3, 7, 5}));
+  Node c2 = g2.Parameter(Shape(DType::Float32, {3, 5, 4}));
+  auto program2 = g2.Build({graph::TransposeAllAxes(graph::Einsum("bij,bjk->bik", a2, c2), {1, 0, 2})});
+  EXPECT_EQ(Count(Epilogued(*program2), OpType::Transpose), 1);
+  CheckAllBackends(program2, {Random({3, 7, 5}, 25), Random({3, 5, 4}, 26)}, 5);
+}
+
+TEST(CpuEpilogue, LoopFormWhenOneDnnDeclines) {
+  // An empty sum (K = 0): oneDNN declines, the reference matmul runs and the epilogue follows in
+  // a loop, giving relu(bias) in every row.
+  compute::Instruction dot;
+  dot.op = OpType::DotGeneral;
+  dot.attrs.lhs_contracting = {1};
+  dot.attrs.rhs_contracting = {0};
+  dot.shape = Shape(DType::Float32, {2, 3});
+  dot.operands = {0, 1, 2};
+  compute::cpu::Node node{dot, nullptr};
+  compute::cpu::Epilogue e;
+  e.bias = true;
+  e.axis = 1;
+  e.activation = Activation::kRelu;
+  node.epilogue = std::make_shared<const compute::cpu::Epilogue>(e);
+  auto* cpu = dynamic_cast<compute::cpu::CpuBackend*>(Cpu().get());
+  ASSERT_NE(cpu, nullptr);
+  const std::vector<Shape> operands = {Shape(DType::Float32, {2, 0}), Shape(DType::Float32, {0, 3}),
+                                       Shape(DType::Float32, {3})};
+  compute::cpu::KernelChoice k = compute::cpu::ChooseKernel(*cpu, node, operands);
+  EXPECT_NE(k.name.find("+loop[bias(axis 1), Relu]"), std::string::npos) << k.name;
+  const float bias[3] = {1.5f, -2.0f, 0.25f};
+  float out[6] = {9, 9, 9, 9, 9, 9};
+  const uint8_t* in[3] = {nullptr, nullptr, reinterpret_cast<const uint8_t*>(bias)};
+  k.kernel(in, reinterpret_cast<uint8_t*>(out));
+  const std::vector<float> want = {1.5f, 0.0f, 0.25f, 1.5f, 0.0f, 0.25f};
+  EXPECT_EQ(std::vector<float>(out, out + 6), want);
+}
+
+TEST(CpuEpilogue, GradientsThroughFusedLayersMatchRef) {
+  // A two-layer MLP's loss and weight gradients: the forward matmuls carry bias epilogues, the
+  // weight gradients fold their transposes; all must agree with ref.
+  Graph g;
+  Node x = g.Parameter(Shape(DType::Float32, {32, 24}));
+  Node w1 = g.Parameter(Shape(DType::Float32, {24, 16}));
+  Node b1 = g.Parameter(Shape(DType::Float32, {16}));
+  Node w2 = g.Parameter(Shape(DType::Float32, {16, 5}));
+  Node b2 = g.Parameter(Shape(DType::Float32, {5}));
+  Node h = graph::MaxScalar(Dense(x, w1, b1), 0.0f);
+  Node y = graph::Tanh(Dense(h, w2, b2));
+  Node loss = graph::ReduceAllMean(y * y);
+  std::vector<Node> outs = graph::Gradient(loss, {w1, b1, w2, b2});
+  outs.push_back(loss);
+  auto program = g.Build(outs);
+  const Module m = Epilogued(*program);
+  EXPECT_FALSE(WithEpilogue(m).empty()) << m.ToString();
+  CheckAllBackends(
+      program,
+      {Random({32, 24}, 27), Random({24, 16}, 28), Random({16}, 29), Random({16, 5}, 30), Random({5}, 31)},
+      32);
+}
+
+}  // namespace
+}  // namespace kiln
