@@ -9,6 +9,7 @@
 #include "kiln/graph/random.h"
 #include "kiln/ml/initializers.h"
 #include "kiln/ml/nn.h"
+#include "kiln/ml/regularizers.h"
 
 namespace kiln::layers {
 
@@ -25,6 +26,7 @@ Node DenseWithDims(model::Scope scope, Node x, bool use_bias, const std::vector<
   wdims.insert(wdims.end(), dims.begin(), dims.end());
   Node w = scope.VariableWithShape("weights", Shape(x.dtype(), wdims)).NodeValue(g);
   Node b = use_bias ? scope.VariableWithShape("biases", Shape(x.dtype(), dims)).NodeValue(g) : Node();
+  regularizers::RegularizeWeights(scope);  // "l1_regularization" / "l2_regularization", if set
   return nn::Dense(x, w, b);
 }
 
@@ -131,6 +133,7 @@ Node ConvolutionBuilder::Done() {
     shape[static_cast<size_t>(channels_first_ ? 1 : y.rank() - 1)] = filters_;
     y = y + graph::Reshape(b, shape);
   }
+  regularizers::RegularizeWeights(scope_);  // "l1_regularization" / "l2_regularization", if set
   return y;
 }
 

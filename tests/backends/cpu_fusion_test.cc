@@ -3,7 +3,8 @@
 // and BFloat16, broadcasts, scalar immediates, conversions, Bool predicates, IEEE specials,
 // threads), the scalar form (`simd=scalar`, bit for bit with ref), `fusion=false`, and ulp-bound
 // sweeps of each SIMD transcendental against the scalar std:: function ref uses (on every
-// compiled Highway target this machine runs).
+// compiled Highway target this machine runs); vector programs against the per-instruction passes
+// bit for bit (random programs, every tail length, in place).
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -727,6 +728,187 @@ TEST(CpuFusionUlps, HalfRoundingMatchesKilnHalfTypes) {
           ADD_FAILURE() << compute::cpu::FOpName(op) << "(" << x[i] << "): simd " << simd[i] << ", scalar "
                         << scalar[i];
         }
+      }
+    }
+  });
+}
+
+/// A random program over inputs in registers 0 and 1 and immediates in 2 and 3: `ops`
+/// instructions drawn from every compute op, reading any written register and writing a new
+/// register or over an old one (so values die, live on in slots, or get overwritten); the result
+/// is the last written register or, one time in three, an earlier value still alive at the end.
+compute::cpu::FusedSpec RandomProgram(std::mt19937& rng, int ops) {
+  using compute::cpu::FInstr;
+  compute::cpu::FusedSpec spec;
+  spec.inputs.resize(2);
+  spec.out_dims = {1};
+  spec.code.push_back(FInstr{FOp::kImm, 2, 0, 0, 0, 0.5f, -1});
+  spec.code.push_back(FInstr{FOp::kImm, 3, 0, 0, 0, -1.25f, -1});
+  spec.code.push_back(FInstr{FOp::kInput, 0, 0, 0, 0, 0, 0});
+  spec.code.push_back(FInstr{FOp::kInput, 1, 0, 0, 0, 0, 1});
+  const int first = static_cast<int>(FOp::kNeg), last = static_cast<int>(FOp::kWhere);
+  uint16_t regs = 4;
+  std::vector<int> writer(16, -1);  // Per register: the op that last wrote it (-1: not an op).
+  for (int k = 0; k < ops; ++k) {
+    FInstr ins;
+    ins.op = static_cast<FOp>(first + static_cast<int>(rng() % static_cast<uint32_t>(last - first + 1)));
+    ins.a = static_cast<uint16_t>(rng() % regs);
+    ins.b = static_cast<uint16_t>(rng() % regs);
+    ins.c = static_cast<uint16_t>(rng() % regs);
+    // Mostly a chain on the previous result, as real groups are.
+    if (k > 0 && rng() % 3 != 0) ins.a = spec.code.back().dst;
+    // A new register, or over an op's register or an input (never over an immediate).
+    if (regs == 4 || (regs < 12 && rng() % 2 == 0)) {
+      ins.dst = regs++;
+    } else {
+      const auto pick = static_cast<uint16_t>(rng() % (regs - 2));
+      ins.dst = pick < 2 ? pick : static_cast<uint16_t>(pick + 2);
+    }
+    writer[ins.dst] = k;
+    spec.code.push_back(ins);
+  }
+  spec.num_regs = regs;
+  spec.result = spec.code.back().dst;
+  if (rng() % 3 == 0) {
+    std::vector<uint16_t> alive;
+    for (uint16_t r = 0; r < regs; ++r)
+      if (writer[r] >= 0) alive.push_back(r);
+    spec.result = alive[rng() % alive.size()];
+  }
+  return spec;
+}
+
+/// `spec` run one SIMD pass per instruction over whole registers (the per-instruction evaluator).
+std::vector<float> RunByPasses(const compute::cpu::FusedSpec& spec, const std::vector<float>& x,
+                               const std::vector<float>& y) {
+  const size_t n = x.size();
+  std::vector<std::vector<float>> r(static_cast<size_t>(spec.num_regs), std::vector<float>(n));
+  for (const compute::cpu::FInstr& ins : spec.code) {
+    if (ins.op == FOp::kImm) {
+      r[ins.dst].assign(n, ins.imm);
+    } else if (ins.op == FOp::kInput) {
+      r[ins.dst] = ins.input == 0 ? x : y;
+    } else {
+      std::vector<float> out(n);
+      compute::cpu::RunFusedOpSimd(ins.op, r[ins.a].data(), r[ins.b].data(), r[ins.c].data(), out.data(), n);
+      r[ins.dst] = out;
+    }
+  }
+  return r[static_cast<size_t>(spec.result)];
+}
+
+bool SameBits(float a, float b) {
+  return std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b) || (std::isnan(a) && std::isnan(b));
+}
+
+TEST(CpuFusionVector, ProgramsMatchPerInstructionPassesBitForBit) {
+  // Lengths around the vector widths (4, 8, 16 lanes) and blocks of four vectors, so every tail
+  // path runs; programs of 1 to 24 instructions; on every compiled target.
+  const size_t sizes[] = {1, 3, 7, 8, 15, 16, 17, 31, 33, 63, 64, 65, 100, 257, 1000, 1024};
+  compute::cpu::ForEachFusedSimdTarget([&](const char* target) {
+    SCOPED_TRACE(target);
+    std::mt19937 rng(21);
+    for (int ops : {1, 2, 3, 5, 8, 13, 24}) {
+      for (int trial = 0; trial < 12; ++trial) {
+        const compute::cpu::FusedSpec spec = RandomProgram(rng, ops);
+        const compute::cpu::VProgram prog = compute::cpu::MakeVProgram(spec);
+        ASSERT_FALSE(prog.code.empty());
+        ASSERT_EQ(prog.code.size(), static_cast<size_t>(ops));
+        for (size_t n : sizes) {
+          std::vector<float> x(n), y(n);
+          std::uniform_real_distribution<float> dist(-4.0f, 4.0f);
+          for (size_t i = 0; i < n; ++i) {
+            x[i] = dist(rng);
+            y[i] = i % 5 == 0 ? 0.0f : dist(rng);  // Zeros for the predicates and Where.
+          }
+          const std::vector<float> want = RunByPasses(spec, x, y);
+          std::vector<float> slots(prog.SlotFloats()), tail(prog.TailFloats()), out(n);
+          std::vector<const float*> tail_in(2);
+          const float* in[2] = {x.data(), y.data()};
+          compute::cpu::RunVProgramSimd(prog, in, out.data(), n, slots.data(), tail.data(), tail_in.data());
+          // In place: the result written over the first input.
+          std::vector<float> inplace = x;
+          const float* in2[2] = {inplace.data(), y.data()};
+          compute::cpu::RunVProgramSimd(prog, in2, inplace.data(), n, slots.data(), tail.data(),
+                                        tail_in.data());
+          int bad = 0;
+          for (size_t i = 0; i < n && bad < 3; ++i) {
+            if (SameBits(out[i], want[i]) && SameBits(inplace[i], want[i])) continue;
+            ++bad;
+            ADD_FAILURE() << "ops " << ops << " trial " << trial << " n " << n << " at " << i << ": vector "
+                          << out[i] << ", in place " << inplace[i] << ", passes " << want[i] << "\n"
+                          << spec.ToString();
+          }
+        }
+      }
+    }
+  });
+}
+
+TEST(CpuFusionVector, ResultsThatAreNotComputedKeepThePasses) {
+  // A group that only converts its input has no compute instruction: no vector program.
+  compute::cpu::FusedSpec spec;
+  spec.inputs.resize(1);
+  spec.code.push_back(compute::cpu::FInstr{FOp::kInput, 0, 0, 0, 0, 0, 0});
+  spec.num_regs = 1;
+  EXPECT_TRUE(compute::cpu::MakeVProgram(spec).code.empty());
+  // The result is the input although an op ran: the same.
+  spec.code.push_back(compute::cpu::FInstr{FOp::kNeg, 1, 0, 0, 0, 0, -1});
+  spec.num_regs = 2;
+  EXPECT_TRUE(compute::cpu::MakeVProgram(spec).code.empty());
+  // Values read again later are saved to their slot; the one read next stays the accumulator.
+  spec.result = 1;
+  spec.code.push_back(compute::cpu::FInstr{FOp::kExp, 2, 1, 0, 0, 0, -1});
+  spec.code.push_back(compute::cpu::FInstr{FOp::kMul, 1, 2, 1, 0, 0, -1});
+  spec.num_regs = 3;
+  const compute::cpu::VProgram prog = compute::cpu::MakeVProgram(spec);
+  ASSERT_EQ(prog.code.size(), 3u);
+  EXPECT_EQ(prog.code[0].src[0], compute::cpu::VSrc::kInput);
+  EXPECT_EQ(prog.code[0].save, 1);
+  EXPECT_EQ(prog.code[1].src[0], compute::cpu::VSrc::kAcc);
+  EXPECT_EQ(prog.code[1].save, -1);
+  EXPECT_EQ(prog.code[2].src[0], compute::cpu::VSrc::kAcc);
+  EXPECT_EQ(prog.code[2].src[1], compute::cpu::VSrc::kSlot);
+  EXPECT_EQ(prog.result_src, compute::cpu::VSrc::kAcc);
+}
+
+TEST(CpuFusionVector, ChainsOfEveryLengthAndTailMatchRef) {
+  // Whole executables: fused groups of 1 to 20 ops over lengths that leave every kind of tail,
+  // against ref (the exact chain bit for bit, the random ones within the transcendental bound).
+  for (int64_t n : {1, 5, 16, 17, 63, 65, 130, 1023, 1025, 2051}) {
+    SCOPED_TRACE(fmt::format("n {}", n));
+    const Tensor a = Random({n}, -3, 3, 31), b = Random({n}, -3, 3, 32);
+    auto exact = [](Graph&, const std::vector<Node>& p) {
+      Node r = (p[0] * p[1] + p[0]) / (graph::Abs(p[1]) + 1.0f) - graph::Max(p[0], p[1]) * 0.1f;
+      return std::vector<Node>{r, graph::Where(graph::LessOrEqual(r, p[0]), graph::Floor(r), p[1] * r)};
+    };
+    ExpectMatchesRef("cpu", exact, {a, b}, 0);
+    for (int ops : {1, 4, 20}) {
+      auto fn = [ops](Graph&, const std::vector<Node>& p) { return RandomChain(p, DType::Float32, 5, ops); };
+      ExpectMatchesRef("cpu", fn, {a, b}, 2, 1e-5);
+      ExpectMatchesRef("cpu:fusion=false", fn, {a, b}, 0);
+    }
+  }
+}
+
+TEST(CpuFusionVector, EveryTargetRunsWholeGraphsLikeRef) {
+  // Vector programs on AVX3, one pass per instruction elsewhere: whole executables on each target
+  // this machine runs, with tails, broadcasts and half types.
+  const Tensor a = Random({7, 37}, -3, 3, 41), b = Random({7, 37}, -3, 3, 42),
+               col = Random({7, 1}, -1, 1, 43);
+  compute::cpu::ForEachFusedSimdTarget([&](const char* target) {
+    SCOPED_TRACE(target);
+    auto exact = [](Graph&, const std::vector<Node>& p) {
+      Node r = (p[0] * p[1] + p[0]) / (graph::Abs(p[1]) + 1.0f) - graph::Max(p[0], p[1]) * 0.1f + p[2];
+      return std::vector<Node>{r, graph::ConvertDType(r * 3.0f, DType::BFloat16)};
+    };
+    ExpectMatchesRef("cpu", exact, {a, b, col}, 0);
+    for (DType dtype : {DType::Float32, DType::Float16}) {
+      for (uint32_t seed = 0; seed < 4; ++seed) {
+        auto fn = [dtype, seed](Graph&, const std::vector<Node>& p) {
+          return RandomChain(p, dtype, seed, 10);
+        };
+        ExpectMatchesRef("cpu", fn, {a, b}, 2, 1e-5);
       }
     }
   });

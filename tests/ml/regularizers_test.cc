@@ -96,17 +96,16 @@ TEST(Regularizers, L1L2AndHyperparameters) {
   EXPECT_FALSE(regularizers::FromParams(model::Store().RootScope()));
 }
 
-TEST(Regularizers, TrainerAddsTheTermToTheLoss) {
-  // With zero predictions error, the trainer's loss is only the L2 term of the dense weights.
+TEST(Regularizers, DenseAppliesTheHyperparameterInTheTrainer) {
+  // With zero predictions error, the trainer's loss is only the L2 term of the dense weights,
+  // which layers::Dense adds by itself when "l2_regularization" is set.
   model::Store store;
   store.SetParam(regularizers::kParamL2, 0.5);
   train::Trainer trainer(
       compute::New(), store,
       [](model::Scope scope, const std::any&, std::vector<Node> inputs) -> std::vector<Node> {
         model::Scope s = scope.In("dense");
-        Node y = layers::Dense(s, inputs[0], false, 1);
-        regularizers::RegularizeWeights(s);
-        return {y};
+        return {layers::Dense(s, inputs[0], false, 1)};
       },
       losses::MeanSquaredError, optimizers::StochasticGradientDescent().LearningRate(0).Done(), {}, {});
   const Shape shape(DType::Float32, {2, 2});

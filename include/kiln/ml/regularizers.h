@@ -5,7 +5,8 @@
 ///   model::Scope s = scope.In("dense");
 ///   Node y = layers::Dense(s, x, true, 64);
 ///   regularizers::L2(1e-4)(s, {s.InspectVariable("weights")});   // explicit
-///   regularizers::RegularizeWeights(s);  // from "l1_regularization" / "l2_regularization"
+///   // layers::Dense and layers::Convolution apply "l1_regularization" / "l2_regularization"
+///   // to their weights by themselves (RegularizeWeights).
 
 #include <functional>
 #include <vector>

@@ -2,8 +2,9 @@
 // group's register-machine program over pieces of the result (kTile elements inside a row of
 // the [rows, inner] view; registers are float32 arrays of one piece), inputs read in place, by
 // vectorised conversion, as one broadcast value per row or by strided gathers, and the ops run
-// with SIMD (hwy_fused.cc) or their scalar form (`simd=scalar`). Large results split their
-// pieces across the backend's OpenMP threads (above kFusedParallelWork).
+// with SIMD (hwy_fused.cc: on AVX3 the whole program per block of vectors, elsewhere one pass per
+// instruction) or their scalar form (`simd=scalar`). Large results split their pieces across the
+// backend's OpenMP threads (above kFusedParallelWork).
 
 #include <omp.h>
 
@@ -237,6 +238,60 @@ int64_t FusedCost(const FusedSpec& spec) {
   return c;
 }
 
+// Follows the registers through the program: an operand written by the previous compute
+// instruction is the accumulator, one written earlier is saved to its register's slot.
+VProgram MakeVProgram(const FusedSpec& spec) {
+  VProgram p;
+  p.num_inputs = static_cast<int>(spec.inputs.size());
+  p.num_regs = spec.num_regs;
+  struct Writer {
+    VSrc src = VSrc::kNone;
+    int at = -1;  ///< kInput: the input; kSlot: the compute instruction.
+    float imm = 0;
+  };
+  std::vector<Writer> writer(static_cast<size_t>(std::max(spec.num_regs, 1)));
+  // Where register r's current value is, seen from the next instruction; kNone if unwritten.
+  auto source = [&](uint16_t r, VSrc& src, uint16_t& idx, float& imm) {
+    const Writer& w = writer[r];
+    src = w.src;
+    idx = r;
+    if (w.src == VSrc::kImm) {
+      imm = w.imm;
+    } else if (w.src == VSrc::kInput) {
+      idx = static_cast<uint16_t>(w.at);
+    } else if (w.src == VSrc::kSlot) {
+      if (static_cast<size_t>(w.at) + 1 == p.code.size()) {
+        src = VSrc::kAcc;
+      } else {
+        p.code[static_cast<size_t>(w.at)].save = r;
+      }
+    }
+    return src != VSrc::kNone;
+  };
+  for (const FInstr& ins : spec.code) {
+    if (ins.op == FOp::kImm) {
+      writer[ins.dst] = {VSrc::kImm, -1, ins.imm};
+      continue;
+    }
+    if (ins.op == FOp::kInput) {
+      writer[ins.dst] = {VSrc::kInput, ins.input, 0};
+      continue;
+    }
+    VInstr v;
+    v.op = ins.op;
+    const uint16_t regs[3] = {ins.a, ins.b, ins.c};
+    for (int k = 0; k < FOpArity(ins.op); ++k)
+      if (!source(regs[k], v.src[k], v.idx[k], v.imm[k])) return {};
+    p.code.push_back(v);
+    writer[ins.dst] = {VSrc::kSlot, static_cast<int>(p.code.size()) - 1, 0};
+  }
+  float unused = 0;
+  if (writer[static_cast<size_t>(spec.result)].src != VSrc::kSlot ||
+      !source(static_cast<uint16_t>(spec.result), p.result_src, p.result_idx, unused))
+    return {};
+  return p;
+}
+
 // The evaluator: the [rows, inner] view and how each input is read within a row.
 FusedEvaluator::FusedEvaluator(std::shared_ptr<const FusedSpec> spec, bool simd)
     : spec_(std::move(spec)), simd_(simd) {
@@ -286,6 +341,7 @@ FusedEvaluator::FusedEvaluator(std::shared_ptr<const FusedSpec> spec, bool simd)
     for (const FInstr& other : spec_->code) alone = alone && (&other == &ins || other.dst != ins.dst);
     keep_[static_cast<size_t>(ins.input)] = alone;
   }
+  if (simd_) vprog_ = MakeVProgram(*spec_);
   // Short rows: pieces run over the flat result instead, and strided inputs gather (inputs
   // constant over every axis still read one value).
   if (inner_ < kMinRow && n_ > inner_) {
@@ -308,6 +364,15 @@ FusedEvaluator::Scratch FusedEvaluator::NewScratch() const {
   for (const FInstr& ins : spec_->code)
     if (ins.op == FOp::kImm)
       std::fill(s.regs.begin() + ins.dst * kTile, s.regs.begin() + (ins.dst + 1) * kTile, ins.imm);
+  if (!vprog_.code.empty()) {
+    const size_t inputs = spec_->inputs.size();
+    s.loads.resize(std::max<size_t>(inputs, 1) * kTile);
+    s.slots.resize(vprog_.SlotFloats());
+    s.tail.resize(vprog_.TailFloats());
+    s.result.resize(kTile);
+    s.in.assign(inputs, nullptr);
+    s.tail_in.assign(inputs, nullptr);
+  }
   return s;
 }
 
@@ -394,9 +459,24 @@ void FusedEvaluator::Load(size_t input, const uint8_t* data, int64_t start, int6
   *at = dst;
 }
 
+// The loads once over the piece, then the whole program per block of vectors.
+const float* FusedEvaluator::EvalVector(std::span<const uint8_t* const> in, int64_t start, int64_t len,
+                                        Scratch& scratch, float* direct) const {
+  for (const FInstr& ins : spec_->code) {
+    if (ins.op != FOp::kInput) continue;
+    const auto i = static_cast<size_t>(ins.input);
+    Load(i, in[i], start, len, scratch.loads.data() + i * kTile, scratch.filled[i], &scratch.in[i]);
+  }
+  float* out = direct != nullptr ? direct : scratch.result.data();
+  RunVProgramSimd(vprog_, scratch.in.data(), out, static_cast<size_t>(len), scratch.slots.data(),
+                  scratch.tail.data(), scratch.tail_in.data());
+  return out;
+}
+
 // The program once over the piece: loads, then each op over the piece's registers.
 const float* FusedEvaluator::Eval(std::span<const uint8_t* const> in, int64_t start, int64_t len,
                                   Scratch& scratch, float* direct) const {
+  if (!vprog_.code.empty() && UseVProgramSimd()) return EvalVector(in, start, len, scratch, direct);
   const FusedSpec& s = *spec_;
   float* regs = scratch.regs.data();
   const float* rp[256];

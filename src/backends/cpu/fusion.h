@@ -100,6 +100,57 @@ struct FusedSpec {
   std::string ToString() const;
 };
 
+/// Where an operand of a vector-program instruction comes from.
+enum class VSrc : uint8_t {
+  kNone,   ///< Unused operand.
+  kAcc,    ///< The previous instruction's result, still in vector registers.
+  kSlot,   ///< A saved result (register `idx` of the block's spill area).
+  kInput,  ///< Input `idx`'s values for the piece.
+  kImm,    ///< The immediate `imm`.
+};
+
+/// One compute instruction of a vector program: its result becomes the accumulator, and is also
+/// saved to slot `save` when a later instruction reads it other than as the accumulator.
+struct VInstr {
+  FOp op = FOp::kAdd;
+  VSrc src[3] = {VSrc::kNone, VSrc::kNone, VSrc::kNone};
+  uint16_t idx[3] = {0, 0, 0};
+  float imm[3] = {0, 0, 0};
+  int32_t save = -1;
+};
+
+/// A FusedSpec's compute instructions as the SIMD evaluator runs them: the whole program once per
+/// block of a few vectors, each result kept in vector registers for the next instruction and
+/// spilled to a small L1 area only when read later; loads become pointers to the piece's input
+/// values and immediates broadcast constants.
+struct VProgram {
+  std::vector<VInstr> code;
+  int num_inputs = 0;
+  int num_regs = 0;
+  /// Where the result is after the last instruction (kAcc or kSlot).
+  VSrc result_src = VSrc::kAcc;
+  uint16_t result_idx = 0;
+  /// Floats of spill area one thread needs.
+  size_t SlotFloats() const;
+  /// Floats of padded tail buffers one thread needs.
+  size_t TailFloats() const;
+};
+
+/// The vector program of `spec`, or an empty one when it has no compute instruction writing the
+/// result (a group that only converts an input).
+VProgram MakeVProgram(const FusedSpec& spec);
+
+/// Runs `prog` over n elements (hwy_fused.cc): `in[i]` points at input i's n values, `out`
+/// receives the results (it may be one of the inputs). `slots` and `tail` are scratch of
+/// SlotFloats() and TailFloats(); `tail_in` has room for num_inputs pointers. The ops are the
+/// same SIMD forms as RunFusedOpSimd's, so results are the same bits.
+void RunVProgramSimd(const VProgram& prog, const float* const* in, float* out, size_t n, float* slots,
+                     float* tail, const float** tail_in);
+
+/// Whether the SIMD target in use runs vector programs (AVX3: a block of four vectors stays in its
+/// 32 registers); elsewhere one pass per instruction costs fewer instructions per element.
+bool UseVProgramSimd();
+
 /// Runs one compute instruction of `op` over n elements with Highway (hwy_fused.cc): operands
 /// `a`, `b`, `c` as the op needs; `out` may alias an operand.
 void RunFusedOpSimd(FOp op, const float* a, const float* b, const float* c, float* out, size_t n);
@@ -156,6 +207,10 @@ class FusedEvaluator {
   struct Scratch {
     std::vector<float> regs;
     std::vector<int64_t> filled;  ///< Per input: 1 + the offset its register holds, 0 if none.
+    // The vector program's working memory (SIMD only).
+    std::vector<float> loads;  ///< Per input: a piece of converted or broadcast values.
+    std::vector<float> slots, tail, result;
+    std::vector<const float*> in, tail_in;
   };
   Scratch NewScratch() const;
   /// Computes result elements [start, start + len) (len <= kTile) into float32 and returns where
@@ -174,8 +229,14 @@ class FusedEvaluator {
   /// The same by an index walk over the input's strides (any piece).
   void Gather(size_t input, const uint8_t* data, int64_t start, int64_t len, float* dst) const;
 
+  /// Eval through the vector program.
+  const float* EvalVector(std::span<const uint8_t* const> in, int64_t start, int64_t len, Scratch& scratch,
+                          float* direct) const;
+
   std::shared_ptr<const FusedSpec> spec_;
   bool simd_ = true;
+  VProgram vprog_;  ///< Empty when the SIMD path runs the instructions one pass each.
+
   int64_t n_ = 0, inner_ = 1;
   std::vector<int64_t> out_strides_;
   std::vector<Read> read_;                   ///< Per input.

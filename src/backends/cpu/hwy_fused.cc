@@ -3,6 +3,8 @@
 // contrib math (Exp, Expm1, Log, Log1p, Sin, Cos, Tanh) or our own (Logistic, Erf) within a few
 // ulps, and fall back to the scalar std:: function for lanes outside the range where the SIMD
 // form is accurate (overflow, subnormal results, NaN, huge arguments). Pow runs the scalar form.
+// Each op is defined once on a vector (Apply); the per-instruction passes (RunOp) and the vector
+// programs (RunProgram: the whole program per block of vectors held in registers) both use it.
 
 // Targets: the best of AVX3 / AVX2 at run time; the portable baseline is EMU128 (HWY_SCALAR with
 // GCC < 12.3, where Highway marks EMU128 broken).
@@ -17,9 +19,11 @@
 #define HWY_TARGET_INCLUDE "backends/cpu/hwy_fused.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 // clang-format: the includes below must follow foreach_target.h.
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "backends/cpu/fusion.h"
 #include "backends/ref/ref_kernels.h"
@@ -185,127 +189,314 @@ HWY_INLINE V RoundBF16(D d, V v) {
   return hn::BitCast(d, hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), nan, rounded));
 }
 
-/// One op over n elements. Floor, Ceil and Round keep the sign of x (as std:: does, -0 included;
+/// The op on lanes through its scalar form (Pow; RoundF16 where no F16C conversion exists).
+HWY_INLINE V LaneWise(D d, FOp op, V x, V y, V z) {
+  HWY_ALIGN float xs[kMaxLanes], ys[kMaxLanes], zs[kMaxLanes], rs[kMaxLanes];
+  hn::Store(x, d, xs);
+  hn::Store(y, d, ys);
+  hn::Store(z, d, zs);
+  RunFusedOpScalar(op, xs, ys, zs, rs, hn::Lanes(d));
+  return hn::Load(d, rs);
+}
+
+/// Whether the op runs through LaneWise on this target.
+constexpr bool ScalarOnly(FOp op) {
+  return op == FOp::kPow || (op == FOp::kRoundF16 && (HWY_TARGET == HWY_SCALAR || HWY_TARGET == HWY_EMU128));
+}
+
+/// The op on one vector (unary ops read x; binary x, y; kWhere x ? y : z): the one definition both
+/// evaluators use. Floor, Ceil and Round keep the sign of x (as std:: does, -0 included;
 /// HWY_SCALAR's forms lose it at zero).
+template <FOp kOp>
+HWY_INLINE V Apply(D d, V x, V y, V z) {
+  (void)y;
+  (void)z;
+  if constexpr (ScalarOnly(kOp)) {
+    return LaneWise(d, kOp, x, y, z);
+  } else if constexpr (kOp == FOp::kNeg) {
+    return hn::Neg(x);
+  } else if constexpr (kOp == FOp::kAbs) {
+    return hn::Abs(x);
+  } else if constexpr (kOp == FOp::kSign) {
+    return hn::IfThenElse(hn::Or(hn::IsNaN(x), hn::Eq(x, hn::Zero(d))), x, hn::CopySign(hn::Set(d, 1.0f), x));
+  } else if constexpr (kOp == FOp::kSqrt) {
+    return hn::Sqrt(x);
+  } else if constexpr (kOp == FOp::kRsqrt) {
+    return hn::Div(hn::Set(d, 1.0f), hn::Sqrt(x));
+  } else if constexpr (kOp == FOp::kExp) {
+    return FixLanes(d, x, hn::Exp(d, x), InRange(d, x, -87.0f, 88.5f), [](float v) { return std::exp(v); });
+  } else if constexpr (kOp == FOp::kExpm1) {
+    return FixLanes(d, x, KeepZero(d, x, hn::Expm1(d, x)), InRange(d, x, -87.0f, 88.5f),
+                    [](float v) { return std::expm1(v); });
+  } else if constexpr (kOp == FOp::kLog) {
+    return FixLanes(d, x, hn::Log(d, x), InRange(d, x, 1.17549435e-38f, 3.40282347e38f),
+                    [](float v) { return std::log(v); });
+  } else if constexpr (kOp == FOp::kLog1p) {
+    return FixLanes(d, x, KeepZero(d, x, hn::Log1p(d, x)), InRange(d, x, 0.0f, 3.40282347e38f),
+                    [](float v) { return std::log1p(v); });
+  } else if constexpr (kOp == FOp::kSin) {
+    return FixLanes(d, x, KeepZero(d, x, hn::Sin(d, x)), InRange(d, x, -39000.0f, 39000.0f),
+                    [](float v) { return std::sin(v); });
+  } else if constexpr (kOp == FOp::kCos) {
+    return FixLanes(d, x, hn::Cos(d, x), InRange(d, x, -39000.0f, 39000.0f),
+                    [](float v) { return std::cos(v); });
+  } else if constexpr (kOp == FOp::kTanh) {
+    return FixLanes(d, x, KeepZero(d, x, hn::Tanh(d, x)), hn::IsFinite(x),
+                    [](float v) { return std::tanh(v); });
+  } else if constexpr (kOp == FOp::kLogistic) {
+    return Logistic(d, x);
+  } else if constexpr (kOp == FOp::kErf) {
+    return KeepZero(d, x, Erf(d, x));
+  } else if constexpr (kOp == FOp::kFloor) {
+    return hn::CopySign(hn::Floor(x), x);
+  } else if constexpr (kOp == FOp::kCeil) {
+    return hn::CopySign(hn::Ceil(x), x);
+  } else if constexpr (kOp == FOp::kRound) {
+    return hn::CopySign(hn::Round(x), x);
+  } else if constexpr (kOp == FOp::kIsFinite) {
+    return OneIf(d, hn::IsFinite(x));
+  } else if constexpr (kOp == FOp::kIsNaN) {
+    return OneIf(d, hn::IsNaN(x));
+  } else if constexpr (kOp == FOp::kLogicalNot) {
+    return OneIf(d, hn::Eq(x, hn::Zero(d)));
+  } else if constexpr (kOp == FOp::kNotZero) {
+    return OneIf(d, NotEq(x, hn::Zero(d)));
+  } else if constexpr (kOp == FOp::kRoundF16) {
+#if HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128
+    // F16C's conversion rounds to nearest even (the portable ones truncate).
+    const hn::Rebind<hwy::float16_t, D> dh;
+    return hn::IfThenElse(hn::IsNaN(x), x, hn::PromoteTo(d, hn::DemoteTo(dh, x)));
+#else
+    return x;  // Unreachable: ScalarOnly.
+#endif
+  } else if constexpr (kOp == FOp::kRoundBF16) {
+    return RoundBF16(d, x);
+  } else if constexpr (kOp == FOp::kAdd) {
+    return hn::Add(x, y);
+  } else if constexpr (kOp == FOp::kSub) {
+    return hn::Sub(x, y);
+  } else if constexpr (kOp == FOp::kMul) {
+    return hn::Mul(x, y);
+  } else if constexpr (kOp == FOp::kDiv) {
+    return hn::Div(x, y);
+  } else if constexpr (kOp == FOp::kMax) {
+    return MaxOf(x, y);
+  } else if constexpr (kOp == FOp::kMin) {
+    return MinOf(x, y);
+  } else if constexpr (kOp == FOp::kLogicalAnd) {
+    return OneIf(d, hn::And(NotEq(x, hn::Zero(d)), NotEq(y, hn::Zero(d))));
+  } else if constexpr (kOp == FOp::kLogicalOr) {
+    return OneIf(d, hn::Or(NotEq(x, hn::Zero(d)), NotEq(y, hn::Zero(d))));
+  } else if constexpr (kOp == FOp::kLogicalXor) {
+    return OneIf(d, hn::Xor(NotEq(x, hn::Zero(d)), NotEq(y, hn::Zero(d))));
+  } else if constexpr (kOp == FOp::kEqual) {
+    return OneIf(d, hn::Eq(x, y));
+  } else if constexpr (kOp == FOp::kNotEqual) {
+    return OneIf(d, NotEq(x, y));
+  } else if constexpr (kOp == FOp::kLess) {
+    return OneIf(d, hn::Lt(x, y));
+  } else if constexpr (kOp == FOp::kLessOrEqual) {
+    return OneIf(d, hn::Le(x, y));
+  } else if constexpr (kOp == FOp::kGreater) {
+    return OneIf(d, hn::Gt(x, y));
+  } else if constexpr (kOp == FOp::kGreaterOrEqual) {
+    return OneIf(d, hn::Ge(x, y));
+  } else {
+    static_assert(kOp == FOp::kWhere, "not a compute op");
+    return hn::IfThenElse(NotEq(x, hn::Zero(d)), y, z);
+  }
+}
+
+// The compute ops by arity.
+#define KILN_FUSED_UNARY(X)                                                                         \
+  X(kNeg)                                                                                           \
+  X(kAbs)                                                                                           \
+  X(kSign)                                                                                          \
+  X(kSqrt)                                                                                          \
+  X(kRsqrt)                                                                                         \
+  X(kExp)                                                                                           \
+  X(kExpm1)                                                                                         \
+  X(kLog)                                                                                           \
+  X(kLog1p) X(kSin) X(kCos) X(kTanh) X(kLogistic) X(kErf) X(kFloor) X(kCeil) X(kRound) X(kIsFinite) \
+      X(kIsNaN) X(kLogicalNot) X(kNotZero) X(kRoundF16) X(kRoundBF16)
+#define KILN_FUSED_BINARY(X)                                                               \
+  X(kAdd)                                                                                  \
+  X(kSub)                                                                                  \
+  X(kMul)                                                                                  \
+  X(kDiv)                                                                                  \
+  X(kPow)                                                                                  \
+  X(kMax)                                                                                  \
+  X(kMin)                                                                                  \
+  X(kLogicalAnd)                                                                           \
+  X(kLogicalOr) X(kLogicalXor) X(kEqual) X(kNotEqual) X(kLess) X(kLessOrEqual) X(kGreater) \
+      X(kGreaterOrEqual)
+
+/// One op over n elements, one pass.
 void RunOp(FOp op, const float* a, const float* b, const float* c, float* out, size_t n) {
   switch (op) {
-    case FOp::kNeg:
-      return Map1(a, out, n, [](D, V x) { return hn::Neg(x); });
-    case FOp::kAbs:
-      return Map1(a, out, n, [](D, V x) { return hn::Abs(x); });
-    case FOp::kSign:
-      return Map1(a, out, n, [](D d, V x) {
-        return hn::IfThenElse(hn::Or(hn::IsNaN(x), hn::Eq(x, hn::Zero(d))), x,
-                              hn::CopySign(hn::Set(d, 1.0f), x));
-      });
-    case FOp::kSqrt:
-      return Map1(a, out, n, [](D, V x) { return hn::Sqrt(x); });
-    case FOp::kRsqrt:
-      return Map1(a, out, n, [](D d, V x) { return hn::Div(hn::Set(d, 1.0f), hn::Sqrt(x)); });
-    case FOp::kExp:
-      return Map1(a, out, n, [](D d, V x) {
-        return FixLanes(d, x, hn::Exp(d, x), InRange(d, x, -87.0f, 88.5f),
-                        [](float v) { return std::exp(v); });
-      });
-    case FOp::kExpm1:
-      return Map1(a, out, n, [](D d, V x) {
-        return FixLanes(d, x, KeepZero(d, x, hn::Expm1(d, x)), InRange(d, x, -87.0f, 88.5f),
-                        [](float v) { return std::expm1(v); });
-      });
-    case FOp::kLog:
-      return Map1(a, out, n, [](D d, V x) {
-        return FixLanes(d, x, hn::Log(d, x), InRange(d, x, 1.17549435e-38f, 3.40282347e38f),
-                        [](float v) { return std::log(v); });
-      });
-    case FOp::kLog1p:
-      return Map1(a, out, n, [](D d, V x) {
-        return FixLanes(d, x, KeepZero(d, x, hn::Log1p(d, x)), InRange(d, x, 0.0f, 3.40282347e38f),
-                        [](float v) { return std::log1p(v); });
-      });
-    case FOp::kSin:
-      return Map1(a, out, n, [](D d, V x) {
-        return FixLanes(d, x, KeepZero(d, x, hn::Sin(d, x)), InRange(d, x, -39000.0f, 39000.0f),
-                        [](float v) { return std::sin(v); });
-      });
-    case FOp::kCos:
-      return Map1(a, out, n, [](D d, V x) {
-        return FixLanes(d, x, hn::Cos(d, x), InRange(d, x, -39000.0f, 39000.0f),
-                        [](float v) { return std::cos(v); });
-      });
-    case FOp::kTanh:
-      return Map1(a, out, n, [](D d, V x) {
-        return FixLanes(d, x, KeepZero(d, x, hn::Tanh(d, x)), hn::IsFinite(x),
-                        [](float v) { return std::tanh(v); });
-      });
-    case FOp::kLogistic:
-      return Map1(a, out, n, [](D d, V x) { return Logistic(d, x); });
-    case FOp::kErf:
-      return Map1(a, out, n, [](D d, V x) { return KeepZero(d, x, Erf(d, x)); });
-    case FOp::kFloor:
-      return Map1(a, out, n, [](D, V x) { return hn::CopySign(hn::Floor(x), x); });
-    case FOp::kCeil:
-      return Map1(a, out, n, [](D, V x) { return hn::CopySign(hn::Ceil(x), x); });
-    case FOp::kRound:
-      return Map1(a, out, n, [](D, V x) { return hn::CopySign(hn::Round(x), x); });
-    case FOp::kIsFinite:
-      return Map1(a, out, n, [](D d, V x) { return OneIf(d, hn::IsFinite(x)); });
-    case FOp::kIsNaN:
-      return Map1(a, out, n, [](D d, V x) { return OneIf(d, hn::IsNaN(x)); });
-    case FOp::kLogicalNot:
-      return Map1(a, out, n, [](D d, V x) { return OneIf(d, hn::Eq(x, hn::Zero(d))); });
-    case FOp::kNotZero:
-      return Map1(a, out, n, [](D d, V x) { return OneIf(d, NotEq(x, hn::Zero(d))); });
-#if HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128
-    case FOp::kRoundF16:  // F16C's conversion rounds to nearest even (the portable ones truncate).
-      return Map1(a, out, n, [](D d, V x) {
-        const hn::Rebind<hwy::float16_t, D> dh;
-        return hn::IfThenElse(hn::IsNaN(x), x, hn::PromoteTo(d, hn::DemoteTo(dh, x)));
-      });
-#endif
-    case FOp::kRoundBF16:
-      return Map1(a, out, n, [](D d, V x) { return RoundBF16(d, x); });
-    case FOp::kAdd:
-      return Map2(a, b, out, n, [](D, V x, V y) { return hn::Add(x, y); });
-    case FOp::kSub:
-      return Map2(a, b, out, n, [](D, V x, V y) { return hn::Sub(x, y); });
-    case FOp::kMul:
-      return Map2(a, b, out, n, [](D, V x, V y) { return hn::Mul(x, y); });
-    case FOp::kDiv:
-      return Map2(a, b, out, n, [](D, V x, V y) { return hn::Div(x, y); });
-    case FOp::kMax:
-      return Map2(a, b, out, n, [](D, V x, V y) { return MaxOf(x, y); });
-    case FOp::kMin:
-      return Map2(a, b, out, n, [](D, V x, V y) { return MinOf(x, y); });
-    case FOp::kLogicalAnd:
-      return Map2(a, b, out, n, [](D d, V x, V y) {
-        return OneIf(d, hn::And(NotEq(x, hn::Zero(d)), NotEq(y, hn::Zero(d))));
-      });
-    case FOp::kLogicalOr:
-      return Map2(a, b, out, n, [](D d, V x, V y) {
-        return OneIf(d, hn::Or(NotEq(x, hn::Zero(d)), NotEq(y, hn::Zero(d))));
-      });
-    case FOp::kLogicalXor:
-      return Map2(a, b, out, n, [](D d, V x, V y) {
-        return OneIf(d, hn::Xor(NotEq(x, hn::Zero(d)), NotEq(y, hn::Zero(d))));
-      });
-    case FOp::kEqual:
-      return Map2(a, b, out, n, [](D d, V x, V y) { return OneIf(d, hn::Eq(x, y)); });
-    case FOp::kNotEqual:
-      return Map2(a, b, out, n, [](D d, V x, V y) { return OneIf(d, NotEq(x, y)); });
-    case FOp::kLess:
-      return Map2(a, b, out, n, [](D d, V x, V y) { return OneIf(d, hn::Lt(x, y)); });
-    case FOp::kLessOrEqual:
-      return Map2(a, b, out, n, [](D d, V x, V y) { return OneIf(d, hn::Le(x, y)); });
-    case FOp::kGreater:
-      return Map2(a, b, out, n, [](D d, V x, V y) { return OneIf(d, hn::Gt(x, y)); });
-    case FOp::kGreaterOrEqual:
-      return Map2(a, b, out, n, [](D d, V x, V y) { return OneIf(d, hn::Ge(x, y)); });
+#define KILN_CASE1(OP)                                                               \
+  case FOp::OP:                                                                      \
+    if constexpr (ScalarOnly(FOp::OP)) return RunFusedOpScalar(op, a, b, c, out, n); \
+    return Map1(a, out, n, [](D d, V x) { return Apply<FOp::OP>(d, x, x, x); });
+#define KILN_CASE2(OP)                                                               \
+  case FOp::OP:                                                                      \
+    if constexpr (ScalarOnly(FOp::OP)) return RunFusedOpScalar(op, a, b, c, out, n); \
+    return Map2(a, b, out, n, [](D d, V x, V y) { return Apply<FOp::OP>(d, x, y, y); });
+    KILN_FUSED_UNARY(KILN_CASE1)
+    KILN_FUSED_BINARY(KILN_CASE2)
+#undef KILN_CASE1
+#undef KILN_CASE2
     case FOp::kWhere:
-      return Map3(a, b, c, out, n,
-                  [](D d, V x, V y, V z) { return hn::IfThenElse(NotEq(x, hn::Zero(d)), y, z); });
-    default:  // Pow (no SIMD form yet), RoundF16 on the portable targets; kInput / kImm.
+      return Map3(a, b, c, out, n, [](D d, V x, V y, V z) { return Apply<FOp::kWhere>(d, x, y, z); });
+    default:  // kInput / kImm.
       return RunFusedOpScalar(op, a, b, c, out, n);
   }
+}
+
+/// Four vectors (a block of the vector program, as separate values the compiler keeps in
+/// registers).
+struct Quad {
+  V v0, v1, v2, v3;
+};
+
+/// Operand `w` of `ins` at element `at` of the piece (`acc` for an unused operand), for K = 1 or
+/// 4 vectors.
+template <class T>
+HWY_INLINE T Fetch(D d, const VInstr& ins, int w, const T& acc, const float* const* in, const float* slots,
+                   size_t at) {
+  const size_t lanes = hn::Lanes(d);
+  const float* p = nullptr;
+  switch (ins.src[w]) {
+    case VSrc::kInput:
+      p = in[ins.idx[w]] + at;
+      break;
+    case VSrc::kSlot:
+      p = slots + size_t{ins.idx[w]} * 4 * lanes;
+      break;
+    case VSrc::kImm:
+      if constexpr (std::is_same_v<T, Quad>) {
+        const V c = hn::Set(d, ins.imm[w]);
+        return Quad{c, c, c, c};
+      } else {
+        return hn::Set(d, ins.imm[w]);
+      }
+    default:
+      return acc;
+  }
+  if constexpr (std::is_same_v<T, Quad>) {
+    return Quad{hn::LoadU(d, p), hn::LoadU(d, p + lanes), hn::LoadU(d, p + 2 * lanes),
+                hn::LoadU(d, p + 3 * lanes)};
+  } else {
+    return hn::LoadU(d, p);
+  }
+}
+
+/// The whole program over one vector (T = V) or four (T = Quad) at element `at`, the result
+/// stored at `out`.
+template <class T>
+HWY_INLINE void RunBlock(D d, const VProgram& prog, const float* const* in, float* slots, size_t at,
+                         float* out) {
+  const size_t lanes = hn::Lanes(d);
+  T acc;
+  if constexpr (std::is_same_v<T, Quad>) {
+    acc = Quad{hn::Zero(d), hn::Zero(d), hn::Zero(d), hn::Zero(d)};
+  } else {
+    acc = hn::Zero(d);
+  }
+  for (const VInstr& ins : prog.code) {
+    // Each case fetches only the operands its op reads: fewer live vectors, fewer spills.
+    switch (ins.op) {
+#define KILN_APPLY(OP, X, Y, Z)                                                           \
+  if constexpr (std::is_same_v<T, Quad>) {                                                \
+    acc = Quad{Apply<FOp::OP>(d, X.v0, Y.v0, Z.v0), Apply<FOp::OP>(d, X.v1, Y.v1, Z.v1),  \
+               Apply<FOp::OP>(d, X.v2, Y.v2, Z.v2), Apply<FOp::OP>(d, X.v3, Y.v3, Z.v3)}; \
+  } else {                                                                                \
+    acc = Apply<FOp::OP>(d, X, Y, Z);                                                     \
+  }
+#define KILN_CASE1(OP)                                   \
+  case FOp::OP: {                                        \
+    const T x = Fetch<T>(d, ins, 0, acc, in, slots, at); \
+    KILN_APPLY(OP, x, x, x)                              \
+    break;                                               \
+  }
+#define KILN_CASE2(OP)                                   \
+  case FOp::OP: {                                        \
+    const T x = Fetch<T>(d, ins, 0, acc, in, slots, at); \
+    const T y = Fetch<T>(d, ins, 1, acc, in, slots, at); \
+    KILN_APPLY(OP, x, y, y)                              \
+    break;                                               \
+  }
+      KILN_FUSED_UNARY(KILN_CASE1)
+      KILN_FUSED_BINARY(KILN_CASE2)
+      case FOp::kWhere: {
+        const T x = Fetch<T>(d, ins, 0, acc, in, slots, at);
+        const T y = Fetch<T>(d, ins, 1, acc, in, slots, at);
+        const T z = Fetch<T>(d, ins, 2, acc, in, slots, at);
+        KILN_APPLY(kWhere, x, y, z)
+        break;
+      }
+#undef KILN_CASE1
+#undef KILN_CASE2
+#undef KILN_APPLY
+      default:
+        break;
+    }
+    if (ins.save >= 0) {
+      float* p = slots + static_cast<size_t>(ins.save) * 4 * lanes;
+      if constexpr (std::is_same_v<T, Quad>) {
+        hn::StoreU(acc.v0, d, p);
+        hn::StoreU(acc.v1, d, p + lanes);
+        hn::StoreU(acc.v2, d, p + 2 * lanes);
+        hn::StoreU(acc.v3, d, p + 3 * lanes);
+      } else {
+        hn::StoreU(acc, d, p);
+      }
+    }
+  }
+  if (prog.result_src == VSrc::kSlot) {
+    const float* p = slots + size_t{prog.result_idx} * 4 * lanes;
+    if constexpr (std::is_same_v<T, Quad>) {
+      acc = Quad{hn::LoadU(d, p), hn::LoadU(d, p + lanes), hn::LoadU(d, p + 2 * lanes),
+                 hn::LoadU(d, p + 3 * lanes)};
+    } else {
+      acc = hn::LoadU(d, p);
+    }
+  }
+  if constexpr (std::is_same_v<T, Quad>) {
+    hn::StoreU(acc.v0, d, out);
+    hn::StoreU(acc.v1, d, out + lanes);
+    hn::StoreU(acc.v2, d, out + 2 * lanes);
+    hn::StoreU(acc.v3, d, out + 3 * lanes);
+  } else {
+    hn::StoreU(acc, d, out);
+  }
+}
+
+/// Whether the vector program pays on this target: with 32 vector registers a block of four
+/// vectors stays in registers; elsewhere the per-instruction passes cost fewer instructions.
+bool VectorProgramPays() { return HWY_TARGET == HWY_AVX3; }
+
+/// The program over n elements: blocks of four vectors, single vectors, then the last partial
+/// vector through zero-padded copies of the inputs.
+void RunProgram(const VProgram& prog, const float* const* in, float* out, size_t n, float* slots, float* tail,
+                const float** tail_in) {
+  const D d;
+  const size_t lanes = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + 4 * lanes <= n; i += 4 * lanes) RunBlock<Quad>(d, prog, in, slots, i, out + i);
+  for (; i + lanes <= n; i += lanes) RunBlock<V>(d, prog, in, slots, i, out + i);
+  if (i == n) return;
+  const size_t rest = n - i;
+  for (int k = 0; k < prog.num_inputs; ++k) {
+    float* t = tail + static_cast<size_t>(k) * kMaxLanes;
+    tail_in[k] = t;
+    if (in[k] == nullptr) continue;
+    std::memcpy(t, in[k] + i, rest * sizeof(float));
+    std::memset(t + rest, 0, (kMaxLanes - rest) * sizeof(float));
+  }
+  float* t = tail + static_cast<size_t>(prog.num_inputs) * kMaxLanes;
+  RunBlock<V>(d, prog, tail_in, slots, 0, t);
+  std::memcpy(out + i, t, rest * sizeof(float));
 }
 
 /// Element i of `src` (Float16, BFloat16, Bool or Float32) as float32.
@@ -480,6 +671,8 @@ HWY_AFTER_NAMESPACE();
 namespace kiln::compute::cpu {
 
 HWY_EXPORT(RunOp);
+HWY_EXPORT(RunProgram);
+HWY_EXPORT(VectorProgramPays);
 HWY_EXPORT(TargetName);
 HWY_EXPORT(ToF32);
 HWY_EXPORT(Fill);
@@ -493,6 +686,18 @@ HWY_EXPORT(ExtremeIntoF32);
 void RunFusedOpSimd(FOp op, const float* a, const float* b, const float* c, float* out, size_t n) {
   HWY_DYNAMIC_DISPATCH(RunOp)(op, a, b, c, out, n);
 }
+
+void RunVProgramSimd(const VProgram& prog, const float* const* in, float* out, size_t n, float* slots,
+                     float* tail, const float** tail_in) {
+  HWY_DYNAMIC_DISPATCH(RunProgram)(prog, in, out, n, slots, tail, tail_in);
+}
+
+bool UseVProgramSimd() { return HWY_DYNAMIC_DISPATCH(VectorProgramPays)(); }
+
+// Room for the largest block (4 vectors of at most 64 lanes) per register.
+size_t VProgram::SlotFloats() const { return static_cast<size_t>(std::max(num_regs, 1)) * 4 * 64; }
+
+size_t VProgram::TailFloats() const { return static_cast<size_t>(num_inputs + 1) * 64; }
 
 const char* FusedSimdTarget() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
 
