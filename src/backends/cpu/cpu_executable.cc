@@ -9,6 +9,7 @@
 #include "backends/cpu/ir.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/plan.h"
+#include "backends/cpu/pool_kernels.h"
 #include "core/check.h"
 
 namespace kiln::compute::cpu {
@@ -172,7 +173,8 @@ void CpuExecutable::Build(const Module& m) {
       steps_.push_back(Step{StepKind::kAlias, v, inst.operands, Kernel(), TupleKernel(), inst.operands[0], 0,
                             std::string(OpName(inst.op))});
     } else {
-      KernelChoice k = ChooseKernel(*backend_, node, shapes);
+      KernelChoice k = TryPoolKernel(*backend_, node, shapes);
+      if (!k.kernel) k = ChooseKernel(*backend_, node, shapes);
       val.loc = Loc::kArena;
       steps_.push_back(Step{StepKind::kKernel, v, inst.operands, std::move(k.kernel), TupleKernel(), -1, 0,
                             std::move(k.name)});

@@ -1,0 +1,432 @@
+// Window kernels: ReduceWindow (Sum, Max, Min) and SelectAndScatter (Max, Min) on Float32.
+//
+// The operand's axes split into three runs. Trailing axes the window leaves alone (window 1,
+// stride 1, no padding or dilation) form the inner block, contiguous in memory: the channels of
+// a channels-last pooling. Leading such axes form the lead (the batch): windows of different lead
+// indices read disjoint blocks. The axes in between are the windowed ones; their windows' taps
+// are precomputed once, at compile time, by the reference's own walk (ref::MakeWindowTaps), so
+// taps come in the reference's order. A window then runs over the inner block in SIMD vectors
+// (Highway: the best of AVX3 / AVX2 at run time, as hwy_fused.cc; `simd=scalar` runs scalar
+// loops), its taps accumulated in registers. Windows split across the OpenMP team above
+// kPoolParallelWork; a split never changes what is combined in which order, so results do not
+// depend on the thread count.
+//
+// Results equal the reference bit for bit: max and min are exact (first NaN wins, +0 over -0
+// for max, -0 over +0 for min), sums accumulate in double in tap order and round once, and
+// SelectAndScatter selects the first extreme of each window. Where windows overlap, the source
+// values are added per operand element in double, in window order (a scratch block from the
+// backend's pool; lead blocks split across threads); where they do not, an element receives at
+// most one value and each window writes its own taps directly (s + 0, as the reference's
+// 0.0 + s rounds), with no clearing pass when the windows tile the operand. No kernel allocates
+// from the system per call: the reference SelectAndScatter's operand-sized std::vector<double>
+// was a fresh heap or mmap block, page-faulted in and given back on every call.
+
+#ifndef HWY_COMPILE_ALL_ATTAINABLE
+#define HWY_COMPILE_ALL_ATTAINABLE
+#endif
+#ifndef HWY_DISABLED_TARGETS
+#define HWY_DISABLED_TARGETS (HWY_SSSE3 | HWY_SSE4)
+#endif
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "backends/cpu/pool_kernels.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+// clang-format: the includes below must follow foreach_target.h.
+#include <omp.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <limits>
+#include <memory>
+
+#include "backends/cpu/buffer_pool.h"
+#include "backends/cpu/pool_kernels.h"
+#include "hwy/highway.h"
+
+#ifndef KILN_POOL_KERNELS_SCALAR_
+#define KILN_POOL_KERNELS_SCALAR_
+namespace kiln::compute::cpu::pool_detail {
+
+/// The reference's MaxOf on floats: a NaN accumulator stays, a NaN value replaces, equal values
+/// keep +0 over -0.
+inline float MaxF(float a, float b) {
+  const uint32_t both = std::bit_cast<uint32_t>(a) & std::bit_cast<uint32_t>(b);
+  float m = a > b ? a : b;
+  m = a == b ? std::bit_cast<float>(both) : m;
+  return a != a ? a : m;
+}
+
+/// The reference's MinOf: as MaxF, keeping -0 over +0.
+inline float MinF(float a, float b) {
+  const uint32_t either = std::bit_cast<uint32_t>(a) | std::bit_cast<uint32_t>(b);
+  float m = a < b ? a : b;
+  m = a == b ? std::bit_cast<float>(either) : m;
+  return a != a ? a : m;
+}
+
+/// The reference's Selects: a NaN is kept once selected, a NaN replaces a number, otherwise a
+/// strictly greater (smaller) value replaces.
+inline bool Takes(bool max, float v, float cur) {
+  return cur == cur && (v != v || (max ? v > cur : v < cur));
+}
+
+/// out[c] = extreme(out[c], in[c]) for c < n.
+inline void ExtremeIntoScalar(bool max, const float* in, float* out, int64_t n) {
+  for (int64_t c = 0; c < n; ++c) out[c] = max ? MaxF(out[c], in[c]) : MinF(out[c], in[c]);
+}
+
+/// For lanes c < n: where `in` replaces best[c], best[c] = in[c] and sel[c] = j.
+inline void SelectStepScalar(bool max, const float* in, int32_t j, float* best, int32_t* sel, int64_t n) {
+  for (int64_t c = 0; c < n; ++c) {
+    if (Takes(max, in[c], best[c])) {
+      best[c] = in[c];
+      sel[c] = j;
+    }
+  }
+}
+
+/// Quiets signaling NaNs (x + 0 keeps the payload), as a float -> double -> float round trip does.
+inline void QuietNaNs(float* out, int64_t n) {
+  for (int64_t c = 0; c < n; ++c)
+    if (out[c] != out[c]) out[c] = out[c] + 0.0f;
+}
+
+/// One tap of a window whose taps no other window shares: out[c] = s[c] where the tap is lane c's
+/// selection (s + 0 rounds as the reference's 0.0 + s), else 0.
+inline void ScatterStepScalar(const int32_t* sel, int32_t j, const float* s, float* out, int64_t n) {
+  for (int64_t c = 0; c < n; ++c) out[c] = sel[c] == j ? s[c] + 0.0f : 0.0f;
+}
+
+}  // namespace kiln::compute::cpu::pool_detail
+#endif  // KILN_POOL_KERNELS_SCALAR_
+
+HWY_BEFORE_NAMESPACE();
+namespace kiln::compute::cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+/// The reference's MaxOf (MinOf) on vectors: a NaN accumulator stays, a NaN value replaces, equal
+/// values keep +0 over -0 (-0 over +0).
+template <class D, class V>
+HWY_INLINE V Extreme(D d, bool max, V a, V b) {
+  const hn::RebindToUnsigned<D> du;
+  const auto ua = hn::BitCast(du, a), ub = hn::BitCast(du, b);
+  auto m = max ? hn::IfThenElse(hn::Gt(a, b), a, b) : hn::IfThenElse(hn::Lt(a, b), a, b);
+  const auto tie = hn::BitCast(d, max ? hn::And(ua, ub) : hn::Or(ua, ub));
+  m = hn::IfThenElse(hn::Eq(a, b), tie, m);
+  return hn::IfThenElse(hn::IsNaN(a), a, m);
+}
+
+/// One window of ReduceWindow Max/Min: out[c] = the extreme of base[taps[j] + c] over j < n
+/// (n >= 1), for c < inner, accumulated in registers.
+void ExtremeWindow(bool max, const float* base, const int64_t* taps, int64_t n, float* out, int64_t inner) {
+  const hn::ScalableTag<float> d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  int64_t c = 0;
+  for (; c + lanes <= inner; c += lanes) {
+    auto acc = hn::LoadU(d, base + taps[0] + c);
+    for (int64_t j = 1; j < n; ++j) acc = Extreme(d, max, acc, hn::LoadU(d, base + taps[j] + c));
+    // A signaling NaN leaves quieted, as through the reference's double accumulator.
+    hn::StoreU(hn::IfThenElse(hn::IsNaN(acc), hn::Add(acc, hn::Zero(d)), acc), d, out + c);
+  }
+  if (c == inner) return;
+  std::memcpy(out + c, base + taps[0] + c, static_cast<size_t>(inner - c) * sizeof(float));
+  for (int64_t j = 1; j < n; ++j) pool_detail::ExtremeIntoScalar(max, base + taps[j] + c, out + c, inner - c);
+  pool_detail::QuietNaNs(out + c, inner - c);
+}
+
+/// One window of SelectAndScatter whose taps no other window shares: for each c < inner, the
+/// first extreme tap of base[taps[j] + c] gets s[c] (s + 0, as the reference's 0.0 + s rounds),
+/// the window's other taps 0; the selection stays in registers.
+void SelectScatterWindow(bool max, const float* base, const int64_t* taps, int64_t n, const float* s,
+                         float* out, int64_t inner) {
+  const hn::ScalableTag<float> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  const auto zero = hn::Zero(d);
+  int64_t c = 0;
+  for (; c + lanes <= inner; c += lanes) {
+    auto best = hn::LoadU(d, base + taps[0] + c);
+    auto sel = hn::Zero(di);
+    for (int64_t j = 1; j < n; ++j) {
+      const auto v = hn::LoadU(d, base + taps[j] + c);
+      const auto better = max ? hn::Gt(v, best) : hn::Lt(v, best);
+      const auto take = hn::AndNot(hn::IsNaN(best), hn::Or(hn::IsNaN(v), better));
+      best = hn::IfThenElse(take, v, best);
+      sel = hn::IfThenElse(hn::RebindMask(di, take), hn::Set(di, static_cast<int32_t>(j)), sel);
+    }
+    const auto value = hn::Add(hn::LoadU(d, s + c), zero);
+    for (int64_t j = 0; j < n; ++j) {
+      const auto mine = hn::RebindMask(d, hn::Eq(sel, hn::Set(di, static_cast<int32_t>(j))));
+      hn::StoreU(hn::IfThenElse(mine, value, zero), d, out + taps[j] + c);
+    }
+  }
+  for (; c < inner; ++c) {
+    int64_t sel = 0;
+    for (int64_t j = 1; j < n; ++j)
+      if (pool_detail::Takes(max, base[taps[j] + c], base[taps[sel] + c])) sel = j;
+    for (int64_t j = 0; j < n; ++j) out[taps[j] + c] = j == sel ? s[c] + 0.0f : 0.0f;
+  }
+}
+
+void SelectStep(bool max, const float* in, int32_t j, float* best, int32_t* sel, int64_t n) {
+  const hn::ScalableTag<float> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  const auto vj = hn::Set(di, j);
+  int64_t c = 0;
+  for (; c + lanes <= n; c += lanes) {
+    const auto v = hn::LoadU(d, in + c), cur = hn::LoadU(d, best + c);
+    const auto better = max ? hn::Gt(v, cur) : hn::Lt(v, cur);
+    const auto take = hn::AndNot(hn::IsNaN(cur), hn::Or(hn::IsNaN(v), better));
+    hn::StoreU(hn::IfThenElse(take, v, cur), d, best + c);
+    const auto s = hn::LoadU(di, sel + c);
+    hn::StoreU(hn::IfThenElse(hn::RebindMask(di, take), vj, s), di, sel + c);
+  }
+  pool_detail::SelectStepScalar(max, in + c, j, best + c, sel + c, n - c);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kiln::compute::cpu
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace kiln::compute::cpu {
+
+HWY_EXPORT(ExtremeWindow);
+HWY_EXPORT(SelectStep);
+HWY_EXPORT(SelectScatterWindow);
+
+namespace {
+
+/// Chunk of the inner block a window processes at once (accumulators stay on the stack).
+constexpr int64_t kLanes = 256;
+/// Largest window table precomputed (taps); larger cases stay on the reference kernel.
+constexpr int64_t kMaxTaps = int64_t{1} << 22;
+
+/// The window layout of one node, computed at compile time.
+struct PoolPlan {
+  int64_t lead = 1;     ///< Windows along the leading untouched axes.
+  int64_t lead_in = 0;  ///< Operand elements per lead index.
+  int64_t middle = 1;   ///< Windows per lead index.
+  int64_t inner = 1;    ///< Contiguous elements per tap.
+  int64_t operand_size = 0;
+  ref::WindowTaps taps;  ///< Windows over the windowed axes; offsets in operand elements.
+  int threads = 1;
+  bool parallel = false;
+  bool simd = true;
+};
+
+/// Runs body(first, last) over [0, units), split across the team when `parallel`.
+template <class B>
+void Split(int64_t units, int threads, bool parallel, B body) {
+  const int team = parallel ? static_cast<int>(std::min<int64_t>(threads, units)) : 1;
+  if (team <= 1) {
+    body(int64_t{0}, units);
+    return;
+  }
+#pragma omp parallel num_threads(team)
+  {
+    const int64_t id = omp_get_thread_num(), count = omp_get_num_threads();
+    body(units * id / count, units * (id + 1) / count);
+  }
+}
+
+/// Whether the window leaves the axis alone (the axis then needs no tap table).
+bool Untouched(const ref::WindowAxis& ax) {
+  return ax.window == 1 && ax.stride == 1 && ax.pad_low == 0 && ax.base_dilation == 1 &&
+         ax.window_dilation == 1 && ax.out == ax.size;
+}
+
+/// Builds the plan, or returns false when the window table would be too large.
+bool MakePlan(const std::vector<ref::WindowAxis>& axes, int64_t operand_size, PoolPlan& plan) {
+  size_t first = 0, last = axes.size();
+  while (last > 0 && Untouched(axes[last - 1])) --last;
+  while (first < last && Untouched(axes[first])) ++first;
+  int64_t table = 1;
+  for (size_t a = first; a < last; ++a) table *= axes[a].out * axes[a].window;
+  if (table > kMaxTaps) return false;
+  for (size_t a = 0; a < first; ++a) plan.lead *= axes[a].out;
+  for (size_t a = last; a < axes.size(); ++a) plan.inner *= axes[a].out;
+  plan.lead_in = first > 0 ? axes[first - 1].in_stride : operand_size;
+  plan.operand_size = operand_size;
+  const std::vector<ref::WindowAxis> windowed(axes.begin() + static_cast<std::ptrdiff_t>(first),
+                                              axes.begin() + static_cast<std::ptrdiff_t>(last));
+  plan.taps = ref::MakeWindowTaps(windowed);
+  plan.middle = static_cast<int64_t>(plan.taps.start.size()) - 1;
+  return true;
+}
+
+void ReduceWindowF32(const PoolPlan& p, ReduceKind kind, const float* x, float* y) {
+  const int64_t m_len = p.middle, inner = p.inner;
+  const int64_t* start = p.taps.start.data();
+  const int64_t* taps = p.taps.in.data();
+  Split(p.lead * m_len, p.threads, p.parallel, [&](int64_t w0, int64_t w1) {
+    double sum[kLanes];
+    for (int64_t w = w0; w < w1; ++w) {
+      const float* base = x + (w / m_len) * p.lead_in;
+      const int64_t m = w % m_len, t0 = start[m], n = start[m + 1] - t0;
+      float* out = y + w * inner;
+      if (kind == ReduceKind::Sum) {
+        for (int64_t c0 = 0; c0 < inner; c0 += kLanes) {
+          const int64_t len = std::min(kLanes, inner - c0);
+          std::fill(sum, sum + len, 0.0);
+          for (int64_t j = 0; j < n; ++j) {
+            const float* in = base + taps[t0 + j] + c0;
+            for (int64_t c = 0; c < len; ++c) sum[c] += static_cast<double>(in[c]);
+          }
+          for (int64_t c = 0; c < len; ++c) out[c0 + c] = static_cast<float>(sum[c]);
+        }
+        continue;
+      }
+      const bool max = kind == ReduceKind::Max;
+      if (n == 0) {
+        std::fill(out, out + inner,
+                  max ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity());
+        continue;
+      }
+      if (p.simd) {
+        HWY_DYNAMIC_DISPATCH(ExtremeWindow)(max, base, taps + t0, n, out, inner);
+        continue;
+      }
+      std::memcpy(out, base + taps[t0], static_cast<size_t>(inner) * sizeof(float));
+      for (int64_t j = 1; j < n; ++j) pool_detail::ExtremeIntoScalar(max, base + taps[t0 + j], out, inner);
+      pool_detail::QuietNaNs(out, inner);
+    }
+  });
+}
+
+/// Finds, for each lane of inner chunk [c0, c0 + len) of window (base, taps[0..n)), the index
+/// of the tap holding its first extreme.
+inline void Select(const PoolPlan& p, bool max, const float* base, const int64_t* taps, int64_t n, int64_t c0,
+                   int64_t len, int32_t* sel) {
+  float best[kLanes];
+  std::memcpy(best, base + taps[0] + c0, static_cast<size_t>(len) * sizeof(float));
+  std::fill(sel, sel + len, 0);
+  for (int64_t j = 1; j < n; ++j) {
+    const float* in = base + taps[j] + c0;
+    if (p.simd) {
+      HWY_DYNAMIC_DISPATCH(SelectStep)(max, in, static_cast<int32_t>(j), best, sel, len);
+    } else {
+      pool_detail::SelectStepScalar(max, in, static_cast<int32_t>(j), best, sel, len);
+    }
+  }
+}
+
+void SelectAndScatterF32(const PoolPlan& p, bool max, bool overlap, BufferPool* pool, const float* x,
+                         const float* source, float* y) {
+  const int64_t m_len = p.middle, inner = p.inner;
+  const int64_t* start = p.taps.start.data();
+  const int64_t* taps = p.taps.in.data();
+  if (!overlap) {
+    // Each operand element lies in at most one window: each window writes its taps (the source
+    // value at the selection, zeros elsewhere). Elements outside every window are cleared first,
+    // unless the windows tile the operand.
+    const bool tiles = static_cast<int64_t>(p.taps.in.size()) * p.lead * inner == p.operand_size;
+    if (!tiles) std::memset(y, 0, static_cast<size_t>(p.operand_size) * sizeof(float));
+    Split(p.lead * m_len, p.threads, p.parallel, [&](int64_t w0, int64_t w1) {
+      int32_t sel[kLanes];
+      for (int64_t w = w0; w < w1; ++w) {
+        const int64_t l = w / m_len, m = w % m_len, t0 = start[m], n = start[m + 1] - t0;
+        if (n == 0) continue;
+        const float* base = x + l * p.lead_in;
+        float* out = y + l * p.lead_in;
+        const float* s = source + w * inner;
+        if (p.simd) {
+          HWY_DYNAMIC_DISPATCH(SelectScatterWindow)(max, base, taps + t0, n, s, out, inner);
+          continue;
+        }
+        for (int64_t c0 = 0; c0 < inner; c0 += kLanes) {
+          const int64_t len = std::min(kLanes, inner - c0);
+          Select(p, max, base, taps + t0, n, c0, len, sel);
+          for (int64_t j = 0; j < n; ++j)
+            pool_detail::ScatterStepScalar(sel, static_cast<int32_t>(j), s + c0, out + taps[t0 + j] + c0,
+                                           len);
+        }
+      }
+    });
+    return;
+  }
+  // Overlapping windows: per-element double sums in window order, one lead block per unit.
+  const int64_t bytes = std::max<int64_t>(p.operand_size, 1) * static_cast<int64_t>(sizeof(double));
+  uint8_t* scratch = pool->Allocate(bytes);
+  double* acc = reinterpret_cast<double*>(scratch);
+  Split(p.lead, p.threads, p.parallel, [&](int64_t l0, int64_t l1) {
+    int32_t sel[kLanes];
+    for (int64_t l = l0; l < l1; ++l) {
+      const float* base = x + l * p.lead_in;
+      double* a = acc + l * p.lead_in;
+      std::fill(a, a + p.lead_in, 0.0);
+      for (int64_t m = 0; m < m_len; ++m) {
+        const int64_t t0 = start[m], n = start[m + 1] - t0;
+        if (n == 0) continue;
+        const float* s = source + (l * m_len + m) * inner;
+        for (int64_t c0 = 0; c0 < inner; c0 += kLanes) {
+          const int64_t len = std::min(kLanes, inner - c0);
+          Select(p, max, base, taps + t0, n, c0, len, sel);
+          for (int64_t c = 0; c < len; ++c) a[taps[t0 + sel[c]] + c0 + c] += static_cast<double>(s[c0 + c]);
+        }
+      }
+      float* out = y + l * p.lead_in;
+      for (int64_t i = 0; i < p.lead_in; ++i) out[i] = static_cast<float>(a[i]);
+    }
+  });
+  pool->Release(scratch, bytes);
+}
+
+}  // namespace
+
+KernelChoice TryPoolKernel(CpuBackend& backend, const Node& node, const std::vector<Shape>& operands) {
+  const Instruction& inst = node.inst;
+  if (node.fused || (inst.op != OpType::ReduceWindow && inst.op != OpType::SelectAndScatter)) return {};
+  const OpAttributes& at = inst.attrs;
+  const Shape& x = operands.at(0);
+  if (x.dtype() != DType::Float32) return {};
+  const bool reduce = inst.op == OpType::ReduceWindow;
+  const ReduceKind kind = at.reduce_kind;
+  if (kind != ReduceKind::Max && kind != ReduceKind::Min && (!reduce || kind != ReduceKind::Sum)) return {};
+  // The same axes as the reference's MakeWindowKernel.
+  const size_t rank = static_cast<size_t>(x.Rank());
+  const std::vector<int64_t> strides = ref::RowMajorStrides(x.Dimensions());
+  const Shape& windows = reduce ? inst.shape : operands.at(1);
+  std::vector<ref::WindowAxis> axes(rank);
+  bool overlap = false;
+  for (size_t a = 0; a < rank; ++a) {
+    ref::WindowAxis& ax = axes[a];
+    ax.size = x.Dimensions()[a];
+    ax.in_stride = strides[a];
+    ax.out = windows.Dimensions()[a];
+    ax.window = at.window[a];
+    if (!at.strides.empty()) ax.stride = at.strides[a];
+    if (!at.padding.empty()) ax.pad_low = at.padding[a].low;
+    if (reduce) {
+      if (!at.input_dilations.empty()) ax.base_dilation = at.input_dilations[a];
+      if (!at.kernel_dilations.empty()) ax.window_dilation = at.kernel_dilations[a];
+    }
+    if (ax.out > 1 && ax.stride < ax.window) overlap = true;
+  }
+  auto plan = std::make_shared<PoolPlan>();
+  if (!MakePlan(axes, x.Size(), *plan)) return {};
+  plan->threads = std::max(1, backend.options().threads);
+  plan->simd = backend.options().simd;
+  const int64_t work = static_cast<int64_t>(plan->taps.in.size()) * plan->lead * plan->inner;
+  plan->parallel = plan->threads > 1 && work >= kPoolParallelWork;
+  if (reduce) {
+    return {[plan, kind](ref::Operands in, uint8_t* out) {
+              ReduceWindowF32(*plan, kind, reinterpret_cast<const float*>(in[0]),
+                              reinterpret_cast<float*>(out));
+            },
+            "pool.reduce_window"};
+  }
+  const bool max = kind == ReduceKind::Max;
+  BufferPool* pool = &backend.pool();
+  return {[plan, max, overlap, pool](ref::Operands in, uint8_t* out) {
+            SelectAndScatterF32(*plan, max, overlap, pool, reinterpret_cast<const float*>(in[0]),
+                                reinterpret_cast<const float*>(in[1]), reinterpret_cast<float*>(out));
+          },
+          overlap ? "pool.select_and_scatter(overlapping)" : "pool.select_and_scatter"};
+}
+
+}  // namespace kiln::compute::cpu
+#endif  // HWY_ONCE
