@@ -89,11 +89,12 @@ bool IsDense(const OperandView& v) { return DescStrides(v) == DenseStrides(v.dim
 
 /// Products this small run on the calling thread: waking the OpenMP team costs more than it
 /// saves (measured on the 2-core bench machine, minimum over 3000 calls of Exec::Call: 32x128x128
-/// takes 6.2 us on one thread and 7.1 us on two, 64x128x128 10.0 and 7.8 us). Operands larger
-/// than one core's cache keep the team even when the product is small: 1x512x512 is bound by
-/// memory bandwidth, which two cores double (22.3 us on one thread, 17.4 us on two).
+/// takes 6.2 us on one thread and 7.1 us on two, 64x128x128 10.0 and 7.8 us). This includes
+/// matrix-vector products with large weights: alone, 1x512x512 gains from a second core's
+/// bandwidth (22.3 us on one thread, 17.4 us on two), but in a model each product pays the
+/// team's wake-up again (OMP_WAIT_POLICY=PASSIVE, as the bench runs): the MLP 784-512-512-10 at
+/// batch 1 answers in 71 us on one thread against 142 us on two.
 constexpr int64_t kSingleThreadMacs = int64_t{1} << 19;
-constexpr int64_t kSingleThreadBytes = int64_t{512} << 10;
 
 /// Everything one call needs; shared by the kernel's copies.
 struct MatmulPlan {
@@ -230,8 +231,8 @@ KernelChoice MakeDnnlMatmul(const CpuBackend& backend, const Instruction& inst,
   }
   const int64_t batch = plan->lhs.dims3[0], m = plan->lhs.dims3[1], k = plan->lhs.dims3[2],
                 n = plan->rhs.dims3[2];
-  const int64_t macs = batch * m * k * n, bytes = 4 * batch * (m * k + k * n + m * n);
-  plan->threads = macs <= kSingleThreadMacs && bytes <= kSingleThreadBytes ? 1 : backend.options().threads;
+  const int64_t macs = batch * m * k * n;
+  plan->threads = macs <= kSingleThreadMacs ? 1 : backend.options().threads;
   // Created for the team size it runs with (some implementations split work by it).
   const ThreadScope scope(plan->threads);
   try {
