@@ -114,6 +114,37 @@ TEST(Normalization, BatchNormTrainsMovingStatsAndUsesThemInInference) {
   });
 }
 
+TEST(Normalization, BatchNormTrainingGradientMatchesCentralDifferences) {
+  // While training the output depends on x through the batch statistics too: the gradient of
+  // sum(r * BatchNorm(x)) with respect to x, against central differences in Float64.
+  const Shape shape(DType::Float64, {5, 3});
+  std::vector<double> xv(15), rv(15);
+  for (size_t i = 0; i < xv.size(); ++i) {
+    xv[i] = std::cos(0.7 * static_cast<double>(i)) * 1.5 + 0.1 * static_cast<double>(i % 4);
+    rv[i] = std::sin(1.9 * static_cast<double>(i) + 0.3);
+  }
+  ForEachBackend([&](const compute::BackendPtr& backend) {
+    model::Store store;
+    model::Exec f = model::NewExec(backend, store, [&](model::Scope scope, Node x) -> std::vector<Node> {
+      Node y = layers::BatchNorm(scope.In("bn"), x).Epsilon(1e-3).Done();
+      Node loss = ReduceAllSum(y * Const(x.graph(), Tensor::FromFlat(shape, rv)));
+      return {loss, Gradient(loss, {x})[0]};
+    });
+    f.OnNewGraph([](Graph& g) { model::SetTraining(g, true); });
+    std::vector<Tensor> out = f.Call(Tensor::FromFlat(shape, xv));
+    const std::vector<double> grad = out[1].ToVector<double>();
+    const double h = 1e-5;
+    for (size_t i = 0; i < xv.size(); ++i) {
+      std::vector<double> plus = xv, minus = xv;
+      plus[i] += h;
+      minus[i] -= h;
+      const double lp = f.Call(Tensor::FromFlat(shape, plus))[0].Item<double>();
+      const double lm = f.Call(Tensor::FromFlat(shape, minus))[0].Item<double>();
+      EXPECT_NEAR(grad[i], (lp - lm) / (2 * h), 1e-6) << backend->Name() << " element " << i;
+    }
+  });
+}
+
 TEST(Normalization, BatchNormChannelsFirstReducesTheOtherAxes) {
   // x [2, 3, 2] with features on axis 1: the batch mean of feature c is over axes 0 and 2.
   std::vector<float> xv(12);
