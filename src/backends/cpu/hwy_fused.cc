@@ -308,28 +308,15 @@ HWY_INLINE V Apply(D d, V x, V y, V z) {
 }
 
 // The compute ops by arity.
-#define KILN_FUSED_UNARY(X)                                                                         \
-  X(kNeg)                                                                                           \
-  X(kAbs)                                                                                           \
-  X(kSign)                                                                                          \
-  X(kSqrt)                                                                                          \
-  X(kRsqrt)                                                                                         \
-  X(kExp)                                                                                           \
-  X(kExpm1)                                                                                         \
-  X(kLog)                                                                                           \
-  X(kLog1p) X(kSin) X(kCos) X(kTanh) X(kLogistic) X(kErf) X(kFloor) X(kCeil) X(kRound) X(kIsFinite) \
-      X(kIsNaN) X(kLogicalNot) X(kNotZero) X(kRoundF16) X(kRoundBF16)
-#define KILN_FUSED_BINARY(X)                                                               \
-  X(kAdd)                                                                                  \
-  X(kSub)                                                                                  \
-  X(kMul)                                                                                  \
-  X(kDiv)                                                                                  \
-  X(kPow)                                                                                  \
-  X(kMax)                                                                                  \
-  X(kMin)                                                                                  \
-  X(kLogicalAnd)                                                                           \
-  X(kLogicalOr) X(kLogicalXor) X(kEqual) X(kNotEqual) X(kLess) X(kLessOrEqual) X(kGreater) \
-      X(kGreaterOrEqual)
+// clang-format off
+#define KILN_FUSED_UNARY(X) \
+  X(kNeg) X(kAbs) X(kSign) X(kSqrt) X(kRsqrt) X(kExp) X(kExpm1) X(kLog) X(kLog1p) X(kSin) X(kCos) \
+  X(kTanh) X(kLogistic) X(kErf) X(kFloor) X(kCeil) X(kRound) X(kIsFinite) X(kIsNaN) \
+  X(kLogicalNot) X(kNotZero) X(kRoundF16) X(kRoundBF16)
+#define KILN_FUSED_BINARY(X) \
+  X(kAdd) X(kSub) X(kMul) X(kDiv) X(kPow) X(kMax) X(kMin) X(kLogicalAnd) X(kLogicalOr) \
+  X(kLogicalXor) X(kEqual) X(kNotEqual) X(kLess) X(kLessOrEqual) X(kGreater) X(kGreaterOrEqual)
+// clang-format on
 
 /// One op over n elements, one pass.
 void RunOp(FOp op, const float* a, const float* b, const float* c, float* out, size_t n) {
