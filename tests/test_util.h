@@ -8,11 +8,18 @@
 #include <exception>
 #include <filesystem>
 #include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "kiln/compute/backend.h"
+#include "kiln/compute/program.h"
 #include "kiln/core/error.h"
+#include "kiln/core/tensor.h"
+#include "kiln/io/npy.h"
 
 namespace kiln::test {
 
@@ -58,5 +65,51 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+/// Runs `fn` once on every registered backend (cpu, ref, ...), tracing the backend's name.
+inline void ForEachBackend(const std::function<void(const compute::BackendPtr&)>& fn) {
+  for (const compute::BackendInfo& info : compute::RegisteredBackends()) {
+    SCOPED_TRACE("backend " + info.name);
+    fn(compute::NewWithConfig(info.name));
+  }
+}
+
+/// The backend `config` names ("cpu:threads=2", "ref"...), created once per config and shared.
+inline const compute::BackendPtr& Backend(const std::string& config) {
+  static std::mutex mu;
+  static std::map<std::string, compute::BackendPtr> backends;
+  std::lock_guard lock(mu);
+  compute::BackendPtr& b = backends[config];
+  if (!b) b = compute::NewWithConfig(config);
+  return b;
+}
+
+/// Compiles `program` on `backend`, runs it on `inputs` (none donated) and wraps the outputs.
+inline std::vector<Tensor> RunProgram(const compute::BackendPtr& backend,
+                                      const std::shared_ptr<const compute::Program>& program,
+                                      const std::vector<Tensor>& inputs) {
+  std::unique_ptr<compute::Executable> exe = backend->Compile(program);
+  std::vector<compute::BufferPtr> buffers;
+  for (const Tensor& t : inputs) buffers.push_back(t.DeviceBuffer(backend, 0));
+  std::vector<compute::BufferPtr> out = exe->Execute(buffers, std::vector<bool>(inputs.size(), false), 0);
+  std::vector<Tensor> results;
+  for (size_t i = 0; i < out.size(); ++i)
+    results.push_back(Tensor::FromBuffer(backend, 0, program->OutputShape(static_cast<int>(i)), out[i]));
+  return results;
+}
+
+/// The arrays of a committed .npz fixture, `path` relative to the source tree (found through the
+/// environment variable KILN_TEST_SOURCE_DIR, else the working directory); read once per path.
+inline const std::map<std::string, Tensor>& Fixtures(const std::string& path) {
+  static std::mutex mu;
+  static std::map<std::string, std::map<std::string, Tensor>> cache;
+  std::lock_guard lock(mu);
+  auto it = cache.find(path);
+  if (it == cache.end()) {
+    const char* src = std::getenv("KILN_TEST_SOURCE_DIR");
+    it = cache.emplace(path, io::ReadNpz(std::string(src ? src : ".") + "/" + path)).first;
+  }
+  return it->second;
+}
 
 }  // namespace kiln::test

@@ -20,38 +20,20 @@
 #include "backends/cpu/kernels.h"
 #include "kiln/graph/gradient.h"
 #include "kiln/kiln.h"
+#include "test_util.h"
 
 namespace kiln {
 namespace {
+
+using kiln::test::RunProgram;
 
 using compute::OpAttributes;
 using compute::OpType;
 using graph::Graph;
 
 /// The cpu backend with two threads (the kernels' OpenMP team) and the reference backend.
-const compute::BackendPtr& Cpu() {
-  static const compute::BackendPtr backend = compute::NewWithConfig("cpu:threads=2");
-  return backend;
-}
-const compute::BackendPtr& Ref() {
-  static const compute::BackendPtr backend = compute::NewWithConfig("ref");
-  return backend;
-}
-
-/// Runs `program` on `backend` over `inputs` (none donated).
-std::vector<Tensor> RunOn(const compute::BackendPtr& backend,
-                          const std::shared_ptr<const compute::Program>& program,
-                          const std::vector<Tensor>& inputs) {
-  std::unique_ptr<compute::Executable> exe = backend->Compile(program);
-  std::vector<compute::BufferPtr> buffers;
-  for (const Tensor& t : inputs) buffers.push_back(t.DeviceBuffer(backend, 0));
-  std::vector<compute::BufferPtr> out = exe->Execute(buffers, std::vector<bool>(inputs.size(), false), 0);
-  std::vector<Tensor> results;
-  for (size_t i = 0; i < out.size(); ++i) {
-    results.push_back(Tensor::FromBuffer(backend, 0, program->OutputShape(static_cast<int>(i)), out[i]));
-  }
-  return results;
-}
+const compute::BackendPtr& Cpu() { return kiln::test::Backend("cpu:threads=2"); }
+const compute::BackendPtr& Ref() { return kiln::test::Backend("ref"); }
 
 /// Uniform values in [-1, 1] of `shape`.
 Tensor Random(const Shape& shape, std::mt19937& rng) {
@@ -98,7 +80,8 @@ std::string CheckOp(OpType op, const Shape& a, const Shape& b, const OpAttribute
   graph::Node out = g.AddOp(op, {g.Parameter(a), g.Parameter(b)}, attrs);
   std::shared_ptr<const compute::Program> program = g.Build({out});
   const std::vector<Tensor> inputs = {Random(a, rng), Random(b, rng)};
-  EXPECT_TRUE(Close(RunOn(Cpu(), program, inputs)[0], RunOn(Ref(), program, inputs)[0], terms)) << what;
+  EXPECT_TRUE(Close(RunProgram(Cpu(), program, inputs)[0], RunProgram(Ref(), program, inputs)[0], terms))
+      << what;
   const std::vector<std::string> names = KernelNames(*program, op);
   return names.empty() ? "" : names[0];
 }
@@ -357,7 +340,8 @@ TEST(CpuDnnl, ConvGradientsRunOnDnnl) {
       std::vector<graph::Node> grads = graph::VJP({y}, {adj}, {x, k});
       std::shared_ptr<const compute::Program> program = g.Build({y, grads[0], grads[1]});
       const std::vector<Tensor> inputs = {Random(xs, rng), Random(ks, rng), Random(y.shape(), rng)};
-      const std::vector<Tensor> got = RunOn(Cpu(), program, inputs), want = RunOn(Ref(), program, inputs);
+      const std::vector<Tensor> got = RunProgram(Cpu(), program, inputs),
+                                want = RunProgram(Ref(), program, inputs);
       const std::string what = fmt::format("stride {} pad {}", stride, pad);
       for (size_t i = 0; i < got.size(); ++i)
         EXPECT_TRUE(Close(got[i], want[i], 200)) << what << " output " << i;
@@ -388,7 +372,7 @@ TEST(CpuDnnl, ConcurrentCalls) {
   graph::Node c = g.AddOp(OpType::ConvGeneral, {g.Parameter(xs), g.Parameter(ks)}, conv);
   std::shared_ptr<const compute::Program> program = g.Build({m, c});
   const std::vector<Tensor> inputs = {Random(a, rng), Random(b, rng), Random(xs, rng), Random(ks, rng)};
-  const std::vector<Tensor> want = RunOn(Ref(), program, inputs);
+  const std::vector<Tensor> want = RunProgram(Ref(), program, inputs);
   std::unique_ptr<compute::Executable> exe = Cpu()->Compile(program);
   std::vector<compute::BufferPtr> buffers;
   for (const Tensor& t : inputs) buffers.push_back(t.DeviceBuffer(Cpu(), 0));

@@ -19,9 +19,12 @@
 #include "backends/cpu/kernels.h"
 #include "kiln/graph/gradient.h"
 #include "kiln/kiln.h"
+#include "test_util.h"
 
 namespace kiln {
 namespace {
+
+using kiln::test::RunProgram;
 
 using compute::OpType;
 using compute::cpu::Activation;
@@ -29,18 +32,9 @@ using compute::cpu::Module;
 using graph::Graph;
 using graph::Node;
 
-const compute::BackendPtr& Cpu() {
-  static const compute::BackendPtr backend = compute::NewWithConfig("cpu:threads=2");
-  return backend;
-}
-const compute::BackendPtr& CpuNoFusion() {
-  static const compute::BackendPtr backend = compute::NewWithConfig("cpu:threads=2,fusion=false");
-  return backend;
-}
-const compute::BackendPtr& Ref() {
-  static const compute::BackendPtr backend = compute::NewWithConfig("ref");
-  return backend;
-}
+const compute::BackendPtr& Cpu() { return kiln::test::Backend("cpu:threads=2"); }
+const compute::BackendPtr& CpuNoFusion() { return kiln::test::Backend("cpu:threads=2,fusion=false"); }
+const compute::BackendPtr& Ref() { return kiln::test::Backend("ref"); }
 
 /// Uniform values in [-1, 1] of the given dims.
 Tensor Random(const std::vector<int64_t>& dims, uint32_t seed) {
@@ -50,20 +44,6 @@ Tensor Random(const std::vector<int64_t>& dims, uint32_t seed) {
   std::vector<float> v(static_cast<size_t>(shape.Size()));
   for (float& x : v) x = u(rng);
   return Tensor::FromFlat(shape, v);
-}
-
-/// Runs `program` on `backend` over `inputs`.
-std::vector<Tensor> RunOn(const compute::BackendPtr& backend,
-                          const std::shared_ptr<const compute::Program>& program,
-                          const std::vector<Tensor>& inputs) {
-  std::unique_ptr<compute::Executable> exe = backend->Compile(program);
-  std::vector<compute::BufferPtr> buffers;
-  for (const Tensor& t : inputs) buffers.push_back(t.DeviceBuffer(backend, 0));
-  std::vector<compute::BufferPtr> out = exe->Execute(buffers, std::vector<bool>(inputs.size(), false), 0);
-  std::vector<Tensor> results;
-  for (size_t i = 0; i < out.size(); ++i)
-    results.push_back(Tensor::FromBuffer(backend, 0, program->OutputShape(static_cast<int>(i)), out[i]));
-  return results;
 }
 
 /// Whether got and want agree within float32 accumulation error over `terms` products each.
@@ -126,9 +106,9 @@ Node Dense(Node x, Node w, Node b) {
 /// Checks `program` on cpu against ref and against cpu with fusion off.
 void CheckAllBackends(const std::shared_ptr<const compute::Program>& program,
                       const std::vector<Tensor>& inputs, int64_t terms) {
-  const std::vector<Tensor> want = RunOn(Ref(), program, inputs);
-  const std::vector<Tensor> got = RunOn(Cpu(), program, inputs);
-  const std::vector<Tensor> plain = RunOn(CpuNoFusion(), program, inputs);
+  const std::vector<Tensor> want = RunProgram(Ref(), program, inputs);
+  const std::vector<Tensor> got = RunProgram(Cpu(), program, inputs);
+  const std::vector<Tensor> plain = RunProgram(CpuNoFusion(), program, inputs);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     EXPECT_TRUE(Close(got[i], want[i], terms)) << "output " << i << " vs ref";
@@ -200,8 +180,8 @@ TEST(CpuEpilogue, ReluKeepsNaNAndGivesPositiveZero) {
     for (size_t i = 0; i < wv.size(); ++i)
       wv[i] = (i % 3 == 0 ? -1.0f : 0.5f) * static_cast<float>(i % 5 + 1);
     const Tensor ws = Tensor::FromFlat(Shape(DType::Float32, {3, 16}), wv);
-    const std::vector<float> got = RunOn(Cpu(), program, {xs, ws})[0].ToVector<float>();
-    const std::vector<float> want = RunOn(Ref(), program, {xs, ws})[0].ToVector<float>();
+    const std::vector<float> got = RunProgram(Cpu(), program, {xs, ws})[0].ToVector<float>();
+    const std::vector<float> want = RunProgram(Ref(), program, {xs, ws})[0].ToVector<float>();
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) {
       EXPECT_EQ(std::isnan(got[i]), std::isnan(want[i])) << "element " << i;
@@ -226,7 +206,7 @@ TEST(CpuEpilogue, LargeResultReluOnTheTeam) {
   const std::vector<Tensor> inputs = {Random({256, 64}, 35), Random({64, 512}, 36), Random({512}, 37)};
   CheckAllBackends(program, inputs, 64);
   // About half the results are clamped to exactly +0.
-  const std::vector<float> got = RunOn(Cpu(), program, inputs)[0].ToVector<float>();
+  const std::vector<float> got = RunProgram(Cpu(), program, inputs)[0].ToVector<float>();
   const auto zeros =
       std::count_if(got.begin(), got.end(), [](float v) { return v == 0.0f && !std::signbit(v); });
   EXPECT_GT(zeros, 256 * 512 / 4);

@@ -18,45 +18,22 @@
 #include "backends/cpu/pool_kernels.h"
 #include "kiln/graph/gradient.h"
 #include "kiln/kiln.h"
+#include "test_util.h"
 
 namespace kiln {
 namespace {
+
+using kiln::test::RunProgram;
 
 using compute::OpType;
 using compute::PadAxis;
 using compute::ReduceKind;
 using graph::Graph;
 
-const compute::BackendPtr& Cpu1() {
-  static const compute::BackendPtr backend = compute::NewWithConfig("cpu:threads=1");
-  return backend;
-}
-const compute::BackendPtr& Cpu2() {
-  static const compute::BackendPtr backend = compute::NewWithConfig("cpu:threads=2");
-  return backend;
-}
-const compute::BackendPtr& CpuScalar() {
-  static const compute::BackendPtr backend = compute::NewWithConfig("cpu:threads=2,simd=scalar");
-  return backend;
-}
-const compute::BackendPtr& Ref() {
-  static const compute::BackendPtr backend = compute::NewWithConfig("ref");
-  return backend;
-}
-
-std::vector<Tensor> RunOn(const compute::BackendPtr& backend,
-                          const std::shared_ptr<const compute::Program>& program,
-                          const std::vector<Tensor>& inputs) {
-  std::unique_ptr<compute::Executable> exe = backend->Compile(program);
-  std::vector<compute::BufferPtr> buffers;
-  for (const Tensor& t : inputs) buffers.push_back(t.DeviceBuffer(backend, 0));
-  std::vector<compute::BufferPtr> out = exe->Execute(buffers, std::vector<bool>(inputs.size(), false), 0);
-  std::vector<Tensor> results;
-  for (size_t i = 0; i < out.size(); ++i) {
-    results.push_back(Tensor::FromBuffer(backend, 0, program->OutputShape(static_cast<int>(i)), out[i]));
-  }
-  return results;
-}
+const compute::BackendPtr& Cpu1() { return kiln::test::Backend("cpu:threads=1"); }
+const compute::BackendPtr& Cpu2() { return kiln::test::Backend("cpu:threads=2"); }
+const compute::BackendPtr& CpuScalar() { return kiln::test::Backend("cpu:threads=2,simd=scalar"); }
+const compute::BackendPtr& Ref() { return kiln::test::Backend("ref"); }
 
 int64_t Pick(std::mt19937& rng, int64_t lo, int64_t hi) {
   return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
@@ -100,9 +77,9 @@ Tensor Uniform(const Shape& shape, std::mt19937& rng) {
 /// Runs `program` on cpu (one and two threads, SIMD and scalar) and ref and expects identical bits.
 void ExpectSameAsRef(const std::shared_ptr<const compute::Program>& program,
                      const std::vector<Tensor>& inputs, const std::string& what) {
-  const std::vector<Tensor> want = RunOn(Ref(), program, inputs);
+  const std::vector<Tensor> want = RunProgram(Ref(), program, inputs);
   for (const compute::BackendPtr* cpu : {&Cpu1(), &Cpu2(), &CpuScalar()}) {
-    const std::vector<Tensor> got = RunOn(*cpu, program, inputs);
+    const std::vector<Tensor> got = RunProgram(*cpu, program, inputs);
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(SameBits(got[i], want[i])) << what << " output " << i;
   }
@@ -247,7 +224,7 @@ TEST(CpuPool, EmptyWindowsHoldTheIdentity) {
   std::shared_ptr<const compute::Program> program = g.Build({mx, mn});
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const Tensor in = Tensor::FromFlat(shape, std::vector<float>{1, nan, 2, -0.0f, 0.0f, 5});
-  const std::vector<Tensor> got = RunOn(Cpu1(), program, {in});
+  const std::vector<Tensor> got = RunProgram(Cpu1(), program, {in});
   const float inf = std::numeric_limits<float>::infinity();
   // Padded columns: 4 low, 3 data, 2 high = 9; windows start at 0, 3, 6.
   const std::vector<float> want_max = {-inf, 1, 2, -inf, -0.0f, 5};
@@ -273,7 +250,7 @@ TEST(CpuPool, SignalingNaNsLeaveQuieted) {
   std::vector<float> v(static_cast<size_t>(shape.Size()), 1.0f);
   for (size_t i = 0; i < v.size(); i += 7) v[i] = snan;
   const Tensor in = Tensor::FromFlat(shape, v);
-  const std::vector<float> got = RunOn(Cpu1(), program, {in})[0].ToVector<float>();
+  const std::vector<float> got = RunProgram(Cpu1(), program, {in})[0].ToVector<float>();
   EXPECT_EQ(std::bit_cast<uint32_t>(got[0]), uint32_t{0x7fe00001});
   ExpectSameAsRef(program, {in}, "signaling NaNs");
 }

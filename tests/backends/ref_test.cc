@@ -14,9 +14,12 @@
 
 #include "core/tensor_test_util.h"
 #include "kiln/kiln.h"
+#include "test_util.h"
 
 namespace kiln {
 namespace {
+
+using kiln::test::RunProgram;
 
 using compute::OpAttributes;
 using compute::OpType;
@@ -28,25 +31,7 @@ using kiln::testing::ThrowsKilnError;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-const compute::BackendPtr& Ref() {
-  static const compute::BackendPtr backend = compute::NewWithConfig("ref");
-  return backend;
-}
-
-/// Compiles `program` on `backend`, runs it on `inputs` (none donated) and wraps the outputs.
-std::vector<Tensor> RunProgram(const compute::BackendPtr& backend,
-                               const std::shared_ptr<const compute::Program>& program,
-                               const std::vector<Tensor>& inputs) {
-  std::unique_ptr<compute::Executable> exe = backend->Compile(program);
-  std::vector<compute::BufferPtr> buffers;
-  for (const Tensor& t : inputs) buffers.push_back(t.DeviceBuffer(backend, 0));
-  std::vector<compute::BufferPtr> out = exe->Execute(buffers, std::vector<bool>(inputs.size(), false), 0);
-  std::vector<Tensor> results;
-  for (size_t i = 0; i < out.size(); ++i) {
-    results.push_back(Tensor::FromBuffer(backend, 0, program->OutputShape(static_cast<int>(i)), out[i]));
-  }
-  return results;
-}
+const compute::BackendPtr& Ref() { return kiln::test::Backend("ref"); }
 
 /// One op over parameters holding `inputs`.
 Tensor RunOp(OpType op, const std::vector<Tensor>& inputs, OpAttributes attrs = {}) {

@@ -25,13 +25,7 @@ using kiln::test::Throws;
 compute::BackendPtr Ref() { return compute::NewWithConfig("ref"); }
 
 /// Runs `fn` once per registered backend (a trace names the backend on failures).
-void ForEachBackend(const std::function<void(const compute::BackendPtr&)>& fn) {
-  for (const compute::BackendInfo& info : compute::RegisteredBackends()) {
-    SCOPED_TRACE("backend " + info.name);
-    fn(compute::NewWithConfig(info.name));
-  }
-}
-
+using kiln::test::ForEachBackend;
 /// Elementwise |actual - expected| <= tol * (1 + |expected|), with the index on failure.
 template <typename T>
 void ExpectClose(const std::vector<T>& actual, const std::vector<double>& expected, double tol) {

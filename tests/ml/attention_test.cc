@@ -24,11 +24,7 @@ using namespace kiln::graph;
 using kiln::test::Throws;
 
 const std::map<std::string, Tensor>& Fixtures() {
-  static const std::map<std::string, Tensor> f = [] {
-    const char* src = std::getenv("KILN_TEST_SOURCE_DIR");
-    return io::ReadNpz(std::string(src ? src : ".") + "/tests/ml/fixtures/attention.npz");
-  }();
-  return f;
+  return kiln::test::Fixtures("tests/ml/fixtures/attention.npz");
 }
 
 std::vector<double> F64(const std::string& name) { return Fixtures().at(name).ToVector<double>(); }

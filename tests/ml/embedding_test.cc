@@ -18,13 +18,7 @@ using namespace kiln;
 using namespace kiln::graph;
 using kiln::test::Throws;
 
-void ForEachBackend(const std::function<void(const compute::BackendPtr&)>& fn) {
-  for (const compute::BackendInfo& info : compute::RegisteredBackends()) {
-    SCOPED_TRACE("backend " + info.name);
-    fn(compute::NewWithConfig(info.name));
-  }
-}
-
+using kiln::test::ForEachBackend;
 /// Row `id` of the [vocab, dims] table, or zeros when id is out of range.
 std::vector<float> Row(const std::vector<float>& table, int64_t dims, int64_t vocab, int64_t id) {
   if (id < 0 || id >= vocab) return std::vector<float>(static_cast<size_t>(dims), 0.0f);

@@ -21,13 +21,7 @@ using namespace kiln;
 using kiln::test::Throws;
 namespace init = kiln::initializers;
 
-void ForEachBackend(const std::function<void(const compute::BackendPtr&)>& fn) {
-  for (const compute::BackendInfo& info : compute::RegisteredBackends()) {
-    SCOPED_TRACE("backend " + info.name);
-    fn(compute::NewWithConfig(info.name));
-  }
-}
-
+using kiln::test::ForEachBackend;
 /// The values `initializer` gives a variable of `shape` in a new store seeded with `seed`.
 std::vector<double> Draw(const model::Initializer& initializer, const Shape& shape,
                          const compute::BackendPtr& backend, uint64_t seed = 42) {

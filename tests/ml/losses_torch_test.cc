@@ -20,11 +20,7 @@ using namespace kiln;
 using namespace kiln::graph;
 
 const std::map<std::string, Tensor>& Fixtures() {
-  static const std::map<std::string, Tensor> f = [] {
-    const char* src = std::getenv("KILN_TEST_SOURCE_DIR");
-    return io::ReadNpz(std::string(src ? src : ".") + "/tests/ml/fixtures/losses.npz");
-  }();
-  return f;
+  return kiln::test::Fixtures("tests/ml/fixtures/losses.npz");
 }
 
 const Tensor& Fix(const std::string& name) { return Fixtures().at(name); }

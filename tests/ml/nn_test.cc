@@ -22,22 +22,10 @@ using namespace kiln;
 using namespace kiln::graph;
 using kiln::test::Throws;
 
-const std::map<std::string, Tensor>& Fixtures() {
-  static const std::map<std::string, Tensor> f = [] {
-    const char* src = std::getenv("KILN_TEST_SOURCE_DIR");
-    return io::ReadNpz(std::string(src ? src : ".") + "/tests/ml/fixtures/nn.npz");
-  }();
-  return f;
-}
+const std::map<std::string, Tensor>& Fixtures() { return kiln::test::Fixtures("tests/ml/fixtures/nn.npz"); }
 const Tensor& Fix(const std::string& key) { return Fixtures().at(key); }
 
-void ForEachBackend(const std::function<void(const compute::BackendPtr&)>& fn) {
-  for (const compute::BackendInfo& info : compute::RegisteredBackends()) {
-    SCOPED_TRACE("backend " + info.name);
-    fn(compute::NewWithConfig(info.name));
-  }
-}
-
+using kiln::test::ForEachBackend;
 /// A Float64 fixture tensor converted to `dtype`.
 Tensor As(const Tensor& t, DType dtype) {
   if (dtype == DType::Float64) return t;

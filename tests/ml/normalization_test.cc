@@ -23,21 +23,9 @@ using namespace kiln;
 using namespace kiln::graph;
 using kiln::test::Throws;
 
-const std::map<std::string, Tensor>& Fixtures() {
-  static const std::map<std::string, Tensor> f = [] {
-    const char* src = std::getenv("KILN_TEST_SOURCE_DIR");
-    return io::ReadNpz(std::string(src ? src : ".") + "/tests/ml/fixtures/nn.npz");
-  }();
-  return f;
-}
+const std::map<std::string, Tensor>& Fixtures() { return kiln::test::Fixtures("tests/ml/fixtures/nn.npz"); }
 
-void ForEachBackend(const std::function<void(const compute::BackendPtr&)>& fn) {
-  for (const compute::BackendInfo& info : compute::RegisteredBackends()) {
-    SCOPED_TRACE("backend " + info.name);
-    fn(compute::NewWithConfig(info.name));
-  }
-}
-
+using kiln::test::ForEachBackend;
 void ExpectNear(const std::vector<double>& got, const std::vector<double>& want, double tol) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], tol * (1 + std::abs(want[i]))) << i;

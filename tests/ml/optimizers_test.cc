@@ -21,11 +21,7 @@ using namespace kiln::graph;
 using kiln::test::Throws;
 
 const std::map<std::string, Tensor>& Fixtures() {
-  static const std::map<std::string, Tensor> f = [] {
-    const char* src = std::getenv("KILN_TEST_SOURCE_DIR");
-    return io::ReadNpz(std::string(src ? src : ".") + "/tests/ml/fixtures/optimizers.npz");
-  }();
-  return f;
+  return kiln::test::Fixtures("tests/ml/fixtures/optimizers.npz");
 }
 
 /// Runs 10 steps of `opt` on w0 with the fixture's gradients; returns w after each step.
