@@ -387,23 +387,9 @@ KernelChoice TryPoolKernel(CpuBackend& backend, const Node& node, const std::vec
   const ReduceKind kind = at.reduce_kind;
   if (kind != ReduceKind::Max && kind != ReduceKind::Min && (!reduce || kind != ReduceKind::Sum)) return {};
   // The same axes as the reference's MakeWindowKernel.
-  const size_t rank = static_cast<size_t>(x.Rank());
-  const std::vector<int64_t> strides = ref::RowMajorStrides(x.Dimensions());
-  const Shape& windows = reduce ? inst.shape : operands.at(1);
-  std::vector<ref::WindowAxis> axes(rank);
+  const std::vector<ref::WindowAxis> axes = ref::WindowAxesOf(inst, operands);
   bool overlap = false;
-  for (size_t a = 0; a < rank; ++a) {
-    ref::WindowAxis& ax = axes[a];
-    ax.size = x.Dimensions()[a];
-    ax.in_stride = strides[a];
-    ax.out = windows.Dimensions()[a];
-    ax.window = at.window[a];
-    if (!at.strides.empty()) ax.stride = at.strides[a];
-    if (!at.padding.empty()) ax.pad_low = at.padding[a].low;
-    if (reduce) {
-      if (!at.input_dilations.empty()) ax.base_dilation = at.input_dilations[a];
-      if (!at.kernel_dilations.empty()) ax.window_dilation = at.kernel_dilations[a];
-    }
+  for (const ref::WindowAxis& ax : axes) {
     if (ax.out > 1 && ax.stride < ax.window) overlap = true;
   }
   auto plan = std::make_shared<PoolPlan>();

@@ -87,6 +87,11 @@ struct WindowTaps {
 /// Builds the taps of every window.
 WindowTaps MakeWindowTaps(const std::vector<WindowAxis>& axes);
 
+/// The window axes of a ReduceWindow or SelectAndScatter instruction: its operand's dims and
+/// row-major strides, the windows' count (the result's dims, or the source's for
+/// SelectAndScatter), window, strides, low padding and (ReduceWindow only) dilations.
+std::vector<WindowAxis> WindowAxesOf(const Instruction& inst, const std::vector<Shape>& operands);
+
 // ---- Element types -------------------------------------------------------------------------
 // Bool elements are bytes (read as != 0, written as 0 or 1): kernels use uint8_t for them, so
 // that a stray byte value is never loaded as a C++ bool.

@@ -169,12 +169,12 @@ Kernel SelectAndScatterKernel(bool max, int64_t operand_size, std::shared_ptr<co
 
 }  // namespace
 
-Kernel MakeWindowKernel(const Instruction& inst, const std::vector<Shape>& operands) {
+std::vector<WindowAxis> WindowAxesOf(const Instruction& inst, const std::vector<Shape>& operands) {
   const OpAttributes& at = inst.attrs;
   const Shape& x = operands.at(0);
   const size_t n = static_cast<size_t>(x.Rank());
   const std::vector<int64_t> strides = RowMajorStrides(x.Dimensions());
-  const Shape windows = inst.op == OpType::ReduceWindow ? inst.shape : operands.at(1);
+  const Shape& windows = inst.op == OpType::ReduceWindow ? inst.shape : operands.at(1);
   std::vector<WindowAxis> axes(n);
   for (size_t a = 0; a < n; ++a) {
     WindowAxis& ax = axes[a];
@@ -189,6 +189,13 @@ Kernel MakeWindowKernel(const Instruction& inst, const std::vector<Shape>& opera
       if (!at.kernel_dilations.empty()) ax.window_dilation = at.kernel_dilations[a];
     }
   }
+  return axes;
+}
+
+Kernel MakeWindowKernel(const Instruction& inst, const std::vector<Shape>& operands) {
+  const OpAttributes& at = inst.attrs;
+  const Shape& x = operands.at(0);
+  const std::vector<WindowAxis> axes = WindowAxesOf(inst, operands);
   auto taps = std::make_shared<const WindowTaps>(MakeWindowTaps(axes));
   const DType dtype = x.dtype();
   return DispatchDType(dtype, [&](auto tag) -> Kernel {
