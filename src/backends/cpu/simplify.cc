@@ -18,21 +18,7 @@ constexpr int kMaxPasses = 4;
 
 /// Whether the rules may touch `node`: never the signature, tuple ops, barriers and their
 /// results, sub-program owners or fused groups.
-bool Rewritable(const Node& node) {
-  const Instruction& inst = node.inst;
-  if (node.fused || inst.IsTuple() || !inst.subprograms.empty()) return false;
-  switch (inst.op) {
-    case OpType::Parameter:
-    case OpType::Constant:
-    case OpType::GetTupleElement:
-    case OpType::OptimizationBarrier:
-    case OpType::While:
-    case OpType::If:
-      return false;
-    default:
-      return true;
-  }
-}
+bool Rewritable(const Node& node) { return !node.fused && !simplify::Opaque(node.inst); }
 
 /// One pass over `m`; returns how many nodes it rewrote.
 int SimplifyPass(Module& m) {

@@ -23,20 +23,7 @@ constexpr int64_t kMaxScratchBytes = int64_t{1} << 20;
 constexpr int64_t kMaxHeavyOperandBytes = int64_t{256} << 10;
 
 /// Whether `inst` may ever be computed at compile time.
-bool Foldable(const Instruction& inst) {
-  if (inst.IsTuple() || !inst.subprograms.empty() || !inst.shape.Ok() || inst.shape.IsDynamic()) return false;
-  switch (inst.op) {
-    case OpType::Parameter:
-    case OpType::Constant:
-    case OpType::GetTupleElement:
-    case OpType::OptimizationBarrier:
-    case OpType::While:
-    case OpType::If:
-      return false;
-    default:
-      return true;
-  }
-}
+bool Foldable(const Instruction& inst) { return !Opaque(inst) && inst.shape.Ok() && !inst.shape.IsDynamic(); }
 
 /// Elementwise ops: a splat in gives a splat out.
 bool IsElementwise(OpType op) {

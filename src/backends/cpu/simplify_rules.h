@@ -31,6 +31,23 @@ class Builder {
   std::vector<Node>& nodes_;
 };
 
+/// Whether `inst` is one the rules never rewrite or fold: a tuple, an owner of sub-programs, or
+/// a parameter, constant, tuple element, barrier or control-flow op.
+inline bool Opaque(const Instruction& inst) {
+  if (inst.IsTuple() || !inst.subprograms.empty()) return true;
+  switch (inst.op) {
+    case OpType::Parameter:
+    case OpType::Constant:
+    case OpType::GetTupleElement:
+    case OpType::OptimizationBarrier:
+    case OpType::While:
+    case OpType::If:
+      return true;
+    default:
+      return false;
+  }
+}
+
 /// An instruction with no attributes set.
 inline Instruction MakeInstruction(OpType op, std::vector<int> operands, const Shape& shape) {
   Instruction inst;
