@@ -210,30 +210,29 @@ void RunFusedOpScalar(FOp op, const float* a, const float* b, const float* c, fl
   }
 }
 
+bool FOpTranscendental(FOp op) {
+  switch (op) {
+    case FOp::kExp:
+    case FOp::kExpm1:
+    case FOp::kLog:
+    case FOp::kLog1p:
+    case FOp::kSin:
+    case FOp::kCos:
+    case FOp::kTanh:
+    case FOp::kLogistic:
+    case FOp::kErf:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // One per load, cheap op and the store; transcendentals count 8, Pow 40.
 int64_t FusedCost(const FusedSpec& spec) {
   int64_t c = 1;
   for (const FInstr& ins : spec.code) {
-    switch (ins.op) {
-      case FOp::kImm:
-        break;
-      case FOp::kExp:
-      case FOp::kExpm1:
-      case FOp::kLog:
-      case FOp::kLog1p:
-      case FOp::kSin:
-      case FOp::kCos:
-      case FOp::kTanh:
-      case FOp::kLogistic:
-      case FOp::kErf:
-        c += 8;
-        break;
-      case FOp::kPow:
-        c += 40;
-        break;
-      default:
-        c += 1;
-    }
+    if (ins.op == FOp::kImm) continue;
+    c += FOpTranscendental(ins.op) ? 8 : ins.op == FOp::kPow ? 40 : 1;
   }
   return c;
 }

@@ -72,6 +72,9 @@ enum class FOp : uint8_t {
 const char* FOpName(FOp op);
 /// Operand count of a compute op (0 for kInput and kImm).
 int FOpArity(FOp op);
+/// Whether `op` is computed by an approximation (Exp, Expm1, Log, Log1p, Sin, Cos, Tanh,
+/// Logistic, Erf): dearer than an arithmetic op, and within an ulp bound of the reference.
+bool FOpTranscendental(FOp op);
 
 /// One instruction: registers are indices into the kernel's register file.
 struct FInstr {
