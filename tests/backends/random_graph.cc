@@ -467,22 +467,33 @@ Node Generator::Reduce(Node x) {
     if (Chance(0.5)) axes.push_back(a);
   if (axes.empty() && x.rank() > 0 && Chance(0.7)) axes.push_back(static_cast<int>(Int(0, x.rank() - 1)));
   const DType d = x.dtype();
-  std::function<Node(Node, const std::vector<int>&)> reduce;
+  using ReduceFn = std::function<Node(Node, const std::vector<int>&)>;
+  struct Choice {
+    const char* name;
+    ReduceFn fn;
+  };
+  static const std::vector<Choice> kBool = {{"ReduceLogicalAnd", graph::ReduceLogicalAnd},
+                                            {"ReduceLogicalOr", graph::ReduceLogicalOr},
+                                            {"ReduceLogicalXor", graph::ReduceLogicalXor}};
+  static const std::vector<Choice> kInt32 = {{"ReduceSum", graph::ReduceSum},
+                                             {"ReduceMax", graph::ReduceMax},
+                                             {"ReduceMin", graph::ReduceMin},
+                                             {"ReduceProduct", graph::ReduceProduct},
+                                             {"ReduceBitwiseOr", graph::ReduceBitwiseOr},
+                                             {"ReduceBitwiseXor", graph::ReduceBitwiseXor}};
+  // Sums twice as often; products of Tanh, so they neither overflow nor vanish.
+  static const std::vector<Choice> kOther = {{"ReduceSum", graph::ReduceSum},
+                                             {"ReduceSum", graph::ReduceSum},
+                                             {"ReduceMean", graph::ReduceMean},
+                                             {"ReduceMax", graph::ReduceMax},
+                                             {"ReduceMin", graph::ReduceMin},
+                                             {"ReduceLogSumExp", graph::ReduceLogSumExp},
+                                             {"ReduceProduct", [](Node v, const std::vector<int>& ax) {
+                                                return graph::ReduceProduct(graph::Tanh(v), ax);
+                                              }}};
+  const std::vector<Choice>* table = &kOther;
   if (d == DType::Bool) {
-    switch (Int(0, 2)) {
-      case 0:
-        steps_.push_back("ReduceLogicalAnd");
-        reduce = graph::ReduceLogicalAnd;
-        break;
-      case 1:
-        steps_.push_back("ReduceLogicalOr");
-        reduce = graph::ReduceLogicalOr;
-        break;
-      default:
-        steps_.push_back("ReduceLogicalXor");
-        reduce = graph::ReduceLogicalXor;
-        break;
-    }
+    table = &kBool;
   } else if (!Coarse(d) && x.rank() > 0 && Chance(0.12)) {
     const int axis = static_cast<int>(Int(0, x.rank() - 1));
     steps_.push_back("ArgMax/ArgMin");
@@ -491,61 +502,11 @@ Node Generator::Reduce(Node x) {
     if (IsFloat(x.dtype())) x = x + NewInput(x.shape());
     return Chance(0.5) ? graph::ArgMax(x, axis) : graph::ArgMin(x, axis);
   } else if (d == DType::Int32) {
-    switch (Int(0, 5)) {
-      case 0:
-        steps_.push_back("ReduceSum");
-        reduce = graph::ReduceSum;
-        break;
-      case 1:
-        steps_.push_back("ReduceMax");
-        reduce = graph::ReduceMax;
-        break;
-      case 2:
-        steps_.push_back("ReduceMin");
-        reduce = graph::ReduceMin;
-        break;
-      case 3:
-        steps_.push_back("ReduceProduct");
-        reduce = graph::ReduceProduct;
-        break;
-      case 4:
-        steps_.push_back("ReduceBitwiseOr");
-        reduce = graph::ReduceBitwiseOr;
-        break;
-      default:
-        steps_.push_back("ReduceBitwiseXor");
-        reduce = graph::ReduceBitwiseXor;
-        break;
-    }
-  } else {
-    switch (Int(0, 6)) {
-      case 0:
-      case 1:
-        steps_.push_back("ReduceSum");
-        reduce = graph::ReduceSum;
-        break;
-      case 2:
-        steps_.push_back("ReduceMean");
-        reduce = graph::ReduceMean;
-        break;
-      case 3:
-        steps_.push_back("ReduceMax");
-        reduce = graph::ReduceMax;
-        break;
-      case 4:
-        steps_.push_back("ReduceMin");
-        reduce = graph::ReduceMin;
-        break;
-      case 5:
-        steps_.push_back("ReduceLogSumExp");
-        reduce = graph::ReduceLogSumExp;
-        break;
-      default:
-        steps_.push_back("ReduceProduct");
-        reduce = [](Node v, const std::vector<int>& ax) { return graph::ReduceProduct(graph::Tanh(v), ax); };
-        break;
-    }
+    table = &kInt32;
   }
+  const Choice& choice = (*table)[static_cast<size_t>(Int(0, static_cast<int64_t>(table->size()) - 1))];
+  steps_.push_back(choice.name);
+  const ReduceFn& reduce = choice.fn;
   if (Chance(0.3)) return graph::ReduceAndKeep(x, reduce, axes);
   return reduce(x, axes);
 }
