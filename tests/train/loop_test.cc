@@ -12,6 +12,7 @@
 
 #include "kiln/kiln.h"
 #include "test_util.h"
+#include "train/train_test_util.h"
 
 namespace {
 
@@ -19,32 +20,10 @@ using namespace kiln;
 using namespace kiln::graph;
 using kiln::test::Throws;
 
-Tensor Column(const std::vector<float>& v) {
-  return Tensor::FromFlat(Shape(DType::Float32, {static_cast<int64_t>(v.size()), 1}), v);
-}
+using kiln::test::Column;
 
-std::vector<Node> Scale(model::Scope scope, const std::any&, std::vector<Node> in) {
-  Node w = scope.VariableWithValue("w", std::vector<std::vector<float>>{{0.5f}}).NodeValue(in[0].graph());
-  return {in[0] * w};
-}
-
-struct Fixture {
-  compute::BackendPtr backend = compute::New();
-  model::Store store;
-  train::Trainer trainer{backend,
-                         store,
-                         Scale,
-                         losses::MeanSquaredError,
-                         optimizers::StochasticGradientDescent().LearningRate(0.01).Done(),
-                         {},
-                         {}};
-  data::DatasetPtr Data(int n, int batch) {
-    std::vector<float> xs(static_cast<size_t>(n), 1.0f);
-    auto ds = data::InMemoryFromData(backend, "ones", {Column(xs)}, {Column(xs)});
-    ds->BatchSize(batch, false);
-    return ds;
-  }
-};
+/// The one-weight model with no metrics.
+struct Fixture : kiln::test::ScaleFixture {};
 
 TEST(Loop, StepsCallbacksAndOrder) {
   Fixture f;

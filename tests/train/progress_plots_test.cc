@@ -12,37 +12,19 @@
 #include "kiln/kiln.h"
 #include "kiln/train/plots.h"
 #include "kiln/train/progress.h"
+#include "train/train_test_util.h"
 
 namespace {
 
 using namespace kiln;
 using namespace kiln::graph;
 
-Tensor Column(const std::vector<float>& v) {
-  return Tensor::FromFlat(Shape(DType::Float32, {static_cast<int64_t>(v.size()), 1}), v);
-}
-
-std::vector<Node> Scale(model::Scope scope, const std::any&, std::vector<Node> in) {
-  Node w = scope.VariableWithValue("w", std::vector<std::vector<float>>{{0.5f}}).NodeValue(in[0].graph());
-  return {in[0] * w};
-}
-
-struct Fixture {
-  compute::BackendPtr backend = compute::New();
-  model::Store store;
-  train::Trainer trainer{backend,
-                         store,
-                         Scale,
-                         losses::MeanSquaredError,
-                         optimizers::StochasticGradientDescent().LearningRate(0.01).Done(),
-                         {metrics::NewMovingAverageMeanAbsoluteError("Moving MAE", "~mae", 0.1)},
-                         {metrics::NewMeanAbsoluteError("MAE", "#mae")}};
-  data::DatasetPtr Data() {
-    auto ds = data::InMemoryFromData(backend, "ones", {Column(std::vector<float>(8, 1.0f))},
-                                     {Column(std::vector<float>(8, 1.0f))});
-    ds->BatchSize(4, false);
-    return ds;
-  }
+/// The one-weight model with a moving-average MAE while training and the MAE in evaluations.
+struct Fixture : kiln::test::ScaleFixture {
+  Fixture()
+      : ScaleFixture({metrics::NewMovingAverageMeanAbsoluteError("Moving MAE", "~mae", 0.1)},
+                     {metrics::NewMeanAbsoluteError("MAE", "#mae")}) {}
+  data::DatasetPtr Data() { return ScaleFixture::Data(8, 4); }
 };
 
 int Count(const std::string& text, const std::string& what) {
