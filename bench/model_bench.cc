@@ -140,6 +140,13 @@ void RegisterModelCases() {
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
     }
+    // Small batches, one thread against two: where kSmallProgramWork (cpu/kernels.h) switches.
+    for (int64_t batch : {2, 4, 8, 16}) {
+      benchmark::RegisterBenchmark(("infer_sweep/" + name + "_b" + std::to_string(batch)).c_str(), InferCase,
+                                   model, batch)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
     benchmark::RegisterBenchmark(("compile/" + name + "_train").c_str(), CompileCase, model)
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond);

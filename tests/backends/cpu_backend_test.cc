@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <random>
 #include <span>
 #include <string>
@@ -16,6 +17,7 @@
 
 #include "backends/cpu/buffer_pool.h"
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/kernels.h"
 #include "backends/cpu/plan.h"
 #include "kiln/kiln.h"
 #include "test_util.h"
@@ -301,12 +303,13 @@ TEST(CpuDonation, AnInputReadAfterTheOutputIsWrittenIsNotReused) {
 TEST(CpuOptions, InvalidValuesAreErrorsNamingTheValidOnes) {
   EXPECT_TRUE(test::Throws([] { Cpu("cpu:threads=0"); }, {"threads", "at least 1"}));
   EXPECT_TRUE(test::Throws([] { Cpu("cpu:simd=foo"); }, {"simd", "foo", "auto", "scalar"}));
+  EXPECT_TRUE(test::Throws([] { Cpu("cpu:serial_work=-1"); }, {"serial_work", "at least 0"}));
   EXPECT_TRUE(test::Throws([] { Cpu("cpu:colour=red"); }, {"colour", "threads", "fusion", "simd"}));
 }
 
 TEST(CpuOptions, SwitchesAreAppliedAndComputeTheSame) {
-  for (const char* config :
-       {"cpu:fusion=false", "cpu:simd=scalar", "cpu:threads=1", "cpu:threads=2,fusion=true"}) {
+  for (const char* config : {"cpu:fusion=false", "cpu:simd=scalar", "cpu:threads=1",
+                             "cpu:threads=2,fusion=true", "cpu:serial_work=0"}) {
     SCOPED_TRACE(config);
     compute::BackendPtr backend = Cpu(config);
     EXPECT_EQ(backend->Name(), "cpu");
@@ -338,6 +341,67 @@ TEST(CpuOptions, DumpPrintsTheOptimisedProgram) {
   ::testing::internal::CaptureStderr();
   quiet.Call1(std::vector<float>{0, 1});
   EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+}
+
+// ---- Threads ----------------------------------------------------------------------------------
+
+/// The cpu compiler's module of the program `fn` builds for inputs of `shapes`.
+compute::cpu::Module ModuleOf(const std::vector<Shape>& shapes,
+                              const std::function<Node(std::vector<Node>)>& fn) {
+  Graph g;
+  std::vector<Node> params;
+  for (const Shape& s : shapes) params.push_back(g.Parameter(s));
+  return compute::cpu::FromProgram(*g.Build({fn(params)}));
+}
+
+TEST(CpuThreads, ProgramWorkCountsMultiplyAddsAndElements) {
+  using compute::cpu::ProgramWork;
+  // [64, 128] x [128, 32]: 64 * 32 results of 128 multiply-adds.
+  EXPECT_EQ(ProgramWork(ModuleOf({Shape(DType::Float32, {64, 128}), Shape(DType::Float32, {128, 32})},
+                                 [](std::vector<Node> p) { return MatMul(p[0], p[1]); })),
+            64 * 32 * 128);
+  // A 5x5 convolution of one image 28x28x3 into 8 channels, same size: 28*28*8 results of
+  // 5*5*3 multiply-adds.
+  EXPECT_EQ(ProgramWork(ModuleOf({Shape(DType::Float32, {1, 28, 28, 3}), Shape(DType::Float32, {5, 5, 3, 8})},
+                                 [](std::vector<Node> p) { return Convolve(p[0], p[1]).PadSame().Done(); })),
+            28 * 28 * 8 * 5 * 5 * 3);
+  // An elementwise op counts its elements; a reduction the elements it reads.
+  EXPECT_EQ(ProgramWork(ModuleOf({Shape(DType::Float32, {100, 10})},
+                                 [](std::vector<Node> p) { return ReduceSum(Neg(p[0]), {1}); })),
+            1000 + 1000);
+}
+
+TEST(CpuThreads, SmallProgramsRunOnTheCallingThreadLargeOnesOnTheTeam) {
+  using compute::cpu::kSmallProgramWork;
+  using compute::cpu::ProgramThreads;
+  auto matmul = [](int64_t m) {
+    return ModuleOf({Shape(DType::Float32, {m, 256}), Shape(DType::Float32, {256, 256})},
+                    [](std::vector<Node> p) { return MatMul(p[0], p[1]); });
+  };
+  const int64_t rows = kSmallProgramWork / (256 * 256);  // the first size at the threshold
+  EXPECT_EQ(ProgramThreads(matmul(rows - 1), 2), 1);
+  EXPECT_EQ(ProgramThreads(matmul(rows), 2), 2);
+  EXPECT_EQ(ProgramThreads(matmul(4 * rows), 4), 4);
+  EXPECT_EQ(ProgramThreads(matmul(4 * rows), 1), 1);
+  // serial_work moves the threshold; 0 turns it off.
+  EXPECT_EQ(ProgramThreads(matmul(rows), 2, kSmallProgramWork * 2), 1);
+  EXPECT_EQ(ProgramThreads(matmul(1), 2, 0), 2);
+  // The dump says which; both compute the same.
+  for (int64_t m : {int64_t{1}, rows - 1, rows}) {
+    setenv("KILN_CPU_DUMP", "1", 1);
+    compute::BackendPtr backend = Cpu(m == 1 ? "cpu:threads=2,serial_work=0" : "cpu:threads=2");
+    unsetenv("KILN_CPU_DUMP");
+    Exec exec = NewExec(backend, [](Node a, Node b) { return MatMul(a, b); });
+    std::vector<float> a(static_cast<size_t>(m * 256), 0.5f), b(256 * 256, 0.25f);
+    ::testing::internal::CaptureStderr();
+    Tensor out = exec.Call1(Tensor::FromFlat(Shape(DType::Float32, {m, 256}), a),
+                            Tensor::FromFlat(Shape(DType::Float32, {256, 256}), b));
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find(m > 1 && m < rows ? "1 thread (a small program)" : "2 threads\n"), std::string::npos)
+        << err;
+    const std::vector<float> v = out.ToVector<float>();
+    EXPECT_TRUE(std::all_of(v.begin(), v.end(), [](float x) { return x == 32.0f; }));
+  }
 }
 
 // ---- Execution --------------------------------------------------------------------------------

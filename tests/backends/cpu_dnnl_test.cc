@@ -32,7 +32,7 @@ using compute::OpType;
 using graph::Graph;
 
 /// The cpu backend with two threads (the kernels' OpenMP team) and the reference backend.
-const compute::BackendPtr& Cpu() { return kiln::test::Backend("cpu:threads=2"); }
+const compute::BackendPtr& Cpu() { return kiln::test::Backend("cpu:threads=2,serial_work=0"); }
 const compute::BackendPtr& Ref() { return kiln::test::Backend("ref"); }
 
 /// Uniform values in [-1, 1] of `shape`.
@@ -67,7 +67,7 @@ std::vector<std::string> KernelNames(const compute::Program& program, OpType op)
     std::vector<Shape> operands;
     for (int o : inst.operands) operands.push_back(insts[static_cast<size_t>(o)].shape);
     compute::cpu::Node node{inst, nullptr};
-    names.push_back(compute::cpu::ChooseKernel(*cpu, node, operands).name);
+    names.push_back(compute::cpu::ChooseKernel(*cpu, cpu->options().threads, node, operands).name);
   }
   return names;
 }

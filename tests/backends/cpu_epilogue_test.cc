@@ -32,8 +32,10 @@ using compute::cpu::Module;
 using graph::Graph;
 using graph::Node;
 
-const compute::BackendPtr& Cpu() { return kiln::test::Backend("cpu:threads=2"); }
-const compute::BackendPtr& CpuNoFusion() { return kiln::test::Backend("cpu:threads=2,fusion=false"); }
+const compute::BackendPtr& Cpu() { return kiln::test::Backend("cpu:threads=2,serial_work=0"); }
+const compute::BackendPtr& CpuNoFusion() {
+  return kiln::test::Backend("cpu:threads=2,fusion=false,serial_work=0");
+}
 const compute::BackendPtr& Ref() { return kiln::test::Backend("ref"); }
 
 /// Uniform values in [-1, 1] of the given dims.
@@ -93,7 +95,7 @@ std::vector<std::string> KernelNames(const Module& m) {
     if (!n.epilogue) continue;
     std::vector<Shape> operands;
     for (int o : n.inst.operands) operands.push_back(m.nodes[static_cast<size_t>(o)].inst.shape);
-    names.push_back(compute::cpu::ChooseKernel(*cpu, n, operands).name);
+    names.push_back(compute::cpu::ChooseKernel(*cpu, cpu->options().threads, n, operands).name);
   }
   return names;
 }
@@ -370,7 +372,7 @@ TEST(CpuEpilogue, LoopFormWhenOneDnnDeclines) {
   ASSERT_NE(cpu, nullptr);
   const std::vector<Shape> operands = {Shape(DType::Float32, {2, 0}), Shape(DType::Float32, {0, 3}),
                                        Shape(DType::Float32, {3})};
-  compute::cpu::KernelChoice k = compute::cpu::ChooseKernel(*cpu, node, operands);
+  compute::cpu::KernelChoice k = compute::cpu::ChooseKernel(*cpu, cpu->options().threads, node, operands);
   EXPECT_NE(k.name.find("+loop[bias(axis 1), Relu]"), std::string::npos) << k.name;
   const float bias[3] = {1.5f, -2.0f, 0.25f};
   float out[6] = {9, 9, 9, 9, 9, 9};

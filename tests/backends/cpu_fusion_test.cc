@@ -148,7 +148,7 @@ int CountFused(const compute::cpu::Module& m) {
 /// The benchmark chain: exp(relu(x * 2 + 1)) * 0.5 - x.
 Node Chain(Node x) { return graph::Exp(graph::Max(x * 2.0f + 1.0f, graph::ZerosLike(x))) * 0.5f - x; }
 
-const char* const kConfigs[] = {"cpu", "cpu:simd=scalar", "cpu:threads=2", "cpu:fusion=false"};
+const char* const kConfigs[] = {"cpu", "cpu:simd=scalar", "cpu:threads=2,serial_work=0", "cpu:fusion=false"};
 
 // ---- Fusion decisions --------------------------------------------------------------------------
 
@@ -233,8 +233,8 @@ TEST(CpuFusion, BenchmarkChainMatchesRef) {
 TEST(CpuFusion, ThreadsSplitLargeOutputs) {
   const Tensor x = Random({300001}, -4, 4, 2);
   ExpectMatchesRef(
-      "cpu:threads=2", [](Graph&, const std::vector<Node>& p) { return std::vector<Node>{Chain(p[0])}; }, {x},
-      2);
+      "cpu:threads=2,serial_work=0",
+      [](Graph&, const std::vector<Node>& p) { return std::vector<Node>{Chain(p[0])}; }, {x}, 2);
 }
 
 TEST(CpuFusion, BroadcastRowPlusColumnMatchesRef) {
@@ -449,7 +449,7 @@ TEST(CpuFusion, ThreadsGiveTheSameBits) {
       Node v = graph::Exp(graph::Tanh(p[0]) - p[1]) * p[0];
       return std::vector<Node>{v, graph::ReduceSum(v, {1}), graph::ReduceMax(v, {0}), graph::ReduceAllSum(v)};
     };
-    graph::Exec one(Backend("cpu:threads=1"), fn, 2), two(Backend("cpu:threads=2"), fn, 2);
+    graph::Exec one(Backend("cpu:threads=1"), fn, 2), two(Backend("cpu:threads=2,serial_work=0"), fn, 2);
     const std::vector<Tensor> a = one.Call({x, c}), b = two.Call({x, c});
     ASSERT_EQ(a.size(), b.size());
     for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(MaxUlps(a[i], b[i]), 0) << "n " << n << " output " << i;
@@ -543,7 +543,7 @@ TEST(CpuFusion, FusedReductionsMatchRef) {
     // Sums of many float32 terms: the SIMD forms differ from std:: by ulps per term and add in
     // another order (in double); the scalar form adds like ref.
     ExpectMatchesRef("cpu", fn, {x, col}, 4, 1e-6);
-    ExpectMatchesRef("cpu:threads=2", fn, {x, col}, 4, 1e-6);
+    ExpectMatchesRef("cpu:threads=2,serial_work=0", fn, {x, col}, 4, 1e-6);
     ExpectMatchesRef("cpu:fusion=false", fn, {x, col}, 4, 1e-6);
   }
 }

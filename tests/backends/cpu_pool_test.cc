@@ -31,8 +31,10 @@ using compute::ReduceKind;
 using graph::Graph;
 
 const compute::BackendPtr& Cpu1() { return kiln::test::Backend("cpu:threads=1"); }
-const compute::BackendPtr& Cpu2() { return kiln::test::Backend("cpu:threads=2"); }
-const compute::BackendPtr& CpuScalar() { return kiln::test::Backend("cpu:threads=2,simd=scalar"); }
+const compute::BackendPtr& Cpu2() { return kiln::test::Backend("cpu:threads=2,serial_work=0"); }
+const compute::BackendPtr& CpuScalar() {
+  return kiln::test::Backend("cpu:threads=2,simd=scalar,serial_work=0");
+}
 const compute::BackendPtr& Ref() { return kiln::test::Backend("ref"); }
 
 int64_t Pick(std::mt19937& rng, int64_t lo, int64_t hi) {
@@ -95,7 +97,7 @@ std::string PoolKernelName(const compute::Program& program, OpType op) {
     std::vector<Shape> operands;
     for (int o : inst.operands) operands.push_back(insts[static_cast<size_t>(o)].shape);
     compute::cpu::Node node{inst, nullptr};
-    return compute::cpu::TryPoolKernel(*cpu, node, operands).name;
+    return compute::cpu::TryPoolKernel(*cpu, cpu->options().threads, node, operands).name;
   }
   return "";
 }

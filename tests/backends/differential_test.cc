@@ -193,7 +193,8 @@ std::string Describe(uint64_t seed, const kiln::test::RandomGraph& rg) {
 
 TEST(Differential, RandomGraphsAgreeWithRef) {
   const compute::BackendPtr ref = compute::NewWithConfig("ref");
-  const std::vector<std::pair<std::string, bool>> configs = {{"cpu", true}, {"cpu:fusion=false", false}};
+  const std::vector<std::pair<std::string, bool>> configs = {{"cpu:serial_work=0", true},
+                                                             {"cpu:fusion=false", false}};
   std::vector<compute::BackendPtr> backends;
   for (const auto& [config, donate] : configs) backends.push_back(compute::NewWithConfig(config));
   const int64_t count = EnvInt("KILN_DIFFERENTIAL_GRAPHS", kDefaultGraphs);

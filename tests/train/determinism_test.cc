@@ -78,7 +78,7 @@ void ExpectDeterministic(const std::string& config) {
   EXPECT_FALSE(a.variables.at("/hidden/weights") == other.variables.at("/hidden/weights"));
 }
 
-TEST(Determinism, CpuBackendTwoThreads) { ExpectDeterministic("cpu:threads=2"); }
+TEST(Determinism, CpuBackendTwoThreads) { ExpectDeterministic("cpu:threads=2,serial_work=0"); }
 
 TEST(Determinism, RefBackend) { ExpectDeterministic("ref"); }
 

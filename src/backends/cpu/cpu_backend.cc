@@ -89,7 +89,10 @@ BackendInfo CpuBackendInfo() {
           "executable",
           {{"threads", "threads per kernel (default: OpenMP's count, $OMP_NUM_THREADS or the cores)"},
            {"fusion", "true (default) or false: fuse chains of elementwise ops into one kernel"},
-           {"simd", "auto (default) or scalar: SIMD kernels or their scalar form"}}};
+           {"simd", "auto (default) or scalar: SIMD kernels or their scalar form"},
+           {"serial_work",
+            "programs with less work than this (multiply-adds plus elements; default 33554432, "
+            "0: none) run on the calling thread"}}};
 }
 
 BackendPtr NewCpuBackend(BackendOptions& options) {
@@ -101,6 +104,8 @@ BackendPtr NewCpuBackend(BackendOptions& options) {
   if (simd != "auto" && simd != "scalar")
     detail::Throw("backend \"cpu\": simd={} is not one of auto, scalar", simd);
   o.simd = simd == "auto";
+  o.serial_work = options.TakeInt("serial_work", static_cast<int>(o.serial_work));
+  if (o.serial_work < 0) detail::Throw("backend \"cpu\": serial_work={} must be at least 0", o.serial_work);
   const char* dump = std::getenv("KILN_CPU_DUMP");
   o.dump = dump != nullptr && std::string(dump) != "0" && std::string(dump) != "";
   return std::make_shared<cpu::CpuBackend>(o);

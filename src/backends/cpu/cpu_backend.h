@@ -17,12 +17,23 @@ BackendPtr NewCpuBackend(BackendOptions& options);
 
 namespace cpu {
 
+/// Programs with less work than this run every kernel on the calling thread (the default of
+/// the backend's `serial_work` option). Under
+/// OMP_WAIT_POLICY=PASSIVE each parallel region wakes sleeping threads (tens of microseconds
+/// here), so a small program pays more in wake-ups than a second core returns. Measured on the
+/// CNN's inference step (`kiln_bench --benchmark_filter=infer_sweep/cnn` with cpu:threads=1 and
+/// 2): one thread wins at batch 1 and 2 (12M and 25M multiply-adds), two from batch 4 (49M).
+inline constexpr int64_t kSmallProgramWork = int64_t{1} << 25;
+
 /// The backend's switches ("cpu:threads=2,fusion=false,simd=scalar").
 struct Options {
   int threads = 1;     ///< Threads a kernel may use (OpenMP team size).
   bool fusion = true;  ///< Fuse elementwise chains (false: one kernel per op).
   bool simd = true;    ///< SIMD kernels (false: their scalar form, `simd=scalar`).
   bool dump = false;   ///< Print the optimised program and the fusion decisions ($KILN_CPU_DUMP).
+  /// Programs with less work (multiply-adds plus elements, see ProgramWork) run every kernel on
+  /// the calling thread (`serial_work=N`; 0: never).
+  int64_t serial_work = kSmallProgramWork;
 };
 
 /// Host memory from the backend's pool; shared with tensors.

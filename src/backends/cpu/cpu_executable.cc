@@ -114,6 +114,7 @@ class CpuExecutable final : public Executable {
   int num_tuples_ = 0;
   int64_t arena_bytes_ = 0;
   int in_place_ = 0;
+  int threads_ = 1;  ///< The team size the kernels may use (1 for small programs).
 };
 
 void CpuExecutable::Build(const Module& m) {
@@ -131,6 +132,7 @@ void CpuExecutable::Build(const Module& m) {
   std::vector<bool> is_output(static_cast<size_t>(n), false);
   consts_.reserve(static_cast<size_t>(n));
   std::vector<int> root(static_cast<size_t>(n));
+  threads_ = ProgramThreads(m, backend_->options().threads, backend_->options().serial_work);
   for (int v = 0; v < n; ++v) {
     const Node& node = m.nodes[static_cast<size_t>(v)];
     const Instruction& inst = node.inst;
@@ -173,8 +175,8 @@ void CpuExecutable::Build(const Module& m) {
       steps_.push_back(Step{StepKind::kAlias, v, inst.operands, Kernel(), TupleKernel(), inst.operands[0], 0,
                             std::string(OpName(inst.op))});
     } else {
-      KernelChoice k = TryPoolKernel(*backend_, node, shapes);
-      if (!k.kernel) k = ChooseKernel(*backend_, node, shapes);
+      KernelChoice k = TryPoolKernel(*backend_, threads_, node, shapes);
+      if (!k.kernel) k = ChooseKernel(*backend_, threads_, node, shapes);
       val.loc = Loc::kArena;
       steps_.push_back(Step{StepKind::kKernel, v, inst.operands, std::move(k.kernel), TupleKernel(), -1, 0,
                             std::move(k.name)});
@@ -243,8 +245,9 @@ void CpuExecutable::Build(const Module& m) {
 }
 
 std::string CpuExecutable::DescribeSteps() const {
-  std::string s = fmt::format("  {} steps, arena {} bytes, {} values written in place\n", steps_.size(),
-                              arena_bytes_, in_place_);
+  std::string s = fmt::format("  {} steps, arena {} bytes, {} values written in place, {} thread{}{}\n",
+                              steps_.size(), arena_bytes_, in_place_, threads_, threads_ == 1 ? "" : "s",
+                              threads_ < backend_->options().threads ? " (a small program)" : "");
   for (const Step& st : steps_) {
     if (st.kind == StepKind::kKernel) s += fmt::format("  step %{} kernel {}\n", st.value, st.name);
   }

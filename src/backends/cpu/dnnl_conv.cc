@@ -349,8 +349,8 @@ bool KernelOutgrowsResult(const ConvDims& c, const Shape& k, const Shape& y) {
 
 }  // namespace
 
-KernelChoice MakeDnnlConv(const CpuBackend& backend, const Instruction& inst,
-                          const std::vector<Shape>& operands, const Epilogue* epilogue) {
+KernelChoice MakeDnnlConv(int threads, const Instruction& inst, const std::vector<Shape>& operands,
+                          const Epilogue* epilogue) {
   const OpAttributes& at = inst.attrs;
   const Shape &x = operands.at(0), &k = operands.at(1), &y = inst.shape;
   const size_t n = at.conv.input_spatial.size();
@@ -358,7 +358,7 @@ KernelChoice MakeDnnlConv(const CpuBackend& backend, const Instruction& inst,
   // Empty results, inputs or kernels are left to the reference kernel.
   if (y.Size() == 0 || x.Size() == 0 || k.Size() == 0) return {};
   auto plan = std::make_shared<ConvPlan>();
-  plan->threads = backend.options().threads;
+  plan->threads = threads;
   ConvShape cs;
   bool mapped = false;
   if (InputDilated(at)) {
@@ -381,7 +381,7 @@ KernelChoice MakeDnnlConv(const CpuBackend& backend, const Instruction& inst,
     plan->bias = StridedDesc({cs.out_dims[1]}, {1});
   }
   // Created for the team size it runs with (some implementations split work by it).
-  const ThreadScope scope(backend.options().threads);
+  const ThreadScope scope(threads);
   try {
     plan->input.user = StridedDesc(cs.in_dims, cs.in_strides);
     plan->input.offset = cs.in_offset;

@@ -55,12 +55,12 @@ void ApplyEpilogue(const Epilogue& e, const std::vector<int64_t>& dims, const fl
 
 /// A contraction with an epilogue oneDNN could not take: the contraction alone (oneDNN's or the
 /// reference kernel), then the epilogue in a loop.
-KernelChoice SplitEpilogue(CpuBackend& backend, const Node& node, const std::vector<Shape>& operands) {
+KernelChoice SplitEpilogue(int threads, const Node& node, const std::vector<Shape>& operands) {
   Instruction inst = node.inst;
   inst.operands.resize(2);
   const std::vector<Shape> pair(operands.begin(), operands.begin() + 2);
-  KernelChoice base = inst.op == OpType::DotGeneral ? MakeDnnlMatmul(backend, inst, pair, nullptr)
-                                                    : MakeDnnlConv(backend, inst, pair, nullptr);
+  KernelChoice base = inst.op == OpType::DotGeneral ? MakeDnnlMatmul(threads, inst, pair, nullptr)
+                                                    : MakeDnnlConv(threads, inst, pair, nullptr);
   if (!base.kernel) {
     Kernel k = ref::MakeKernel(inst, pair);
     const int64_t bytes = inst.shape.ByteSize();
@@ -102,23 +102,23 @@ void ReluInPlace(float* x, int64_t n, int threads) {
   for (int64_t i = 0; i < n; ++i) x[i] = x[i] > 0.0f || x[i] != x[i] ? x[i] : 0.0f;
 }
 
-KernelChoice TryDnnlKernel(CpuBackend& backend, const Node& node, const std::vector<Shape>& operands) {
+KernelChoice TryDnnlKernel(int threads, const Node& node, const std::vector<Shape>& operands) {
   if (node.fused || node.inst.IsTuple()) return {};
   const Epilogue* e = node.epilogue.get();
   if (!AllFloat32(node, operands))
-    return e != nullptr ? SplitEpilogue(backend, node, operands) : KernelChoice{};
+    return e != nullptr ? SplitEpilogue(threads, node, operands) : KernelChoice{};
   KernelChoice k;
   switch (node.inst.op) {
     case OpType::DotGeneral:
-      k = MakeDnnlMatmul(backend, node.inst, operands, e);
+      k = MakeDnnlMatmul(threads, node.inst, operands, e);
       break;
     case OpType::ConvGeneral:
-      k = MakeDnnlConv(backend, node.inst, operands, e);
+      k = MakeDnnlConv(threads, node.inst, operands, e);
       break;
     default:
       return {};
   }
-  if (!k.kernel && e != nullptr) return SplitEpilogue(backend, node, operands);
+  if (!k.kernel && e != nullptr) return SplitEpilogue(threads, node, operands);
   return k;
 }
 

@@ -9,15 +9,17 @@
 
 namespace kiln::compute::cpu {
 
+/// `threads`: the most threads the kernel may use (contractions of at most kSingleThreadMacs
+/// multiply-adds use one).
 /// DotGeneral in Float32 as a oneDNN matmul over [B, M, K] x [B, K, N] (dnnl_matmul.cc), with
 /// `epilogue` (when not null; its bias is operand 2) as the matmul's bias and post-op.
-KernelChoice MakeDnnlMatmul(const CpuBackend& backend, const Instruction& inst,
-                            const std::vector<Shape>& operands, const Epilogue* epilogue);
+KernelChoice MakeDnnlMatmul(int threads, const Instruction& inst, const std::vector<Shape>& operands,
+                            const Epilogue* epilogue);
 
 /// ConvGeneral in Float32 as a oneDNN forward convolution, or, for input-dilated convolutions, a
 /// backward-data convolution (dnnl_conv.cc); `epilogue` (when not null) only on forward ones.
-KernelChoice MakeDnnlConv(const CpuBackend& backend, const Instruction& inst,
-                          const std::vector<Shape>& operands, const Epilogue* epilogue);
+KernelChoice MakeDnnlConv(int threads, const Instruction& inst, const std::vector<Shape>& operands,
+                          const Epilogue* epilogue);
 
 /// The oneDNN post-ops of an epilogue's activation: Logistic only. oneDNN's relu turns NaN into 0
 /// where Max(x, 0) keeps it, so Relu runs as ReluInPlace right after the contraction instead,

@@ -211,8 +211,8 @@ void RunMatmul(const MatmulPlan& p, ref::Operands in, uint8_t* out) {
 
 }  // namespace
 
-KernelChoice MakeDnnlMatmul(const CpuBackend& backend, const Instruction& inst,
-                            const std::vector<Shape>& operands, const Epilogue* epilogue) {
+KernelChoice MakeDnnlMatmul(int threads, const Instruction& inst, const std::vector<Shape>& operands,
+                            const Epilogue* epilogue) {
   const OpAttributes& at = inst.attrs;
   const Shape &lhs = operands.at(0), &rhs = operands.at(1);
   auto plan = std::make_shared<MatmulPlan>();
@@ -232,7 +232,7 @@ KernelChoice MakeDnnlMatmul(const CpuBackend& backend, const Instruction& inst,
   const int64_t batch = plan->lhs.dims3[0], m = plan->lhs.dims3[1], k = plan->lhs.dims3[2],
                 n = plan->rhs.dims3[2];
   const int64_t macs = batch * m * k * n;
-  plan->threads = macs <= kSingleThreadMacs ? 1 : backend.options().threads;
+  plan->threads = macs <= kSingleThreadMacs ? 1 : threads;
   // Created for the team size it runs with (some implementations split work by it).
   const ThreadScope scope(plan->threads);
   try {
@@ -251,7 +251,7 @@ KernelChoice MakeDnnlMatmul(const CpuBackend& backend, const Instruction& inst,
       name = "dnnl.sgemm";
     }
     if (plan->lhs.copy || plan->rhs.copy) name += "(copy)";
-    if (plan->threads == 1 && backend.options().threads > 1) name += "(1 thread)";
+    if (plan->threads == 1 && threads > 1) name += "(1 thread)";
     if (epilogue != nullptr) name += "+post[" + epilogue->ToString() + "]";
     return {[plan, name](ref::Operands in, uint8_t* out) {
               try {

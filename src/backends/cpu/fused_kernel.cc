@@ -498,7 +498,8 @@ const float* FusedEvaluator::Eval(std::span<const uint8_t* const> in, int64_t st
 }
 
 // Checks the spec against the node and packs what the kernel needs.
-KernelChoice MakeFusedKernel(CpuBackend& backend, const Node& node, const std::vector<Shape>& operands) {
+KernelChoice MakeFusedKernel(CpuBackend& backend, int threads, const Node& node,
+                             const std::vector<Shape>& operands) {
   if (operands.size() != node.fused->inputs.size()) {
     detail::Throw("backend \"cpu\": fused node {} has {} operands, its program reads {} inputs",
                   OpName(node.inst.op), operands.size(), node.fused->inputs.size());
@@ -508,10 +509,10 @@ KernelChoice MakeFusedKernel(CpuBackend& backend, const Node& node, const std::v
   if (node.fused->num_regs > 256)
     detail::Throw("backend \"cpu\": fused node with {} registers (at most 256)", node.fused->num_regs);
   if (GetOpCategory(node.inst.op) == OpCategory::Reduce)
-    return MakeFusedReduceKernel(backend, node, operands);
+    return MakeFusedReduceKernel(backend, threads, node, operands);
   FusedRunner r;
   r.eval = std::make_shared<const FusedEvaluator>(node.fused, backend.options().simd);
-  r.threads = std::max(1, backend.options().threads);
+  r.threads = std::max(1, threads);
   r.work = r.eval->size() * FusedCost(*node.fused);
   std::string name =
       fmt::format("fused[{}]{}", node.fused->ops.size(), backend.options().simd ? "" : ".scalar");

@@ -233,7 +233,7 @@ bool FusesIntoReduce(OpType op, const Shape& operand, const std::vector<int64_t>
 }
 
 // The [O, R, I] view of the node's reduction and the evaluator of its operand group.
-KernelChoice MakeFusedReduceKernel(CpuBackend& backend, const Node& node,
+KernelChoice MakeFusedReduceKernel(CpuBackend& backend, int threads, const Node& node,
                                    const std::vector<Shape>& operands) {
   (void)operands;
   const FusedSpec& spec = *node.fused;
@@ -245,7 +245,7 @@ KernelChoice MakeFusedReduceKernel(CpuBackend& backend, const Node& node,
            : node.inst.op == OpType::ReduceMax ? Fold::kMax
                                                : Fold::kMin;
   k.simd = backend.options().simd;
-  k.threads = std::max(1, backend.options().threads);
+  k.threads = std::max(1, threads);
   k.eval = std::make_shared<const FusedEvaluator>(node.fused, k.simd);
   std::string name =
       fmt::format("fused[{}]+{}{}", spec.ops.size(), OpName(node.inst.op), k.simd ? "" : ".scalar");

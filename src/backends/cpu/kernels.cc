@@ -2,7 +2,10 @@
 
 #include "backends/cpu/kernels.h"
 
+#include <algorithm>
 #include <cstring>
+
+#include "backends/cpu/fusion.h"
 
 namespace kiln::compute::cpu {
 
@@ -47,9 +50,10 @@ bool WritesInPlace(const Node& node, const std::vector<Shape>& operands) {
   }
 }
 
-KernelChoice ChooseKernel(CpuBackend& backend, const Node& node, const std::vector<Shape>& operands) {
-  if (node.fused) return MakeFusedKernel(backend, node, operands);
-  if (KernelChoice d = TryDnnlKernel(backend, node, operands); d.kernel) return d;
+KernelChoice ChooseKernel(CpuBackend& backend, int threads, const Node& node,
+                          const std::vector<Shape>& operands) {
+  if (node.fused) return MakeFusedKernel(backend, threads, node, operands);
+  if (KernelChoice d = TryDnnlKernel(threads, node, operands); d.kernel) return d;
   const Instruction& inst = node.inst;
   Kernel k = ref::MakeKernel(inst, operands);
   if (WritesEveryElement(GetOpCategory(inst.op))) return {std::move(k), "ref"};
@@ -59,6 +63,39 @@ KernelChoice ChooseKernel(CpuBackend& backend, const Node& node, const std::vect
             k(in, out);
           },
           "ref"};
+}
+
+int64_t ProgramWork(const Module& m, int64_t stop_at) {
+  int64_t work = 0;
+  for (const Node& node : m.nodes) {
+    const Instruction& inst = node.inst;
+    if (inst.IsTuple() || inst.op == OpType::Parameter || inst.op == OpType::Constant) continue;
+    const Shape& operand0 =
+        m.nodes[static_cast<size_t>(inst.operands.empty() ? 0 : inst.operands[0])].inst.shape;
+    int64_t w = inst.shape.Size();
+    if (node.fused) {
+      // A fused reduction reads more than it writes.
+      for (int o : inst.operands) w = std::max(w, m.nodes[static_cast<size_t>(o)].inst.shape.Size());
+      w *= FusedCost(*node.fused);
+    } else if (inst.op == OpType::DotGeneral) {
+      for (int64_t a : inst.attrs.lhs_contracting) w *= operand0.Dim(static_cast<int>(a));
+    } else if (inst.op == OpType::ConvGeneral) {
+      // Per result element: the kernel's window times its input features (per group).
+      const Shape& k = m.nodes[static_cast<size_t>(inst.operands.at(1))].inst.shape;
+      const int64_t out_features = k.Dim(static_cast<int>(inst.attrs.conv.kernel_output_feature));
+      if (out_features > 0) w *= k.Size() / out_features;
+    } else {
+      for (int o : inst.operands) w = std::max(w, m.nodes[static_cast<size_t>(o)].inst.shape.Size());
+    }
+    work += w;
+    if (work >= stop_at) return work;
+  }
+  return work;
+}
+
+int ProgramThreads(const Module& m, int threads, int64_t serial_work) {
+  return threads > 1 && serial_work > 0 && ProgramWork(m, serial_work) < serial_work ? 1
+                                                                                     : std::max(threads, 1);
 }
 
 }  // namespace kiln::compute::cpu

@@ -2,6 +2,7 @@
 // The cpu backend's kernel table: for each node, the fastest kernel it has (fused elementwise
 // groups, oneDNN contractions, SIMD kernels as they are added), else the reference kernel.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -23,18 +24,29 @@ struct KernelChoice {
 
 /// oneDNN kernels (dnnl_kernels.cc): DotGeneral and ConvGeneral where oneDNN runs them; an empty
 /// kernel when it does not apply.
-KernelChoice TryDnnlKernel(CpuBackend& backend, const Node& node, const std::vector<Shape>& operands);
+KernelChoice TryDnnlKernel(int threads, const Node& node, const std::vector<Shape>& operands);
 /// The kernel of a fused node (fused_kernel.cc).
-KernelChoice MakeFusedKernel(CpuBackend& backend, const Node& node, const std::vector<Shape>& operands);
+KernelChoice MakeFusedKernel(CpuBackend& backend, int threads, const Node& node,
+                             const std::vector<Shape>& operands);
 
 /// The kernel of a reduction fused with its operand's elementwise group (fused_reduce.cc).
-KernelChoice MakeFusedReduceKernel(CpuBackend& backend, const Node& node, const std::vector<Shape>& operands);
+KernelChoice MakeFusedReduceKernel(CpuBackend& backend, int threads, const Node& node,
+                                   const std::vector<Shape>& operands);
 /// Whether a reduction `op` over `axes` of `operand` has a fused kernel (ReduceSum, ReduceMax,
 /// ReduceMin of Float32 whose reduced axes form one block).
 bool FusesIntoReduce(OpType op, const Shape& operand, const std::vector<int64_t>& axes);
 
-/// The kernel for a non-tuple node with the given operand shapes.
-KernelChoice ChooseKernel(CpuBackend& backend, const Node& node, const std::vector<Shape>& operands);
+/// The kernel for a non-tuple node with the given operand shapes. Every builder takes `threads`,
+/// the most threads a kernel of this program may engage (see ProgramThreads).
+KernelChoice ChooseKernel(CpuBackend& backend, int threads, const Node& node,
+                          const std::vector<Shape>& operands);
+
+/// Rough work of a program: multiply-adds of its contractions plus, for every other kernel, its
+/// result elements (times the program cost of a fused group); counting stops at `stop_at`.
+int64_t ProgramWork(const Module& m, int64_t stop_at = INT64_MAX);
+/// The team size a program's kernels may use: `threads`, or 1 when its work is below
+/// `serial_work`.
+int ProgramThreads(const Module& m, int threads, int64_t serial_work = kSmallProgramWork);
 
 /// Whether the node's result may be written over an operand of the same size at its last use.
 bool WritesInPlace(const Node& node, const std::vector<Shape>& operands);

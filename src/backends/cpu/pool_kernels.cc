@@ -377,7 +377,8 @@ void SelectAndScatterF32(const PoolPlan& p, bool max, bool overlap, BufferPool* 
 
 }  // namespace
 
-KernelChoice TryPoolKernel(CpuBackend& backend, const Node& node, const std::vector<Shape>& operands) {
+KernelChoice TryPoolKernel(CpuBackend& backend, int threads, const Node& node,
+                           const std::vector<Shape>& operands) {
   const Instruction& inst = node.inst;
   if (node.fused || (inst.op != OpType::ReduceWindow && inst.op != OpType::SelectAndScatter)) return {};
   const OpAttributes& at = inst.attrs;
@@ -394,7 +395,7 @@ KernelChoice TryPoolKernel(CpuBackend& backend, const Node& node, const std::vec
   }
   auto plan = std::make_shared<PoolPlan>();
   if (!MakePlan(axes, x.Size(), *plan)) return {};
-  plan->threads = std::max(1, backend.options().threads);
+  plan->threads = std::max(1, threads);
   plan->simd = backend.options().simd;
   const int64_t work = static_cast<int64_t>(plan->taps.in.size()) * plan->lead * plan->inner;
   plan->parallel = plan->threads > 1 && work >= kPoolParallelWork;

@@ -11,7 +11,8 @@ namespace kiln::compute::cpu {
 /// The kernel of a ReduceWindow or SelectAndScatter node, or an empty kernel when the node is
 /// another op or a case these kernels leave to the reference (other dtypes, Product, window
 /// tables too large to precompute).
-KernelChoice TryPoolKernel(CpuBackend& backend, const Node& node, const std::vector<Shape>& operands);
+KernelChoice TryPoolKernel(CpuBackend& backend, int threads, const Node& node,
+                           const std::vector<Shape>& operands);
 
 /// Work (result elements times window taps) from which a window kernel splits across the
 /// OpenMP team. Not measured on its own: a tap is a load and a compare or two, about half the
