@@ -1,9 +1,11 @@
 // Elementwise cases over 16M float32: the fixed chain exp(relu(x*2+1))*0.5 - x, two random
 // chains (fixed seeds; each with an [N,1]+[1,M] broadcast and a round trip through a half
-// type), and the hand-fused loop of the fixed chain (the physical limit). GB/s counts one read
+// type), and the hand-fused loop of each chain (the physical limit). GB/s counts one read
 // of the big input and one write of the result. Also: the fixed chain at small sizes (the
 // threading gate) and two row reductions of elementwise chains (reduction fusion).
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -109,6 +111,54 @@ void RandomChainCase(benchmark::State& state, int which) {
   SetRate(state, "bytes/s", 2.0 * 4 * kRows * kCols);
 }
 
+// The hand-fused loop of random chain `which` on the same data and threads; stops with an error
+// when the loop's compiled-in op codes are not the generator's, or its result is not kiln's.
+void HandFusedRandomCase(benchmark::State& state, int which) {
+  const Chain chain = MakeChain(which);
+  const HandChainCodes codes = HandFusedChainCodes(which);
+  bool same = codes.broadcast_at == chain.broadcast_at && codes.convert_at == chain.convert_at &&
+              codes.bfloat16 == (chain.half == DType::BFloat16);
+  std::vector<float> constants;
+  for (int k = 0; k < kChainLength; ++k) {
+    same = same && codes.ops[k] == chain.steps[static_cast<size_t>(k)].op;
+    constants.push_back(chain.steps[static_cast<size_t>(k)].c);
+  }
+  if (!same) {
+    state.SkipWithError("the hand-fused loop's op codes are not the generator's chain");
+    return;
+  }
+  const std::vector<float> a = UniformValues(20 + static_cast<uint64_t>(which), kRows * kCols, -1, 1);
+  const std::vector<float> col = UniformValues(30 + static_cast<uint64_t>(which), kRows, -1, 1);
+  const std::vector<float> row = UniformValues(40 + static_cast<uint64_t>(which), kCols, -1, 1);
+  std::vector<float> y(a.size());
+  auto run = [&] {
+    HandFusedRandomChain(which, constants.data(), a.data(), col.data(), row.data(), y.data(), kRows, kCols,
+                         BenchThreads());
+  };
+  run();
+  // The same values as kiln's chain (up to a half-precision step where rounding differs).
+  auto exec = graph::NewExec(Backend(), [chain](graph::Node an, graph::Node cn, graph::Node rn) {
+    return ChainGraph(chain, an, cn, rn);
+  });
+  const std::vector<float> want = exec
+                                      .Call1(UniformTensor(20 + static_cast<uint64_t>(which), {kRows, kCols}, -1, 1),
+                                             UniformTensor(30 + static_cast<uint64_t>(which), {kRows, 1}, -1, 1),
+                                             UniformTensor(40 + static_cast<uint64_t>(which), {1, kCols}, -1, 1))
+                                      .ToVector<float>();
+  double max_diff = 0;
+  for (size_t i = 0; i < y.size(); ++i) max_diff = std::max(max_diff, std::abs(double{y[i]} - want[i]));
+  if (!(max_diff < 0.05)) {
+    state.SkipWithError("the hand-fused loop does not compute kiln's chain");
+    return;
+  }
+  for (auto _ : state) {
+    run();
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["max_diff_vs_kiln"] = max_diff;
+  SetRate(state, "bytes/s", 2.0 * 4 * kRows * kCols);
+}
+
 // The hand-fused loop on the same data and threads.
 void HandFusedCase(benchmark::State& state) {
   const std::vector<float> x = UniformValues(31, kElements, -2, 2);
@@ -173,6 +223,12 @@ void RegisterElementwiseCases() {
   benchmark::RegisterBenchmark("limit/handfused_chain", HandFusedCase)
       ->UseRealTime()
       ->Unit(benchmark::kMillisecond);
+  for (int which : {1, 2}) {
+    benchmark::RegisterBenchmark(("limit/handfused_random_chain" + std::to_string(which)).c_str(),
+                                 HandFusedRandomCase, which)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+  }
 }
 
 }  // namespace kiln::bench
