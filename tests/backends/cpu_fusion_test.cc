@@ -516,15 +516,29 @@ TEST(CpuFusion, FusionOffKeepsReductionsApart) {
 }
 
 /// Reductions of an elementwise chain over every [O, R, I] form: rows (R contiguous), long and
-/// short kept inner axes, the middle axis, everything, empty axes and empty shapes.
+/// short kept inner axes, the middle axis, everything, empty axes and empty shapes; reduced rows
+/// in one block and in several.
 struct ReduceCase {
   std::vector<int64_t> dims;
   std::vector<int> axes;
 };
-const ReduceCase kReduceCases[] = {{{37, 1000}, {1}}, {{37, 1000}, {0}},    {{5, 7, 300}, {1}},
-                                   {{300, 3}, {0}},   {{6, 40, 9}, {0, 1}}, {{6, 40, 9}, {1, 2}},
-                                   {{50000}, {0}},    {{3, 1, 70}, {1}},    {{2, 3}, {}},
-                                   {{0, 5}, {0}},     {{4, 0, 3}, {1}},     {{70000, 2}, {1}}};
+const ReduceCase kReduceCases[] = {{{37, 1000}, {1}},
+                                   {{37, 1000}, {0}},
+                                   {{5, 7, 300}, {1}},
+                                   {{300, 3}, {0}},
+                                   {{6, 40, 9}, {0, 1}},
+                                   {{6, 40, 9}, {1, 2}},
+                                   {{50000}, {0}},
+                                   {{3, 1, 70}, {1}},
+                                   {{2, 3}, {}},
+                                   {{0, 5}, {0}},
+                                   {{4, 0, 3}, {1}},
+                                   {{70000, 2}, {1}},
+                                   // Several blocks of reduced rows: short kept rows (a bias
+                                   // gradient's [N, C] over N), kept rows longer than a tile.
+                                   {{70000, 24}, {0}},
+                                   {{2, 300, 1100}, {1}},
+                                   {{1, 9000, 3, 40}, {0, 1, 2}}};
 
 TEST(CpuFusion, FusedReductionsMatchRef) {
   for (const ReduceCase& c : kReduceCases) {

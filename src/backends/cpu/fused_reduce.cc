@@ -24,6 +24,9 @@ constexpr int64_t kTile = FusedEvaluator::kTile;
 /// Reduced elements per unit of work when a row reduction is split (fixed, so that the partial
 /// sums and their order do not depend on the thread count).
 constexpr int64_t kBlock = int64_t{1} << 15;
+/// Reduced elements per unit when kept columns are reduced (per column chunk; larger: each unit
+/// keeps a chunk's partial results).
+constexpr int64_t kColumnBlock = int64_t{1} << 18;
 
 enum class Fold : uint8_t { kSum, kMax, kMin };
 
@@ -109,59 +112,80 @@ struct FusedReduce {
     }
   }
 
-  /// Kept inner axes (I > 1): unit u is the columns [c, c + width) of outer index u / chunks;
-  /// every reduced index adds its piece of columns, in order.
-  void ColumnUnits(std::span<const uint8_t* const> in, int64_t first, int64_t last, int64_t width, float* out,
-                   FusedEvaluator::Scratch& regs) const {
+  /// Kept inner axes (I > 1), reduced rows [k0, k1) of outer index o, columns [c, c + cols):
+  /// adds each row's piece into acc (doubles for sums, floats for max/min), in order. Short rows
+  /// (I < kMinRow, c == 0, cols == I) are read flat, the accumulator holding `wide` (a multiple
+  /// of I) columns: column j sums at j, j + I, ... (Fold below).
+  void ColumnRows(std::span<const uint8_t* const> in, int64_t o, int64_t k0, int64_t k1, int64_t c,
+                  int64_t cols, int64_t wide, double* acc, float* ext, FusedEvaluator::Scratch& regs) const {
     const int64_t r = view.reduced, i_len = view.inner;
-    const int64_t chunks = (i_len + width - 1) / width;
-    std::vector<double> sum(static_cast<size_t>(width));
-    std::vector<float> ext(static_cast<size_t>(width));
-    for (int64_t u = first; u < last; ++u) {
-      const int64_t o = u / chunks, c = (u % chunks) * width, cols = std::min(width, i_len - c);
-      std::fill(sum.begin(), sum.end(), 0.0);
-      std::fill(ext.begin(), ext.end(), Init());
-      for (int64_t k = 0; k < r; ++k) {
-        const int64_t base = (o * r + k) * i_len + c;
-        ForPieces(in, base, cols, regs, [&](int64_t start, int64_t len, const float* v) {
-          const auto at = static_cast<size_t>(start - base);
-          if (fold == Fold::kSum) {
-            AddIntoSimd(sum.data() + at, v, static_cast<size_t>(len));
-          } else {
-            ExtremeIntoSimd(fold == Fold::kMax, ext.data() + at, v, static_cast<size_t>(len));
-          }
-        });
+    auto add = [&](int64_t at, const float* v, int64_t len) {
+      const auto n = static_cast<size_t>(len);
+      if (fold != Fold::kSum) {
+        ExtremeIntoSimd(fold == Fold::kMax, ext + at, v, n);
+      } else if (simd) {
+        AddIntoSimd(acc + at, v, n);
+      } else {
+        for (size_t j = 0; j < n; ++j) acc[static_cast<size_t>(at) + j] += static_cast<double>(v[j]);
       }
-      float* y = out + o * i_len + c;
-      for (int64_t j = 0; j < cols; ++j)
-        y[j] = fold == Fold::kSum ? static_cast<float>(sum[static_cast<size_t>(j)])
-                                  : ext[static_cast<size_t>(j)];
+    };
+    if (wide > 0) {
+      const int64_t base = (o * r + k0) * i_len;
+      ForPieces(in, base, (k1 - k0) * i_len, regs, [&](int64_t start, int64_t len, const float* v) {
+        int64_t at = (start - base) % wide;
+        while (len > 0) {
+          const int64_t seg = std::min(len, wide - at);
+          add(at, v, seg);
+          v += seg;
+          len -= seg;
+          at = 0;
+        }
+      });
+      return;
+    }
+    for (int64_t k = k0; k < k1; ++k) {
+      const int64_t base = (o * r + k) * i_len + c;
+      ForPieces(in, base, cols, regs,
+                [&](int64_t start, int64_t len, const float* v) { add(start - base, v, len); });
     }
   }
 
-  /// Short kept rows (I < kMinRow): outer index o's whole [R, I] block, flat, element by element.
-  void SmallColumnUnits(std::span<const uint8_t* const> in, int64_t first, int64_t last, float* out,
-                        FusedEvaluator::Scratch& regs) const {
-    const int64_t r = view.reduced, i_len = view.inner;
-    std::vector<double> sum(static_cast<size_t>(i_len));
-    std::vector<float> ext(static_cast<size_t>(i_len));
-    for (int64_t o = first; o < last; ++o) {
-      std::fill(sum.begin(), sum.end(), 0.0);
+  /// Kept inner axes (I > 1): unit u is block b of the reduced rows (kColumnBlock elements'
+  /// worth, fixed, so that the partial results do not depend on the thread count) of column chunk
+  /// ch of outer index o (u = (o * chunks + ch) * blocks + b); its partial sums or extremes go to
+  /// part[u * width ...], or, with one block, straight to the result `out`.
+  void ColumnUnits(std::span<const uint8_t* const> in, int64_t first, int64_t last, int64_t width,
+                   int64_t wide, int64_t block_rows, int64_t blocks, double* part, float* out,
+                   FusedEvaluator::Scratch& regs) const {
+    const int64_t r = view.reduced, i_len = view.inner, chunks = (i_len + width - 1) / width;
+    const int64_t acc_len = std::max(width, wide);
+    std::vector<double> acc(static_cast<size_t>(acc_len));
+    std::vector<float> ext(static_cast<size_t>(acc_len));
+    for (int64_t u = first; u < last; ++u) {
+      const int64_t b = u % blocks, ch = (u / blocks) % chunks, o = u / (blocks * chunks);
+      const int64_t c = ch * width, cols = std::min(width, i_len - c);
+      const int64_t k0 = b * block_rows, k1 = std::min(r, k0 + block_rows);
+      std::fill(acc.begin(), acc.end(), 0.0);
       std::fill(ext.begin(), ext.end(), Init());
-      const int64_t base = o * r * i_len;
-      ForPieces(in, base, r * i_len, regs, [&](int64_t start, int64_t len, const float* v) {
-        for (int64_t j = 0; j < len; ++j) {
-          const auto at = static_cast<size_t>((start - base + j) % i_len);
-          if (fold == Fold::kSum) {
-            sum[at] += static_cast<double>(v[j]);
-          } else {
-            ext[at] = fold == Fold::kMax ? ref::MaxOf(ext[at], v[j]) : ref::MinOf(ext[at], v[j]);
-          }
+      ColumnRows(in, o, k0, k1, c, cols, wide, acc.data(), ext.data(), regs);
+      for (int64_t j = 0; j < cols; ++j) {
+        double value;
+        if (fold == Fold::kSum) {
+          value = acc[static_cast<size_t>(j)];
+          for (int64_t q = j + i_len; q < wide; q += i_len) value += acc[static_cast<size_t>(q)];
+        } else {
+          float e = ext[static_cast<size_t>(j)];
+          for (int64_t q = j + i_len; q < wide; q += i_len)
+            e = fold == Fold::kMax ? ref::MaxOf(e, ext[static_cast<size_t>(q)])
+                                   : ref::MinOf(e, ext[static_cast<size_t>(q)]);
+          value = static_cast<double>(e);
         }
-      });
-      for (int64_t j = 0; j < i_len; ++j)
-        out[o * i_len + j] = fold == Fold::kSum ? static_cast<float>(sum[static_cast<size_t>(j)])
-                                                : ext[static_cast<size_t>(j)];
+        if (blocks == 1) {
+          out[o * i_len + c + j] = static_cast<float>(value);
+        } else {
+          part[u * width + j] = value;
+        }
+      }
     }
   }
 
@@ -211,15 +235,39 @@ struct FusedReduce {
         }
         out[o] = fold == Fold::kSum ? static_cast<float>(sum) : ext;
       }
-    } else if (i_len >= FusedEvaluator::kMinRow) {
-      const int64_t width = kTile, units = o_len * ((i_len + width - 1) / width);
-      Split(units, parallel, [&](int64_t a, int64_t b, FusedEvaluator::Scratch& regs) {
-        ColumnUnits(in, a, b, width, out, regs);
-      });
     } else {
-      Split(o_len, parallel, [&](int64_t a, int64_t b, FusedEvaluator::Scratch& regs) {
-        SmallColumnUnits(in, a, b, out, regs);
+      // Columns in chunks of a tile; short rows (I < kMinRow) read flat into an accumulator of
+      // `wide` columns. The reduced rows go in blocks of about kColumnBlock elements: outer
+      // indices, chunks and blocks are the units the team shares (a bias gradient, [N, C] summed
+      // over N, is one outer index and one chunk).
+      const int64_t width = std::min(i_len, kTile), chunks = (i_len + width - 1) / width;
+      const int64_t wide =
+          i_len < FusedEvaluator::kMinRow ? i_len * ((FusedEvaluator::kMinRow + i_len - 1) / i_len) : 0;
+      const int64_t block_rows = std::max<int64_t>(1, kColumnBlock / width);
+      const int64_t blocks = (r + block_rows - 1) / block_rows, units = o_len * chunks * blocks;
+      std::vector<double> part(static_cast<size_t>(blocks > 1 ? units * width : 0));
+      Split(units, parallel, [&](int64_t a, int64_t b, FusedEvaluator::Scratch& regs) {
+        ColumnUnits(in, a, b, width, wide, block_rows, blocks, part.data(), out, regs);
       });
+      for (int64_t o = 0; blocks > 1 && o < o_len; ++o) {
+        for (int64_t ch = 0; ch < chunks; ++ch) {
+          const int64_t c = ch * width, cols = std::min(width, i_len - c);
+          for (int64_t j = 0; j < cols; ++j) {
+            double sum = 0;
+            float ext = Init();
+            for (int64_t b = 0; b < blocks; ++b) {
+              const double p = part[static_cast<size_t>(((o * chunks + ch) * blocks + b) * width + j)];
+              if (fold == Fold::kSum) {
+                sum += p;
+              } else {
+                ext = fold == Fold::kMax ? ref::MaxOf(ext, static_cast<float>(p))
+                                         : ref::MinOf(ext, static_cast<float>(p));
+              }
+            }
+            out[o * i_len + c + j] = fold == Fold::kSum ? static_cast<float>(sum) : ext;
+          }
+        }
+      }
     }
   }
 };
