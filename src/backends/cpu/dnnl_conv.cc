@@ -389,8 +389,13 @@ KernelChoice MakeDnnlConv(int threads, const Instruction& inst, const std::vecto
     plan->output.user = StridedDesc(cs.out_dims, cs.out_strides);
     plan->output.offset = cs.out_offset;
     plan->output_bytes = y.ByteSize();
-    // First the user's data layouts (weights in oneDNN's choice), then every layout oneDNN's.
-    dnnl::primitive_desc pd = Describe(cs, plan->input.user, AnyDesc(cs.w_dims), plan->output.user, *plan);
+    // First the user's data layouts (weights in oneDNN's choice), then every layout oneDNN's. A
+    // backward-weights convolution's weights argument is the result's gradient (as large as the
+    // activations): its result, the weights' gradient, is the small one left to oneDNN.
+    dnnl::primitive_desc pd =
+        cs.kind == ConvKind::BackwardWeights
+            ? Describe(cs, plan->input.user, plan->weights.user, AnyDesc(cs.out_dims), *plan)
+            : Describe(cs, plan->input.user, AnyDesc(cs.w_dims), plan->output.user, *plan);
     if (IsReference(pd))
       pd = Describe(cs, AnyDesc(cs.in_dims), AnyDesc(cs.w_dims), AnyDesc(cs.out_dims), *plan);
     const bool bwd_data = cs.kind == ConvKind::BackwardData,
