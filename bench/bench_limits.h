@@ -22,8 +22,8 @@ HandChainCodes HandFusedChainCodes(int which);
 
 /// Random chain `which` hand-fused in one loop over a [rows, cols] (col: [rows], row: [cols];
 /// constants: the chain's eight constants) on `threads` threads, its op codes compiled in.
-void HandFusedRandomChain(int which, const float* constants, const float* a, const float* col, const float* row,
-                          float* y, int64_t rows, int64_t cols, int threads);
+void HandFusedRandomChain(int which, const float* constants, const float* a, const float* col,
+                          const float* row, float* y, int64_t rows, int64_t cols, int threads);
 
 /// Independent float32 FMA chains (`iterations` steps of 12 full-width vector FMAs per thread) on
 /// `threads` threads; returns the FLOPs done (an FMA counts two).

@@ -140,11 +140,11 @@ void HandFusedRandomCase(benchmark::State& state, int which) {
   auto exec = graph::NewExec(Backend(), [chain](graph::Node an, graph::Node cn, graph::Node rn) {
     return ChainGraph(chain, an, cn, rn);
   });
-  const std::vector<float> want = exec
-                                      .Call1(UniformTensor(20 + static_cast<uint64_t>(which), {kRows, kCols}, -1, 1),
-                                             UniformTensor(30 + static_cast<uint64_t>(which), {kRows, 1}, -1, 1),
-                                             UniformTensor(40 + static_cast<uint64_t>(which), {1, kCols}, -1, 1))
-                                      .ToVector<float>();
+  const std::vector<float> want =
+      exec.Call1(UniformTensor(20 + static_cast<uint64_t>(which), {kRows, kCols}, -1, 1),
+                 UniformTensor(30 + static_cast<uint64_t>(which), {kRows, 1}, -1, 1),
+                 UniformTensor(40 + static_cast<uint64_t>(which), {1, kCols}, -1, 1))
+          .ToVector<float>();
   double max_diff = 0;
   for (size_t i = 0; i < y.size(); ++i) max_diff = std::max(max_diff, std::abs(double{y[i]} - want[i]));
   if (!(max_diff < 0.05)) {

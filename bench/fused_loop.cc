@@ -95,8 +95,8 @@ inline float ApplySteps(float t, float a, const float* c, float b, std::index_se
 // under -ffast-math, which kiln may not do (a - a is NaN for an infinite a); the second read of
 // each element hits L1.
 template <const HandChainCodes& Codes>
-void ChainLoop(const float* c, const float* start, const float* a, const float* col, const float* row, float* y,
-               int64_t rows, int64_t cols, int threads) {
+void ChainLoop(const float* c, const float* start, const float* a, const float* col, const float* row,
+               float* y, int64_t rows, int64_t cols, int threads) {
   constexpr int kConvert = Codes.convert_at;
   constexpr int64_t kBlock = 512;
 #pragma omp parallel for num_threads(threads) schedule(static)
@@ -113,7 +113,8 @@ void ChainLoop(const float* c, const float* start, const float* a, const float* 
       RoundHalf(t, n, Codes.bfloat16);
 #pragma omp simd
       for (int64_t j = 0; j < n; ++j)
-        yi[j] = ApplySteps<Codes, kConvert + 1>(t[j], ai[j], c, ci + rj[j], std::make_index_sequence<7 - kConvert>());
+        yi[j] = ApplySteps<Codes, kConvert + 1>(t[j], ai[j], c, ci + rj[j],
+                                                std::make_index_sequence<7 - kConvert>());
     }
   }
 }
@@ -132,8 +133,8 @@ HandChainCodes HandFusedChainCodes(int which) {
   throw std::invalid_argument("no hand-fused random chain " + std::to_string(which));
 }
 
-void HandFusedRandomChain(int which, const float* constants, const float* a, const float* col, const float* row,
-                          float* y, int64_t rows, int64_t cols, int threads) {
+void HandFusedRandomChain(int which, const float* constants, const float* a, const float* col,
+                          const float* row, float* y, int64_t rows, int64_t cols, int threads) {
   if (which == 1) {
     ChainLoop<kChain1>(constants, Opaque(a), a, col, row, y, rows, cols, threads);
   } else if (which == 2) {

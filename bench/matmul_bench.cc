@@ -59,6 +59,18 @@ void DnnlCase(benchmark::State& state, Form form, int64_t m, int64_t k, int64_t 
   SetRate(state, "FLOP/s", 2.0 * static_cast<double>(m * k * n));
 }
 
+// kiln on half-precision operands (converted inside the kernel graph: the cpu backend widens
+// half contractions to Float32 between fused conversions).
+void KilnHalfCase(benchmark::State& state, DType dtype, int64_t m, int64_t k, int64_t n) {
+  Tensor a = UniformTensor(11, {m, k}, -1, 1), b = UniformTensor(12, {k, n}, -1, 1);
+  auto to_half = graph::NewExec(Backend(), [dtype](graph::Node x) { return graph::ConvertDType(x, dtype); });
+  Tensor ah = to_half.Call1(a), bh = to_half.Call1(b);
+  auto exec = graph::NewExec(Backend(), [](graph::Node x, graph::Node y) { return graph::MatMul(x, y); });
+  exec.Call1(ah, bh);
+  for (auto _ : state) benchmark::DoNotOptimize(exec.Call1(ah, bh));
+  SetRate(state, "FLOP/s", 2.0 * static_cast<double>(m * k * n));
+}
+
 }  // namespace
 
 // Registers kiln and oneDNN at every shape and form.
@@ -83,6 +95,12 @@ void RegisterMatmulCases() {
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
     }
+  }
+  for (const auto& [dtype, name] : {std::pair{DType::BFloat16, "bf16"}, std::pair{DType::Float16, "f16"}}) {
+    benchmark::RegisterBenchmark((std::string("matmul_half/") + name + "_256x784x512").c_str(), KilnHalfCase,
+                                 dtype, int64_t{256}, int64_t{784}, int64_t{512})
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
   }
 }
 

@@ -358,6 +358,59 @@ TEST(CpuDnnl, ConvGradientsRunOnDnnl) {
   }
 }
 
+TEST(CpuDnnl, HalfPrecisionContractionsRunOnDnnlInFloat32) {
+  // Float16 and BFloat16 matmuls and convolutions (forward and both gradients) become the Float32
+  // contraction between conversions: oneDNN's kernel, the same values as ref but for a last-bit
+  // tie (ref sums in double, the cpu backend in float32, both round once).
+  std::mt19937 rng(17);
+  for (DType half : {DType::Float16, DType::BFloat16}) {
+    SCOPED_TRACE(DTypeName(half));
+    Graph g;
+    const Shape as(DType::Float32, {33, 70}), bs(DType::Float32, {70, 20});
+    const Shape xs(DType::Float32, {2, 9, 9, 3}), ks(DType::Float32, {3, 3, 3, 4});
+    graph::Node a = graph::ConvertDType(g.Parameter(as), half),
+                b = graph::ConvertDType(g.Parameter(bs), half);
+    graph::Node x = graph::ConvertDType(g.Parameter(xs), half),
+                k = graph::ConvertDType(g.Parameter(ks), half);
+    graph::Node mm = graph::MatMul(a, b);
+    graph::Node y = graph::Convolve(x, k).PadSame().Done();
+    std::vector<graph::Node> grads = graph::VJP({y}, {graph::OnesLike(y)}, {x, k});
+    std::vector<graph::Node> outs;
+    for (graph::Node n : {mm, y, grads[0], grads[1]}) outs.push_back(graph::ConvertDType(n, DType::Float32));
+    std::shared_ptr<const compute::Program> program = g.Build(outs);
+    const std::vector<Tensor> inputs = {Random(as, rng), Random(bs, rng), Random(xs, rng), Random(ks, rng)};
+    setenv("KILN_CPU_DUMP", "1", 1);
+    const compute::BackendPtr cpu = compute::NewWithConfig("cpu:threads=2");
+    unsetenv("KILN_CPU_DUMP");
+    ::testing::internal::CaptureStderr();
+    const std::vector<Tensor> got = RunProgram(cpu, program, inputs);
+    const std::string dump = ::testing::internal::GetCapturedStderr();
+    const std::vector<Tensor> want = RunProgram(Ref(), program, inputs);
+    // One unit in the last place of the half type, relative to the value.
+    const double ulp = half == DType::Float16 ? 1.0 / 1024 : 1.0 / 128;
+    for (size_t i = 0; i < got.size(); ++i) {
+      const std::vector<float> gv = got[i].ToVector<float>(), wv = want[i].ToVector<float>();
+      ASSERT_EQ(gv.size(), wv.size());
+      int64_t differ = 0;
+      for (size_t j = 0; j < gv.size(); ++j) {
+        EXPECT_LE(std::abs(double{gv[j]} - wv[j]), ulp * std::abs(double{wv[j]}) + 1e-6)
+            << "output " << i << " element " << j;
+        differ += gv[j] != wv[j] ? 1 : 0;
+      }
+      EXPECT_LE(differ * 50, static_cast<int64_t>(gv.size())) << "output " << i;  // ties are rare
+    }
+    EXPECT_NE(dump.find("4 half-precision contractions widened to Float32"), std::string::npos) << dump;
+    // The matmul and the three convolutions run on oneDNN (the half kernel's Reverse for the
+    // input gradient stays a small reference kernel).
+    int dnnl = 0;
+    for (size_t at = dump.find("kernel dnnl."); at != std::string::npos;
+         at = dump.find("kernel dnnl.", at + 1))
+      ++dnnl;
+    EXPECT_EQ(dnnl, 4) << dump;
+    EXPECT_NE(dump.find("kernel dnnl.conv_bwd_weights"), std::string::npos) << dump;
+  }
+}
+
 TEST(CpuDnnl, ConcurrentCalls) {
   std::mt19937 rng(17);
   Graph g;

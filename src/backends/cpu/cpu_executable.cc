@@ -76,6 +76,7 @@ class CpuExecutable final : public Executable {
     const int merged = EliminateCommonSubexpressions(m);
     const int simplified = Simplify(m);
     EliminateDeadCode(m);
+    const int widened = WidenHalfContractions(m);
     std::string fusion;
     if (backend_->options().fusion) {
       // Epilogues first: the elementwise pass would otherwise take the bias and activation.
@@ -87,7 +88,8 @@ class CpuExecutable final : public Executable {
     Build(m);
     if (backend_->options().dump) {
       std::cerr << "KILN_CPU_DUMP: program (" << m.nodes.size() << " nodes after cleanups; " << merged
-                << " common subexpressions merged, " << simplified << " nodes simplified)\n"
+                << " common subexpressions merged, " << simplified << " nodes simplified, " << widened
+                << " half-precision contractions widened to Float32)\n"
                 << m.ToString() << fusion << DescribeSteps();
     }
   }

@@ -570,8 +570,13 @@ std::string FuseElementwise(Module& m, const Options& options) {
     SpecBuilder builder(m, group_members);
     FusedSpec spec = builder.Build(operands);
     const int reduce = reduce_of[g];
-    // One op (its broadcasts counted): the plain kernel does as well, unless a reduction takes it.
-    if (spec.ops.size() < 2 && reduce < 0) continue;
+    // One op (its broadcasts counted): the plain kernel does as well, unless a reduction takes it
+    // or it is a conversion (the fused kernel's are vectorised; a widened half-precision
+    // contraction's operands and result are such lone conversions).
+    const bool lone_convert =
+        spec.ops.size() == 1 &&
+        m.nodes[static_cast<size_t>(group_members.back())].inst.op == OpType::ConvertDType;
+    if (spec.ops.size() < 2 && reduce < 0 && !lone_convert) continue;
     const int root = reduce >= 0 ? reduce : group_members.back();
     Node& node = m.nodes[static_cast<size_t>(root)];
     if (reduce >= 0) {

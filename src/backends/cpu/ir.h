@@ -60,6 +60,11 @@ struct Options;
 /// OptimizationBarrier. Returns how many nodes were rewritten.
 int Simplify(Module& m);
 
+/// Half-precision contractions (widen.cc): a DotGeneral or ConvGeneral of Float16 or BFloat16
+/// operands and result becomes ConvertDType(the Float32 contraction of converted operands), so
+/// that it runs on the Float32 kernels. Returns how many it rewrote.
+int WidenHalfContractions(Module& m);
+
 /// Contraction epilogues (epilogue.cc): a Transpose that only swaps a DotGeneral's free axes
 /// becomes the DotGeneral with its operands swapped; an Add of a bias broadcast along the result's
 /// feature axis and then Max(x, +0) or Logistic move into the DotGeneral or ConvGeneral before them,
