@@ -211,7 +211,7 @@ void RegisterElementwiseCases() {
   }
   benchmark::RegisterBenchmark("elementwise/size_sweep", SizeSweepCase)
       ->RangeMultiplier(4)
-      ->Range(4096, 1 << 20)
+      ->Range(4096, 1 << 22)
       ->UseRealTime()
       ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("reduce/sum_squares_rows", RowReductionCase, false)

@@ -358,17 +358,26 @@ TEST(CpuThreads, ProgramWorkCountsMultiplyAddsAndElements) {
   using compute::cpu::ProgramWork;
   // [64, 128] x [128, 32]: 64 * 32 results of 128 multiply-adds.
   EXPECT_EQ(ProgramWork(ModuleOf({Shape(DType::Float32, {64, 128}), Shape(DType::Float32, {128, 32})},
-                                 [](std::vector<Node> p) { return MatMul(p[0], p[1]); })),
+                                 [](std::vector<Node> p) { return MatMul(p[0], p[1]); }))
+                .work,
             64 * 32 * 128);
   // A 5x5 convolution of one image 28x28x3 into 8 channels, same size: 28*28*8 results of
   // 5*5*3 multiply-adds.
   EXPECT_EQ(ProgramWork(ModuleOf({Shape(DType::Float32, {1, 28, 28, 3}), Shape(DType::Float32, {5, 5, 3, 8})},
-                                 [](std::vector<Node> p) { return Convolve(p[0], p[1]).PadSame().Done(); })),
+                                 [](std::vector<Node> p) { return Convolve(p[0], p[1]).PadSame().Done(); }))
+                .work,
             28 * 28 * 8 * 5 * 5 * 3);
   // An elementwise op counts its elements; a reduction the elements it reads.
   EXPECT_EQ(ProgramWork(ModuleOf({Shape(DType::Float32, {100, 10})},
-                                 [](std::vector<Node> p) { return ReduceSum(Neg(p[0]), {1}); })),
+                                 [](std::vector<Node> p) { return ReduceSum(Neg(p[0]), {1}); }))
+                .work,
             1000 + 1000);
+  // Sizeable kernels: those of at least kSizeableKernelWork.
+  const compute::cpu::ProgramLoad two =
+      ProgramWork(ModuleOf({Shape(DType::Float32, {512, 1024}), Shape(DType::Float32, {1024, 8})},
+                           [](std::vector<Node> p) { return MatMul(Neg(p[0]), p[1]); }));
+  EXPECT_EQ(two.work, 512 * 1024 + 512 * 1024 * 8);
+  EXPECT_EQ(two.sizeable, 2);
 }
 
 TEST(CpuThreads, SmallProgramsRunOnTheCallingThreadLargeOnesOnTheTeam) {
@@ -383,6 +392,15 @@ TEST(CpuThreads, SmallProgramsRunOnTheCallingThreadLargeOnesOnTheTeam) {
   EXPECT_EQ(ProgramThreads(matmul(rows), 2), 2);
   EXPECT_EQ(ProgramThreads(matmul(4 * rows), 4), 4);
   EXPECT_EQ(ProgramThreads(matmul(4 * rows), 1), 1);
+  // The threshold counts per sizeable kernel: two products of 3/4 of it each run serially
+  // together, one of 3/2 of it does not.
+  auto two_matmuls = [](int64_t m) {
+    return ModuleOf({Shape(DType::Float32, {m, 256}), Shape(DType::Float32, {256, 256})},
+                    [](std::vector<Node> p) { return MatMul(MatMul(p[0], p[1]), p[1]); });
+  };
+  EXPECT_EQ(ProgramThreads(two_matmuls(rows * 3 / 4), 2), 1);
+  EXPECT_EQ(ProgramThreads(matmul(rows * 3 / 2), 2), 2);
+  EXPECT_EQ(ProgramThreads(two_matmuls(rows * 5 / 4), 2), 2);
   // serial_work moves the threshold; 0 turns it off.
   EXPECT_EQ(ProgramThreads(matmul(rows), 2, kSmallProgramWork * 2), 1);
   EXPECT_EQ(ProgramThreads(matmul(1), 2, 0), 2);

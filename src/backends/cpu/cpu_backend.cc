@@ -91,8 +91,8 @@ BackendInfo CpuBackendInfo() {
            {"fusion", "true (default) or false: fuse chains of elementwise ops into one kernel"},
            {"simd", "auto (default) or scalar: SIMD kernels or their scalar form"},
            {"serial_work",
-            "programs with less work than this (multiply-adds plus elements; default 33554432, "
-            "0: none) run on the calling thread"}}};
+            "programs with less work than this per sizeable kernel (multiply-adds plus elements; default "
+            "8388608, 0: none) run on the calling thread"}}};
 }
 
 BackendPtr NewCpuBackend(BackendOptions& options) {

@@ -17,13 +17,16 @@ BackendPtr NewCpuBackend(BackendOptions& options);
 
 namespace cpu {
 
-/// Programs with less work than this run every kernel on the calling thread (the default of
-/// the backend's `serial_work` option). Under
-/// OMP_WAIT_POLICY=PASSIVE each parallel region wakes sleeping threads (tens of microseconds
-/// here), so a small program pays more in wake-ups than a second core returns. Measured on the
-/// CNN's inference step (`kiln_bench --benchmark_filter=infer_sweep/cnn` with cpu:threads=1 and
-/// 2): one thread wins at batch 1 and 2 (12M and 25M multiply-adds), two from batch 4 (49M).
-inline constexpr int64_t kSmallProgramWork = int64_t{1} << 25;
+/// Programs with less work than this per sizeable kernel (ProgramThreads in kernels.h) run every
+/// kernel on the calling thread (the default of the backend's `serial_work` option). Under
+/// OMP_WAIT_POLICY=PASSIVE each parallel region wakes sleeping threads, measured at 45-65 us on
+/// a 2-core VM: a kernel that engages the team must save more than that. Measured there
+/// (`kiln_bench --benchmark_filter='infer(_sweep)?/cnn|size_sweep'` with cpu:threads=1 and
+/// cpu:threads=2,serial_work=0): the CNN's inference (3 sizeable kernels) is faster on one thread
+/// at batch 1 and 2 (12M and 25M multiply-adds), on two from batch 4 (49M); the fixed elementwise
+/// chain alone (cost 15 per element) on one thread up to 262K elements (3.9M), on two from 1M
+/// (15.7M).
+inline constexpr int64_t kSmallProgramWork = int64_t{1} << 23;
 
 /// The backend's switches ("cpu:threads=2,fusion=false,simd=scalar").
 struct Options {
@@ -31,8 +34,8 @@ struct Options {
   bool fusion = true;  ///< Fuse elementwise chains (false: one kernel per op).
   bool simd = true;    ///< SIMD kernels (false: their scalar form, `simd=scalar`).
   bool dump = false;   ///< Print the optimised program and the fusion decisions ($KILN_CPU_DUMP).
-  /// Programs with less work (multiply-adds plus elements, see ProgramWork) run every kernel on
-  /// the calling thread (`serial_work=N`; 0: never).
+  /// Programs with less work (multiply-adds plus elements, see ProgramWork) per sizeable kernel
+  /// run every kernel on the calling thread (`serial_work=N`; 0: never).
   int64_t serial_work = kSmallProgramWork;
 };
 

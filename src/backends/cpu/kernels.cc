@@ -65,37 +65,55 @@ KernelChoice ChooseKernel(CpuBackend& backend, int threads, const Node& node,
           "ref"};
 }
 
-int64_t ProgramWork(const Module& m, int64_t stop_at) {
-  int64_t work = 0;
-  for (const Node& node : m.nodes) {
-    const Instruction& inst = node.inst;
-    if (inst.IsTuple() || inst.op == OpType::Parameter || inst.op == OpType::Constant) continue;
-    const Shape& operand0 =
-        m.nodes[static_cast<size_t>(inst.operands.empty() ? 0 : inst.operands[0])].inst.shape;
-    int64_t w = inst.shape.Size();
-    if (node.fused) {
-      // A fused reduction reads more than it writes.
-      for (int o : inst.operands) w = std::max(w, m.nodes[static_cast<size_t>(o)].inst.shape.Size());
-      w *= FusedCost(*node.fused);
-    } else if (inst.op == OpType::DotGeneral) {
-      for (int64_t a : inst.attrs.lhs_contracting) w *= operand0.Dim(static_cast<int>(a));
-    } else if (inst.op == OpType::ConvGeneral) {
-      // Per result element: the kernel's window times its input features (per group).
-      const Shape& k = m.nodes[static_cast<size_t>(inst.operands.at(1))].inst.shape;
-      const int64_t out_features = k.Dim(static_cast<int>(inst.attrs.conv.kernel_output_feature));
-      if (out_features > 0) w *= k.Size() / out_features;
-    } else {
-      for (int o : inst.operands) w = std::max(w, m.nodes[static_cast<size_t>(o)].inst.shape.Size());
-    }
-    work += w;
-    if (work >= stop_at) return work;
+int64_t NodeWork(const Module& m, const Node& node) {
+  const Instruction& inst = node.inst;
+  switch (inst.op) {
+    case OpType::Parameter:
+    case OpType::Constant:
+    case OpType::Reshape:  // aliases or views: no kernel of their own
+    case OpType::Bitcast:
+    case OpType::StopGradient:
+    case OpType::GetTupleElement:
+      return 0;
+    default:
+      if (inst.IsTuple()) return 0;
   }
-  return work;
+  const Shape& operand0 =
+      m.nodes[static_cast<size_t>(inst.operands.empty() ? 0 : inst.operands[0])].inst.shape;
+  int64_t w = inst.shape.Size();
+  if (node.fused) {
+    // A fused reduction reads more than it writes.
+    for (int o : inst.operands) w = std::max(w, m.nodes[static_cast<size_t>(o)].inst.shape.Size());
+    return w * FusedCost(*node.fused);
+  }
+  if (inst.op == OpType::DotGeneral) {
+    for (int64_t a : inst.attrs.lhs_contracting) w *= operand0.Dim(static_cast<int>(a));
+    return w;
+  }
+  if (inst.op == OpType::ConvGeneral) {
+    // Per result element: the kernel's window times its input features (per group).
+    const Shape& k = m.nodes[static_cast<size_t>(inst.operands.at(1))].inst.shape;
+    const int64_t out_features = k.Dim(static_cast<int>(inst.attrs.conv.kernel_output_feature));
+    return out_features > 0 ? w * (k.Size() / out_features) : w;
+  }
+  for (int o : inst.operands) w = std::max(w, m.nodes[static_cast<size_t>(o)].inst.shape.Size());
+  return w;
+}
+
+ProgramLoad ProgramWork(const Module& m) {
+  ProgramLoad load;
+  for (const Node& node : m.nodes) {
+    const int64_t w = NodeWork(m, node);
+    load.work += w;
+    load.sizeable += w >= kSizeableKernelWork ? 1 : 0;
+  }
+  return load;
 }
 
 int ProgramThreads(const Module& m, int threads, int64_t serial_work) {
-  return threads > 1 && serial_work > 0 && ProgramWork(m, serial_work) < serial_work ? 1
-                                                                                     : std::max(threads, 1);
+  if (threads <= 1 || serial_work <= 0) return std::max(threads, 1);
+  const ProgramLoad load = ProgramWork(m);
+  return load.work < serial_work * std::max(load.sizeable, 1) ? 1 : threads;
 }
 
 }  // namespace kiln::compute::cpu

@@ -41,11 +41,18 @@ bool FusesIntoReduce(OpType op, const Shape& operand, const std::vector<int64_t>
 KernelChoice ChooseKernel(CpuBackend& backend, int threads, const Node& node,
                           const std::vector<Shape>& operands);
 
-/// Rough work of a program: multiply-adds of its contractions plus, for every other kernel, its
-/// result elements (times the program cost of a fused group); counting stops at `stop_at`.
-int64_t ProgramWork(const Module& m, int64_t stop_at = INT64_MAX);
+/// Rough work of a node's kernel: the multiply-adds of a contraction; otherwise its largest
+/// operand's or result's elements (times the program cost of a fused group).
+int64_t NodeWork(const Module& m, const Node& node);
+/// Kernels with at least this much work count as sizeable (the GEMM gate, kSingleThreadMacs).
+inline constexpr int64_t kSizeableKernelWork = int64_t{1} << 19;
+struct ProgramLoad {
+  int64_t work = 0;  ///< The sum of NodeWork.
+  int sizeable = 0;  ///< Kernels of at least kSizeableKernelWork.
+};
+ProgramLoad ProgramWork(const Module& m);
 /// The team size a program's kernels may use: `threads`, or 1 when its work is below
-/// `serial_work`.
+/// `serial_work` per sizeable kernel (each may wake the team; at least one counted).
 int ProgramThreads(const Module& m, int threads, int64_t serial_work = kSmallProgramWork);
 
 /// Whether the node's result may be written over an operand of the same size at its last use.
