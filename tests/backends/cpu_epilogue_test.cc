@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -403,6 +404,106 @@ TEST(CpuEpilogue, GradientsThroughFusedLayersMatchRef) {
       program,
       {Random({32, 24}, 27), Random({24, 16}, 28), Random({16}, 29), Random({16, 5}, 30), Random({5}, 31)},
       32);
+}
+
+// ---- Relu and max pooling ---------------------------------------------------------------------
+
+/// Whether a and b hold the same bits (NaN payloads aside: NaN matches NaN).
+::testing::AssertionResult SameBits(const Tensor& a, const Tensor& b) {
+  const std::vector<float> x = a.ToVector<float>(), y = b.ToVector<float>();
+  if (x.size() != y.size()) return ::testing::AssertionFailure() << "sizes differ";
+  for (size_t i = 0; i < x.size(); ++i) {
+    const bool same =
+        std::isnan(x[i]) ? std::isnan(y[i]) : std::bit_cast<uint32_t>(x[i]) == std::bit_cast<uint32_t>(y[i]);
+    if (!same) return ::testing::AssertionFailure() << "element " << i << ": " << x[i] << " vs " << y[i];
+  }
+  return ::testing::AssertionSuccess();
+}
+
+/// The cpu module of `program` after the cleanups and the relu/max-pool pass, and its log.
+Module Commuted(const compute::Program& program, std::string* log) {
+  Module m = compute::cpu::FromProgram(program);
+  compute::cpu::EliminateDeadCode(m);
+  compute::cpu::EliminateCommonSubexpressions(m);
+  compute::cpu::Simplify(m);
+  compute::cpu::EliminateDeadCode(m);
+  *log = compute::cpu::CommuteReluWithMaxPool(m);
+  compute::cpu::EliminateDeadCode(m);
+  return m;
+}
+
+TEST(CpuEpilogue, ReluMovesAfterMaxPoolingAndTheConvolutionKeepsItsBias) {
+  Graph g;
+  Node x = g.Parameter(Shape(DType::Float32, {2, 12, 12, 3}));
+  Node k = g.Parameter(Shape(DType::Float32, {3, 3, 3, 8}));
+  Node b = g.Parameter(Shape(DType::Float32, {8}));
+  Node y = graph::MaxScalar(graph::Convolve(x, k).PadSame().Done() + graph::Reshape(b, {1, 1, 1, 8}), 0.0f);
+  auto program = g.Build({graph::MaxPool(y).Window(2).Done()});
+  std::string log;
+  Module m = Commuted(*program, &log);
+  EXPECT_NE(log.find("commute"), std::string::npos) << log;
+  // The relu now reads the pooled [2, 6, 6, 8] values.
+  bool relu_after_pool = false;
+  for (const compute::cpu::Node& n : m.nodes) {
+    if (n.inst.op != OpType::Max) continue;
+    relu_after_pool = m.nodes[static_cast<size_t>(n.inst.operands[0])].inst.op == OpType::ReduceWindow &&
+                      n.inst.shape.Dimensions() == std::vector<int64_t>{2, 6, 6, 8};
+  }
+  EXPECT_TRUE(relu_after_pool) << m.ToString();
+  // Through the whole pipeline: the convolution carries the bias only.
+  const std::string epilogues = compute::cpu::FuseEpilogues(m);
+  EXPECT_NE(epilogues.find("Add of bias"), std::string::npos) << epilogues;
+  EXPECT_EQ(epilogues.find("Max into"), std::string::npos) << epilogues;
+  CheckAllBackends(program, {Random({2, 12, 12, 3}, 12), Random({3, 3, 3, 8}, 13), Random({8}, 14)}, 27);
+}
+
+TEST(CpuEpilogue, ReluAndMaxPoolingCommuteBitForBitOnSpecialValues) {
+  // NaN, ±0, -inf, windows of negatives only; 2x2 stride 2, 3x3 stride 2 with padding short of
+  // the window (commuted) and padding as wide as the window (a window of padding only: kept).
+  constexpr float kNaN = std::numeric_limits<float>::quiet_NaN(),
+                  kInf = std::numeric_limits<float>::infinity();
+  std::vector<float> v;
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> u(-2.0f, 1.0f);
+  for (int i = 0; i < 6 * 6 * 2; ++i) v.push_back(u(rng));
+  const float specials[] = {kNaN, -0.0f, 0.0f, -kInf, kInf, -0.0f, -1.0f, -3.0f};
+  for (size_t i = 0; i < v.size(); i += 5) v[i] = specials[(i / 5) % 8];
+  v[0] = v[1] = v[12] = v[13] = -0.0f;  // a 2x2 window of -0 only (channel 0)
+  const Tensor x = Tensor::FromFlat(Shape(DType::Float32, {1, 6, 6, 2}), v);
+  struct Pool {
+    std::vector<int64_t> window, strides;
+    std::vector<compute::PadAxis> padding;
+    bool commutes;
+  };
+  const std::vector<Pool> pools = {
+      {{1, 2, 2, 1}, {1, 2, 2, 1}, {}, true},
+      {{1, 3, 3, 1}, {1, 2, 2, 1}, {{0, 0, 0}, {1, 1, 0}, {1, 1, 0}, {0, 0, 0}}, true},
+      {{1, 2, 2, 1}, {1, 1, 1, 1}, {{0, 0, 0}, {2, 2, 0}, {0, 0, 0}, {0, 0, 0}}, false},
+  };
+  for (const Pool& p : pools) {
+    SCOPED_TRACE(p.commutes ? "commutes" : "kept");
+    Graph g;
+    Node in = g.Parameter(x.shape());
+    auto program = g.Build({graph::ReduceWindow(graph::MaxScalar(in, 0.0f), compute::ReduceKind::Max,
+                                                p.window, p.strides, p.padding)});
+    std::string log;
+    Commuted(*program, &log);
+    EXPECT_EQ(log.find("commute") != std::string::npos, p.commutes) << log;
+    const Tensor want = RunProgram(Ref(), program, {x})[0];
+    EXPECT_TRUE(SameBits(RunProgram(Cpu(), program, {x})[0], want));
+    EXPECT_TRUE(SameBits(RunProgram(CpuNoFusion(), program, {x})[0], want));
+  }
+}
+
+TEST(CpuEpilogue, ReluReadTwiceStaysBeforeThePooling) {
+  // Training reads the relu's result again (its gradient): nothing moves.
+  Graph g;
+  Node x = g.Parameter(Shape(DType::Float32, {1, 4, 4, 2}));
+  Node r = graph::MaxScalar(x, 0.0f);
+  auto program = g.Build({graph::MaxPool(r).Window(2).Done(), r});
+  std::string log;
+  Commuted(*program, &log);
+  EXPECT_EQ(log, "");
 }
 
 }  // namespace

@@ -80,7 +80,9 @@ class CpuExecutable final : public Executable {
     std::string fusion;
     if (backend_->options().fusion) {
       // Epilogues first: the elementwise pass would otherwise take the bias and activation.
-      fusion = FuseEpilogues(m);
+      fusion = CommuteReluWithMaxPool(m);
+      EliminateDeadCode(m);
+      fusion += FuseEpilogues(m);
       EliminateDeadCode(m);
       fusion += FuseElementwise(m, backend_->options());
       EliminateDeadCode(m);

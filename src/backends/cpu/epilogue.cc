@@ -51,9 +51,9 @@ std::optional<int64_t> FeatureAxis(const Module& m, const Instruction& inst) {
 
 /// Whether value `v` is a Float32 +0 scalar Constant, possibly broadcast (Max(x, -0) keeps -0
 /// where a relu gives +0).
-bool IsZero(const Module& m, int v) {
-  const Instruction* inst = &m.nodes[static_cast<size_t>(v)].inst;
-  if (inst->op == OpType::BroadcastInDim) inst = &m.nodes[static_cast<size_t>(inst->operands[0])].inst;
+bool IsZero(const std::vector<Node>& nodes, int v) {
+  const Instruction* inst = &nodes[static_cast<size_t>(v)].inst;
+  if (inst->op == OpType::BroadcastInDim) inst = &nodes[static_cast<size_t>(inst->operands[0])].inst;
   if (inst->op != OpType::Constant || !inst->shape.IsScalar() || inst->shape.dtype() != DType::Float32)
     return false;
   float value = 1;
@@ -166,7 +166,7 @@ class EpiloguePass {
     int c = -1;
     if (inst.op == OpType::Max) {
       for (int side = 0; side < 2 && c < 0; ++side) {
-        if (IsZero(m_, inst.operands[static_cast<size_t>(1 - side)]))
+        if (IsZero(m_.nodes, inst.operands[static_cast<size_t>(1 - side)]))
           c = inst.operands[static_cast<size_t>(side)];
       }
       act = Activation::kRelu;
@@ -192,7 +192,85 @@ class EpiloguePass {
   std::string log_;
 };
 
+/// Whether every window of `rw` (a ReduceWindow) covers at least one operand element: no base
+/// dilation, no window dilation, no interior padding and, per axis, padding short of the window.
+bool WindowsTouchTheOperand(const Instruction& rw) {
+  for (int64_t d : rw.attrs.input_dilations)
+    if (d != 1) return false;
+  for (int64_t d : rw.attrs.kernel_dilations)
+    if (d != 1) return false;
+  for (size_t a = 0; a < rw.attrs.padding.size(); ++a) {
+    const PadAxis& p = rw.attrs.padding[a];
+    const int64_t w = a < rw.attrs.window.size() ? rw.attrs.window[a] : 1;
+    if (p.interior != 0 || p.low >= w || p.high >= w || p.low < 0 || p.high < 0) return false;
+  }
+  return true;
+}
+
 }  // namespace
+
+std::string CommuteReluWithMaxPool(Module& m) {
+  std::vector<int> uses(m.nodes.size(), 0);
+  std::vector<bool> is_output(m.nodes.size(), false);
+  for (const Node& n : m.nodes)
+    for (int o : n.inst.operands) ++uses[static_cast<size_t>(o)];
+  for (int o : m.outputs) is_output[static_cast<size_t>(o)] = true;
+  std::vector<Node> nodes;
+  nodes.reserve(m.nodes.size() + 8);
+  std::vector<int> to(m.nodes.size(), -1);  // Old id -> new id.
+  std::string log;
+  for (size_t i = 0; i < m.nodes.size(); ++i) {
+    Node node = std::move(m.nodes[i]);
+    const std::vector<int> old_operands = node.inst.operands;
+    for (int& o : node.inst.operands) o = to[static_cast<size_t>(o)];
+    const Instruction& rw = node.inst;
+    int relu = -1, x = -1, zero = -1;  // The Max node (old id), its operands (new ids).
+    if (!node.fused && rw.op == OpType::ReduceWindow && rw.attrs.reduce_kind == ReduceKind::Max &&
+        rw.shape.dtype() == DType::Float32 && WindowsTouchTheOperand(rw)) {
+      const int mx = old_operands[0];
+      const Node& max = nodes[static_cast<size_t>(rw.operands[0])];
+      if (!max.fused && max.inst.op == OpType::Max && uses[static_cast<size_t>(mx)] == 1 &&
+          !is_output[static_cast<size_t>(mx)]) {
+        for (int side = 0; side < 2 && x < 0; ++side) {
+          const int z = max.inst.operands[static_cast<size_t>(1 - side)];
+          if (!IsZero(nodes, z)) continue;
+          x = max.inst.operands[static_cast<size_t>(side)];
+          // The scalar constant under the broadcast.
+          zero = nodes[static_cast<size_t>(z)].inst.op == OpType::BroadcastInDim
+                     ? nodes[static_cast<size_t>(z)].inst.operands[0]
+                     : z;
+        }
+        relu = x >= 0 ? mx : -1;
+      }
+    }
+    if (relu < 0) {
+      nodes.push_back(std::move(node));
+      to[i] = static_cast<int>(nodes.size()) - 1;
+      continue;
+    }
+    // Max(ReduceWindow-max(x), +0): the pool of x, then the relu on the (smaller) pooled values.
+    Instruction pool = node.inst;
+    pool.operands = {x};
+    const Shape pooled = pool.shape;
+    nodes.push_back(Node{std::move(pool), nullptr});
+    const int pool_id = static_cast<int>(nodes.size()) - 1;
+    Instruction bcast;
+    bcast.op = OpType::BroadcastInDim;
+    bcast.operands = {zero};
+    bcast.shape = pooled;
+    nodes.push_back(Node{std::move(bcast), nullptr});
+    Instruction relu_inst;
+    relu_inst.op = OpType::Max;
+    relu_inst.operands = {pool_id, static_cast<int>(nodes.size()) - 1};
+    relu_inst.shape = pooled;
+    nodes.push_back(Node{std::move(relu_inst), nullptr});
+    to[i] = static_cast<int>(nodes.size()) - 1;
+    log += fmt::format("  commute %{}: ReduceWindow-max of relu %{} -> relu of ReduceWindow-max\n", i, relu);
+  }
+  for (int& o : m.outputs) o = to[static_cast<size_t>(o)];
+  m.nodes = std::move(nodes);
+  return log;
+}
 
 std::string FuseEpilogues(Module& m) { return EpiloguePass(m).Run(); }
 

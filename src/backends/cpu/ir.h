@@ -65,6 +65,13 @@ int Simplify(Module& m);
 /// that it runs on the Float32 kernels. Returns how many it rewrote.
 int WidenHalfContractions(Module& m);
 
+/// ReduceWindow-max(Max(x, +0)) -> Max(ReduceWindow-max(x), +0) when the relu has no other
+/// reader (epilogue.cc): the relu then runs on the pooled values (a quarter of them for 2x2
+/// pooling), and the contraction before it keeps its bias epilogue. Max and relu commute (NaN
+/// propagates through both, -0 becomes +0 either way) when every window covers an operand
+/// element (no window only of padding). Float32. Returns a readable account of the rewrites.
+std::string CommuteReluWithMaxPool(Module& m);
+
 /// Contraction epilogues (epilogue.cc): a Transpose that only swaps a DotGeneral's free axes
 /// becomes the DotGeneral with its operands swapped; an Add of a bias broadcast along the result's
 /// feature axis and then Max(x, +0) or Logistic move into the DotGeneral or ConvGeneral before them,
