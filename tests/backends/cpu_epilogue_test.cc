@@ -18,6 +18,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/ir.h"
 #include "backends/cpu/kernels.h"
+#include "backends/cpu_test_util.h"
 #include "kiln/graph/gradient.h"
 #include "kiln/kiln.h"
 #include "test_util.h"
@@ -64,11 +65,7 @@ Tensor Random(const std::vector<int64_t>& dims, uint32_t seed) {
 
 /// The cpu compiler's module for `program` after its cleanups and the epilogue pass.
 Module Epilogued(const compute::Program& program, std::string* log = nullptr) {
-  Module m = compute::cpu::FromProgram(program);
-  compute::cpu::EliminateDeadCode(m);
-  compute::cpu::EliminateCommonSubexpressions(m);
-  compute::cpu::Simplify(m);
-  compute::cpu::EliminateDeadCode(m);
+  Module m = kiln::test::CleanedModule(program);
   const std::string s = compute::cpu::FuseEpilogues(m);
   compute::cpu::EliminateDeadCode(m);
   if (log != nullptr) *log = s;
@@ -422,11 +419,7 @@ TEST(CpuEpilogue, GradientsThroughFusedLayersMatchRef) {
 
 /// The cpu module of `program` after the cleanups and the relu/max-pool pass, and its log.
 Module Commuted(const compute::Program& program, std::string* log) {
-  Module m = compute::cpu::FromProgram(program);
-  compute::cpu::EliminateDeadCode(m);
-  compute::cpu::EliminateCommonSubexpressions(m);
-  compute::cpu::Simplify(m);
-  compute::cpu::EliminateDeadCode(m);
+  Module m = kiln::test::CleanedModule(program);
   *log = compute::cpu::CommuteReluWithMaxPool(m);
   compute::cpu::EliminateDeadCode(m);
   return m;

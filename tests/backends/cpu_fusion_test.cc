@@ -22,6 +22,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/fusion.h"
 #include "backends/cpu/ir.h"
+#include "backends/cpu_test_util.h"
 #include "kiln/kiln.h"
 
 namespace kiln {
@@ -129,11 +130,7 @@ void ExpectMatchesRef(const std::string& config, const graph::GraphFn& fn, const
 /// The module the cpu pipeline fuses for `fn` on inputs of `shapes`, and the fusion report.
 compute::cpu::Module Fused(const graph::GraphFn& fn, const std::vector<Shape>& shapes, std::string* report) {
   graph::Exec exec(Backend("ref"), fn, static_cast<int>(shapes.size()));
-  compute::cpu::Module m = compute::cpu::FromProgram(*exec.ProgramFor(shapes));
-  compute::cpu::EliminateDeadCode(m);
-  compute::cpu::EliminateCommonSubexpressions(m);
-  compute::cpu::Simplify(m);
-  compute::cpu::EliminateDeadCode(m);
+  compute::cpu::Module m = kiln::test::CleanedModule(*exec.ProgramFor(shapes));
   *report = compute::cpu::FuseElementwise(m, compute::cpu::Options{});
   compute::cpu::EliminateDeadCode(m);
   return m;
