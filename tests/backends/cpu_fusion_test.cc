@@ -586,6 +586,106 @@ TEST(CpuFusion, FusedReductionsFollowRefOnSpecialValues) {
   for (const char* config : kConfigs) ExpectMatchesRef(config, fn, {x}, 0);
 }
 
+// ---- Multi-output fusion ----------------------------------------------------------------------
+
+/// One Adam step as graph ops: (p, m, v, g) -> (p', m', v').
+std::vector<Node> AdamStep(Graph&, const std::vector<Node>& in) {
+  Node m = in[1] * 0.9f + in[3] * 0.1f;
+  Node v = in[2] * 0.999f + in[3] * in[3] * 0.001f;
+  Node p = in[0] - m * 0.01f / (graph::Sqrt(v) + 1e-8f);
+  return {p, m, v};
+}
+
+/// The fused nodes of `m` that write extra results.
+std::vector<const compute::cpu::Node*> MultiOutput(const compute::cpu::Module& m) {
+  std::vector<const compute::cpu::Node*> out;
+  for (const compute::cpu::Node& n : m.nodes)
+    if (!n.writes.empty()) out.push_back(&n);
+  return out;
+}
+
+TEST(CpuFusion, AnOptimizerUpdateIsOneKernelWritingThreeResults) {
+  const std::vector<Shape> shapes(4, Shape(DType::Float32, {300, 70}));
+  std::string report;
+  compute::cpu::Module m = Fused(AdamStep, shapes, &report);
+  const std::string merged = compute::cpu::MergeFusedOutputs(m);
+  const std::vector<const compute::cpu::Node*> multi = MultiOutput(m);
+  ASSERT_EQ(multi.size(), 1u) << merged << m.ToString();
+  EXPECT_EQ(multi[0]->writes.size(), 2u);
+  EXPECT_EQ(multi[0]->fused->extra.size(), 2u);
+  for (int w : multi[0]->writes) {
+    EXPECT_EQ(m.nodes[static_cast<size_t>(w)].written_by, multi[0] - m.nodes.data());
+    EXPECT_TRUE(m.nodes[static_cast<size_t>(w)].inst.operands.empty());
+  }
+  // p, m, v and g, each read once.
+  EXPECT_EQ(multi[0]->inst.operands.size(), 4u) << merged;
+  std::vector<Tensor> inputs;
+  for (int k = 0; k < 4; ++k) inputs.push_back(Random({300, 70}, k == 2 ? 0.0f : -1.0f, 1.0f, 40 + k));
+  // Exact ops only (products, sums, a square root, a division): the same bits as ref.
+  for (const char* config : kConfigs) ExpectMatchesRef(config, AdamStep, inputs, 0);
+  // Large enough for the team to split it.
+  std::vector<Tensor> large;
+  for (int k = 0; k < 4; ++k) large.push_back(Random({700, 600}, k == 2 ? 0.0f : -1.0f, 1.0f, 50 + k));
+  ExpectMatchesRef("cpu:threads=2,serial_work=0", AdamStep, large, 0);
+}
+
+TEST(CpuFusion, AMultiOutputKernelWritesIntoDonatedInputs) {
+  const compute::BackendPtr& cpu = Backend("cpu:threads=2,serial_work=0");
+  graph::Exec exec(cpu, AdamStep, 4);
+  std::vector<Tensor> inputs, copies;
+  for (int k = 0; k < 4; ++k) {
+    Tensor t = Random({700, 600}, k == 2 ? 0.0f : -1.0f, 1.0f, 60 + k);
+    copies.push_back(Tensor::FromFlat(t.shape(), t.ToVector<float>()));
+    inputs.push_back(Tensor::FromFlat(t.shape(), t.ToVector<float>()));
+  }
+  const std::vector<Tensor> want = graph::Exec(Backend("ref"), AdamStep, 4).Call(copies);
+  std::vector<const void*> data;
+  for (int k = 0; k < 3; ++k) data.push_back(inputs[static_cast<size_t>(k)].DeviceBuffer(cpu, 0)->HostData());
+  const std::vector<Tensor> got =
+      exec.Call(graph::Donate(inputs[0]), graph::Donate(inputs[1]), graph::Donate(inputs[2]), inputs[3]);
+  ASSERT_EQ(got.size(), 3u);
+  // The three results take the three donated buffers (any of them: the kernel reads all three
+  // element for element before it writes), no new buffer and no copy.
+  std::vector<const void*> used;
+  for (size_t k = 0; k < 3; ++k) {
+    used.push_back(got[k].DeviceBuffer(cpu, 0)->HostData());
+    EXPECT_EQ(MaxUlps(got[k], want[k]), 0) << "output " << k;
+  }
+  std::sort(used.begin(), used.end());
+  std::sort(data.begin(), data.end());
+  EXPECT_EQ(used, data);
+}
+
+TEST(CpuFusion, GroupsReadTwiceOrBroadcastOrHalfStayApart) {
+  const Shape s(DType::Float32, {40, 30});
+  std::string report;
+  // m' read by two other groups.
+  auto twice = [](Graph&, const std::vector<Node>& in) {
+    Node m = in[0] * 0.9f + in[1] * 0.1f;
+    return std::vector<Node>{m, graph::Sqrt(m * m + 1.0f), graph::Exp(m * 2.0f - 1.0f)};
+  };
+  compute::cpu::Module a = Fused(twice, {s, s}, &report);
+  EXPECT_EQ(compute::cpu::MergeFusedOutputs(a), "");
+  // A row [30] broadcast into a [40, 30] group.
+  auto broadcast = [](Graph&, const std::vector<Node>& in) {
+    Node r = graph::Exp(in[1] * 0.5f);
+    return std::vector<Node>{r, in[0] * graph::BroadcastPrefix(r, {40}) + 1.0f};
+  };
+  compute::cpu::Module b = Fused(broadcast, {s, Shape(DType::Float32, {30})}, &report);
+  EXPECT_EQ(compute::cpu::MergeFusedOutputs(b), "");
+  // A BFloat16 result: the reader sees it rounded.
+  auto half = [](Graph&, const std::vector<Node>& in) {
+    Node h = graph::ConvertDType(in[0] * 3.0f + 1.0f, DType::BFloat16);
+    return std::vector<Node>{h, graph::ConvertDType(h, DType::Float32) * in[1] - 2.0f};
+  };
+  compute::cpu::Module c = Fused(half, {s, s}, &report);
+  EXPECT_EQ(compute::cpu::MergeFusedOutputs(c), "");
+  for (const char* config : kConfigs) {
+    ExpectMatchesRef(config, twice, {Random({40, 30}, -1, 1, 70), Random({40, 30}, -1, 1, 71)}, 4);
+    ExpectMatchesRef(config, half, {Random({40, 30}, -1, 1, 72), Random({40, 30}, -1, 1, 73)}, 0);
+  }
+}
+
 // ---- Ulp sweeps of the SIMD transcendentals -----------------------------------------------------
 
 /// The ulp distance of two floats (0 when both are NaN; zeros of different signs are far apart).

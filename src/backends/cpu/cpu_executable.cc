@@ -86,6 +86,7 @@ class CpuExecutable final : public Executable {
       EliminateDeadCode(m);
       fusion += FuseElementwise(m, backend_->options());
       EliminateDeadCode(m);
+      fusion += MergeFusedOutputs(m);  // last: nothing renumbers the nodes after it
     }
     Build(m);
     if (backend_->options().dump) {
@@ -154,7 +155,9 @@ void CpuExecutable::Build(const Module& m) {
       continue;
     }
     val.bytes = inst.shape.ByteSize();
-    if (inst.op == OpType::Parameter) {
+    if (node.written_by >= 0) {
+      val.loc = Loc::kArena;  // An output (MergeFusedOutputs): its writer's kernel stores it.
+    } else if (inst.op == OpType::Parameter) {
       val.loc = Loc::kParam;
       val.param = static_cast<int>(inst.attrs.index);
     } else if (inst.op == OpType::Constant) {
@@ -182,8 +185,13 @@ void CpuExecutable::Build(const Module& m) {
       KernelChoice k = TryPoolKernel(*backend_, threads_, node, shapes);
       if (!k.kernel) k = ChooseKernel(*backend_, threads_, node, shapes);
       val.loc = Loc::kArena;
-      steps_.push_back(Step{StepKind::kKernel, v, inst.operands, std::move(k.kernel), TupleKernel(), -1, 0,
-                            std::move(k.name)});
+      // A multi-output kernel gets the buffers of its extra results after its operands.
+      std::vector<int> operands = inst.operands;
+      operands.insert(operands.end(), node.writes.begin(), node.writes.end());
+      steps_.push_back(
+          Step{StepKind::kKernel, v, std::move(operands), std::move(k.kernel), TupleKernel(), -1, 0,
+               std::move(k.name) +
+                   (node.writes.empty() ? "" : fmt::format(" (+{} results)", node.writes.size()))});
     }
   }
   // Outputs computed by a kernel get buffers of their own (the first time a value is output).
@@ -226,16 +234,25 @@ void CpuExecutable::Build(const Module& m) {
       }
       continue;
     }
-    // kOutput: donated inputs that are dead by this step, or read in place by it.
+    // kOutput: donated inputs that are dead by the step that writes it, or read in place by it
+    // (a multi-output kernel's extra results are written at its step).
+    const int w = node.written_by >= 0 ? node.written_by : v;
+    const Node& writer = m.nodes[static_cast<size_t>(w)];
+    bool writer_in_place = in_place;
+    if (w != v) {
+      std::vector<Shape> writer_shapes;
+      for (int o : writer.inst.operands) writer_shapes.push_back(m.nodes[static_cast<size_t>(o)].inst.shape);
+      writer_in_place = WritesInPlace(writer, writer_shapes);
+    }
     for (int p = 0; p < n; ++p) {
       const Value& pv = values_[static_cast<size_t>(p)];
       if (pv.loc != Loc::kParam || pv.bytes != val.bytes) continue;
       if (static_cast<size_t>(pv.param) >= m.donatable.size() || !m.donatable[static_cast<size_t>(pv.param)])
         continue;
       const int lu = last_use[static_cast<size_t>(p)];
-      bool ok = lu < v;
-      if (lu == v && in_place) {
-        for (int o : node.inst.operands) ok = ok || root[static_cast<size_t>(o)] == p;
+      bool ok = lu < w;
+      if (lu == w && writer_in_place) {
+        for (int o : writer.inst.operands) ok = ok || root[static_cast<size_t>(o)] == p;
       }
       if (ok) val.donors.push_back(pv.param);
     }

@@ -49,8 +49,20 @@ struct FusedRunner {
   int threads = 1;
   int64_t work = 0;  ///< Elements times FusedCost.
 
-  /// Pieces [first, last) of the result (pieces are kTile-sized runs inside rows).
-  void Run(std::span<const uint8_t* const> in, uint8_t* out, int64_t first, int64_t last) const {
+  /// Stores `len` float32 values at element `start` of a result of `dtype`.
+  static void Store(DType dtype, const float* v, uint8_t* data, int64_t start, int64_t len) {
+    if (dtype == DType::Float32) {
+      float* dst = reinterpret_cast<float*>(data) + start;
+      if (dst != v) std::memcpy(dst, v, static_cast<size_t>(len) * 4);
+    } else {
+      ConvertFromF32Simd(dtype, v, data + start * DTypeBits(dtype) / 8, static_cast<size_t>(len));
+    }
+  }
+
+  /// Pieces [first, last) of the result (pieces are kTile-sized runs inside rows); a
+  /// multi-output group's extra results go to `extra` after each piece is computed.
+  void Run(std::span<const uint8_t* const> in, uint8_t* out, std::span<uint8_t* const> extra, int64_t first,
+           int64_t last) const {
     const FusedEvaluator& e = *eval;
     const FusedSpec& s = e.spec();
     FusedEvaluator::Scratch scratch = e.NewScratch();
@@ -61,13 +73,10 @@ struct FusedRunner {
       const int64_t start = row * inner + col, len = std::min(FusedEvaluator::kTile, inner - col);
       float* direct = f32 ? reinterpret_cast<float*>(out) + start : nullptr;
       const float* r = e.Eval(in, start, len, scratch, direct);
-      if (r == direct) continue;
-      if (f32) {
-        std::memcpy(direct, r, static_cast<size_t>(len) * 4);
-      } else {
-        ConvertFromF32Simd(s.out_dtype, r, out + start * DTypeBits(s.out_dtype) / 8,
-                           static_cast<size_t>(len));
-      }
+      // Every load of the piece is done: results may overwrite inputs read in place.
+      for (size_t k = 0; k < extra.size(); ++k)
+        Store(s.extra[k].dtype, scratch.extras[k], extra[k], start, len);
+      if (r != direct) Store(s.out_dtype, r, out, start, len);
     }
   }
 
@@ -75,12 +84,17 @@ struct FusedRunner {
     const FusedEvaluator& e = *eval;
     if (e.size() == 0) return;
     const FusedSpec& s = e.spec();
-    // A broadcast input read in place of the result would be overwritten before it is read.
+    // The operands: the group's inputs, then the buffers of its extra results (written).
+    const size_t num_in = s.inputs.size();
+    std::vector<const uint8_t*> in(operands.begin(), operands.begin() + static_cast<std::ptrdiff_t>(num_in));
+    std::vector<uint8_t*> extra;
+    for (size_t k = num_in; k < operands.size(); ++k) extra.push_back(const_cast<uint8_t*>(operands[k]));
+    // A broadcast input read in place of a result would be overwritten before it is read.
     std::vector<std::vector<uint8_t>> copies;
-    std::vector<const uint8_t*> in(operands.begin(), operands.end());
     for (size_t i = 0; i < in.size(); ++i) {
       const FInput& fi = s.inputs[i];
-      if (in[i] == out && !fi.identity) {
+      const bool written = in[i] == out || std::find(extra.begin(), extra.end(), in[i]) != extra.end();
+      if (written && !fi.identity) {
         int64_t count = 1;
         for (size_t k = 0; k < fi.strides.size(); ++k) count = std::max(count, fi.strides[k] * s.out_dims[k]);
         copies.emplace_back(in[i], in[i] + count * DTypeBits(fi.dtype) / 8);
@@ -91,13 +105,13 @@ struct FusedRunner {
     const int64_t pieces = rows * ((e.inner() + FusedEvaluator::kTile - 1) / FusedEvaluator::kTile);
     const int team = work >= kFusedParallelWork ? static_cast<int>(std::min<int64_t>(threads, pieces)) : 1;
     if (team <= 1) {
-      Run(in, out, 0, pieces);
+      Run(in, out, extra, 0, pieces);
       return;
     }
 #pragma omp parallel num_threads(team)
     {
       const int64_t id = omp_get_thread_num(), count = omp_get_num_threads();
-      Run(in, out, pieces * id / count, pieces * (id + 1) / count);
+      Run(in, out, extra, pieces * id / count, pieces * (id + 1) / count);
     }
   }
 };
@@ -340,7 +354,9 @@ FusedEvaluator::FusedEvaluator(std::shared_ptr<const FusedSpec> spec, bool simd)
     for (const FInstr& other : spec_->code) alone = alone && (&other == &ins || other.dst != ins.dst);
     keep_[static_cast<size_t>(ins.input)] = alone;
   }
-  if (simd_) vprog_ = MakeVProgram(*spec_);
+  // A multi-output group runs one pass per instruction: its extra results stay in registers of
+  // the whole piece (the vector program keeps only a block of vectors).
+  if (simd_ && spec_->extra.empty()) vprog_ = MakeVProgram(*spec_);
   // Short rows: pieces run over the flat result instead, and strided inputs gather (inputs
   // constant over every axis still read one value).
   if (inner_ < kMinRow && n_ > inner_) {
@@ -360,6 +376,7 @@ FusedEvaluator::Scratch FusedEvaluator::NewScratch() const {
   Scratch s;
   s.regs.resize(static_cast<size_t>(std::max(spec_->num_regs, 1) * kTile));
   s.filled.assign(spec_->inputs.size(), 0);
+  s.extras.assign(spec_->extra.size(), nullptr);
   for (const FInstr& ins : spec_->code)
     if (ins.op == FOp::kImm)
       std::fill(s.regs.begin() + ins.dst * kTile, s.regs.begin() + (ins.dst + 1) * kTile, ins.imm);
@@ -494,6 +511,7 @@ const float* FusedEvaluator::Eval(std::span<const uint8_t* const> in, int64_t st
       rp[ins.dst] = w;
     }
   }
+  for (size_t k = 0; k < s.extra.size(); ++k) scratch.extras[k] = rp[s.extra[k].reg];
   return rp[s.result];
 }
 

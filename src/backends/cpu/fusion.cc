@@ -3,6 +3,8 @@
 // replaces each group by one node carrying a FusedSpec (the group's register-machine program).
 // Single output: a value used outside its group ends the group (it becomes a group's root); a
 // node joins only a group computed close after it (see CloseEnough), so inputs do not live longer.
+// Afterwards MergeFusedOutputs folds a group that is a program output and is read only by
+// another group of the same shape into that one as an extra result (multi-output kernels).
 // A group whose root feeds only a reduction the fused reduce kernel runs becomes that
 // reduction's program instead (fused_reduce.cc), and other such reductions get a one-load one.
 
@@ -514,7 +516,147 @@ std::string FusedSpec::ToString() const {
     }
     s += ";";
   }
+  for (const Extra& e : extra) s += fmt::format(" also r{} as {};", e.reg, DTypeName(e.dtype));
   return s;
+}
+
+namespace {
+
+/// Whether fused node `q` may be computed inside fused node `p` (its only reader, through an
+/// input read element for element): both elementwise over the same dims, q ending on a compute
+/// instruction that writes its result, q not itself multi-output, registers within bounds.
+bool Mergeable(const Node& q, const Node& p, size_t input) {
+  if (!q.fused || !p.fused || q.written_by >= 0 || !q.writes.empty()) return false;
+  if (GetOpCategory(q.inst.op) == OpCategory::Reduce || GetOpCategory(p.inst.op) == OpCategory::Reduce)
+    return false;
+  const FusedSpec &qs = *q.fused, &ps = *p.fused;
+  // Float32 only: a half result would be rounded before p reads it, the register is not.
+  if (qs.out_dims != ps.out_dims || !qs.extra.empty() || qs.code.empty() || qs.out_dtype != DType::Float32)
+    return false;
+  const FInstr& last = qs.code.back();
+  if (last.op == FOp::kInput || last.op == FOp::kImm || last.dst != qs.result) return false;
+  if (qs.num_regs + ps.num_regs > 256) return false;
+  return ps.inputs[input].identity && ps.inputs[input].dtype == qs.out_dtype;
+}
+
+/// p's spec with q's program in front of it: q's inputs join p's (an operand both read element
+/// for element shares one), p's loads of input `input` read q's result register instead, and q's result
+/// is the first extra result. Operands go to `operands`.
+FusedSpec MergeSpecs(const FusedSpec& qs, const std::vector<int>& q_operands, const FusedSpec& ps,
+                     const std::vector<int>& p_operands, size_t input, std::vector<int>& operands) {
+  FusedSpec out;
+  operands.clear();
+  // Identity inputs only: a broadcast input's register is filled once per row for its one load
+  // (FusedEvaluator's keep_ and filled are per input).
+  auto add_input = [&](const FInput& fi, int operand) {
+    for (size_t k = 0; k < operands.size() && fi.identity; ++k) {
+      const FInput& have = out.inputs[k];
+      if (operands[k] == operand && have.dtype == fi.dtype && have.identity) return static_cast<int>(k);
+    }
+    out.inputs.push_back(fi);
+    operands.push_back(operand);
+    return static_cast<int>(operands.size()) - 1;
+  };
+  std::vector<int> q_in(qs.inputs.size()), p_in(ps.inputs.size(), -1);
+  for (size_t k = 0; k < qs.inputs.size(); ++k) q_in[k] = add_input(qs.inputs[k], q_operands[k]);
+  for (size_t k = 0; k < ps.inputs.size(); ++k)
+    if (k != input) p_in[k] = add_input(ps.inputs[k], p_operands[k]);
+  const auto shift = static_cast<uint16_t>(qs.num_regs);
+  // Immediates first (their registers are filled once per scratch), then q's code, then p's.
+  for (const FInstr& ins : qs.code)
+    if (ins.op == FOp::kImm) out.code.push_back(ins);
+  for (FInstr ins : ps.code) {
+    if (ins.op != FOp::kImm) continue;
+    ins.dst = static_cast<uint16_t>(ins.dst + shift);
+    out.code.push_back(ins);
+  }
+  for (FInstr ins : qs.code) {
+    if (ins.op == FOp::kImm) continue;
+    if (ins.op == FOp::kInput) ins.input = q_in[static_cast<size_t>(ins.input)];
+    out.code.push_back(ins);
+  }
+  // p's registers move past q's; a load of q is dropped and, until its register is written
+  // again, reads of it read q's result.
+  const auto q_result = static_cast<uint16_t>(qs.result);
+  int renamed = -1;  // p's register (unshifted) standing for q's result, -1 when none
+  for (FInstr ins : ps.code) {
+    if (ins.op == FOp::kImm) continue;
+    if (ins.op != FOp::kInput) {
+      uint16_t* regs[3] = {&ins.a, &ins.b, &ins.c};
+      for (int k = 0; k < FOpArity(ins.op); ++k)
+        *regs[k] = renamed >= 0 && *regs[k] == renamed ? q_result : static_cast<uint16_t>(*regs[k] + shift);
+    }
+    if (renamed >= 0 && ins.dst == renamed) renamed = -1;
+    if (ins.op == FOp::kInput && static_cast<size_t>(ins.input) == input) {
+      renamed = ins.dst;
+      continue;
+    }
+    if (ins.op == FOp::kInput) ins.input = p_in[static_cast<size_t>(ins.input)];
+    ins.dst = static_cast<uint16_t>(ins.dst + shift);
+    out.code.push_back(ins);
+  }
+  out.num_regs = qs.num_regs + ps.num_regs;
+  // p's result may be the load of q itself (p only converts it).
+  out.result = renamed >= 0 && ps.result == renamed ? qs.result : ps.result + shift;
+  out.out_dtype = ps.out_dtype;
+  out.out_dims = ps.out_dims;
+  out.ops = qs.ops;
+  out.ops.insert(out.ops.end(), ps.ops.begin(), ps.ops.end());
+  out.extra.push_back({qs.result, qs.out_dtype});
+  for (FusedSpec::Extra e : ps.extra) {
+    e.reg += shift;
+    out.extra.push_back(e);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string MergeFusedOutputs(Module& m) {
+  const size_t n = m.nodes.size();
+  std::vector<int> uses(n, 0);
+  std::vector<bool> is_output(n, false);
+  for (const Node& node : m.nodes)
+    for (int o : node.inst.operands) ++uses[static_cast<size_t>(o)];
+  for (int o : m.outputs) is_output[static_cast<size_t>(o)] = true;
+  std::string log;
+  for (size_t v = 0; v < n; ++v) {
+    Node& p = m.nodes[v];
+    if (!p.fused) continue;
+    // Repeatedly: the first operand that is a mergeable group read only here.
+    for (bool merged = true; merged;) {
+      merged = false;
+      for (size_t input = 0; input < p.inst.operands.size(); ++input) {
+        const int qi = p.inst.operands[input];
+        Node& q = m.nodes[static_cast<size_t>(qi)];
+        // Only outputs: a group read only by p that is no output is in p's group already, unless
+        // CloseEnough kept it apart.
+        if (uses[static_cast<size_t>(qi)] != 1 || !is_output[static_cast<size_t>(qi)] ||
+            !Mergeable(q, p, input))
+          continue;
+        std::vector<int> operands;
+        FusedSpec spec = MergeSpecs(*q.fused, q.inst.operands, *p.fused, p.inst.operands, input, operands);
+        // p reads its new operands instead of its old ones; q reads nothing.
+        for (int o : p.inst.operands) --uses[static_cast<size_t>(o)];
+        for (int o : operands) ++uses[static_cast<size_t>(o)];
+        for (int o : q.inst.operands) --uses[static_cast<size_t>(o)];
+        log +=
+            fmt::format("  merged %{} into %{} (written as an extra result): {}\n", qi, v, spec.ToString());
+        std::vector<int> writes = {qi};
+        writes.insert(writes.end(), p.writes.begin(), p.writes.end());
+        p.writes = std::move(writes);
+        p.inst.operands = std::move(operands);
+        p.fused = std::make_shared<const FusedSpec>(std::move(spec));
+        q.inst.operands.clear();
+        q.fused = nullptr;
+        q.written_by = static_cast<int>(v);
+        uses[static_cast<size_t>(qi)] = 0;
+        merged = true;
+        break;
+      }
+    }
+  }
+  return log;
 }
 
 // Groups (reverse topological order), then one fused node per group of 2+ ops at its root.

@@ -99,6 +99,13 @@ struct FusedSpec {
   DType out_dtype = DType::Float32;
   std::vector<int64_t> out_dims;
   std::vector<OpType> ops;  ///< The graph ops the group stands for, in order (for listings).
+  /// Further results of a multi-output group (MergeFusedOutputs): the register holding each and
+  /// its dtype; the kernel stores them to the buffers it gets after its inputs.
+  struct Extra {
+    int reg = 0;
+    DType dtype = DType::Float32;
+  };
+  std::vector<Extra> extra;
   /// "Exp, Add, Mul -> (Float32)[16]" and the bytecode, for KILN_CPU_DUMP.
   std::string ToString() const;
 };
@@ -214,6 +221,7 @@ class FusedEvaluator {
     std::vector<float> loads;  ///< Per input: a piece of converted or broadcast values.
     std::vector<float> slots, tail, result;
     std::vector<const float*> in, tail_in;
+    std::vector<const float*> extras;  ///< Where Eval left each extra result of the piece.
   };
   Scratch NewScratch() const;
   /// Computes result elements [start, start + len) (len <= kTile) into float32 and returns where

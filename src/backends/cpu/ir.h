@@ -34,6 +34,10 @@ struct Node {
   /// Set on a contraction that carries an epilogue: `inst.operands` gain the bias after the two
   /// contraction operands and `inst.shape` is the epilogue's result.
   std::shared_ptr<const Epilogue> epilogue = nullptr;
+  /// A multi-output fused node: the values its kernel also writes (node ids, in the order of its
+  /// spec's extra results). Each such node has `written_by` set, no operands and no kernel.
+  std::vector<int> writes = {};
+  int written_by = -1;
 };
 
 struct Module {
@@ -78,6 +82,13 @@ std::string CommuteReluWithMaxPool(Module& m);
 /// when the intermediate values have no other reader. Float32 only. Returns a readable account
 /// of the rewrites (for KILN_CPU_DUMP).
 std::string FuseEpilogues(Module& m);
+
+/// Multi-output fusion (fusion.cc): a fused elementwise group whose result is a program output
+/// and is otherwise read only by another fused group of the same shape (element for element)
+/// is computed inside that group, which stores it as an extra result: an optimizer's new moments
+/// and its new parameter in one pass over memory. Runs last (no pass renumbers nodes after it).
+/// Returns a readable account.
+std::string MergeFusedOutputs(Module& m);
 
 /// Elementwise fusion (fusion.cc): replaces chains of elementwise ops (with their broadcasts and
 /// conversions) by fused nodes. Returns a readable account of the decisions (for KILN_CPU_DUMP).
