@@ -66,6 +66,7 @@ KernelChoice ChooseKernel(CpuBackend& backend, int threads, const Node& node,
 }
 
 int64_t NodeWork(const Module& m, const Node& node) {
+  if (node.written_by >= 0) return 0;  // computed by a multi-output kernel, counted there
   const Instruction& inst = node.inst;
   switch (inst.op) {
     case OpType::Parameter:
