@@ -73,6 +73,21 @@ struct FusedReduce {
     return fold == Fold::kMax ? -kInf : fold == Fold::kMin ? kInf : 0.0f;
   }
 
+  /// Folds the partial result p into a: a sum in double, or the max or min of the two as floats
+  /// (NaN propagating, as ref).
+  double Combine(double a, double p) const {
+    if (fold == Fold::kSum) return a + p;
+    const auto x = static_cast<float>(a), y = static_cast<float>(p);
+    return fold == Fold::kMax ? ref::MaxOf(x, y) : ref::MinOf(x, y);
+  }
+
+  /// The result of `count` partial results part[0], part[stride], ... folded in order.
+  float FoldParts(const double* part, int64_t count, int64_t stride) const {
+    double acc = Init();
+    for (int64_t b = 0; b < count; ++b) acc = Combine(acc, part[b * stride]);
+    return static_cast<float>(acc);
+  }
+
   /// Calls f(start, len, values) for the operand elements [start, start + count), in pieces
   /// that stay inside the evaluator's rows.
   template <class F>
@@ -168,18 +183,14 @@ struct FusedReduce {
       std::fill(acc.begin(), acc.end(), 0.0);
       std::fill(ext.begin(), ext.end(), Init());
       ColumnRows(in, o, k0, k1, c, cols, wide, acc.data(), ext.data(), regs);
+      // Column j of a wide accumulator also sits at j + I, j + 2I, ...
+      auto at = [&](int64_t q) {
+        return fold == Fold::kSum ? acc[static_cast<size_t>(q)]
+                                  : static_cast<double>(ext[static_cast<size_t>(q)]);
+      };
       for (int64_t j = 0; j < cols; ++j) {
-        double value;
-        if (fold == Fold::kSum) {
-          value = acc[static_cast<size_t>(j)];
-          for (int64_t q = j + i_len; q < wide; q += i_len) value += acc[static_cast<size_t>(q)];
-        } else {
-          float e = ext[static_cast<size_t>(j)];
-          for (int64_t q = j + i_len; q < wide; q += i_len)
-            e = fold == Fold::kMax ? ref::MaxOf(e, ext[static_cast<size_t>(q)])
-                                   : ref::MinOf(e, ext[static_cast<size_t>(q)]);
-          value = static_cast<double>(e);
-        }
+        double value = at(j);
+        for (int64_t q = j + i_len; q < wide; q += i_len) value = Combine(value, at(q));
         if (blocks == 1) {
           out[o * i_len + c + j] = static_cast<float>(value);
         } else {
@@ -221,20 +232,7 @@ struct FusedReduce {
       Split(units, parallel, [&](int64_t a, int64_t b, FusedEvaluator::Scratch& regs) {
         RowUnits(in, a, b, blocks, part.data(), regs);
       });
-      for (int64_t o = 0; o < o_len; ++o) {
-        double sum = 0;
-        float ext = Init();
-        for (int64_t b = 0; b < blocks; ++b) {
-          const double p = part[static_cast<size_t>(o * blocks + b)];
-          if (fold == Fold::kSum) {
-            sum += p;
-          } else {
-            ext = fold == Fold::kMax ? ref::MaxOf(ext, static_cast<float>(p))
-                                     : ref::MinOf(ext, static_cast<float>(p));
-          }
-        }
-        out[o] = fold == Fold::kSum ? static_cast<float>(sum) : ext;
-      }
+      for (int64_t o = 0; o < o_len; ++o) out[o] = FoldParts(part.data() + o * blocks, blocks, 1);
     } else {
       // Columns in chunks of a tile; short rows (I < kMinRow) read flat into an accumulator of
       // `wide` columns. The reduced rows go in blocks of about kColumnBlock elements: outer
@@ -252,20 +250,8 @@ struct FusedReduce {
       for (int64_t o = 0; blocks > 1 && o < o_len; ++o) {
         for (int64_t ch = 0; ch < chunks; ++ch) {
           const int64_t c = ch * width, cols = std::min(width, i_len - c);
-          for (int64_t j = 0; j < cols; ++j) {
-            double sum = 0;
-            float ext = Init();
-            for (int64_t b = 0; b < blocks; ++b) {
-              const double p = part[static_cast<size_t>(((o * chunks + ch) * blocks + b) * width + j)];
-              if (fold == Fold::kSum) {
-                sum += p;
-              } else {
-                ext = fold == Fold::kMax ? ref::MaxOf(ext, static_cast<float>(p))
-                                         : ref::MinOf(ext, static_cast<float>(p));
-              }
-            }
-            out[o * i_len + c + j] = fold == Fold::kSum ? static_cast<float>(sum) : ext;
-          }
+          const double* parts = part.data() + (o * chunks + ch) * blocks * width;
+          for (int64_t j = 0; j < cols; ++j) out[o * i_len + c + j] = FoldParts(parts + j, blocks, width);
         }
       }
     }
