@@ -18,6 +18,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/kernels.h"
+#include "backends/cpu_test_util.h"
 #include "kiln/graph/gradient.h"
 #include "kiln/kiln.h"
 #include "test_util.h"
@@ -25,6 +26,7 @@
 namespace kiln {
 namespace {
 
+using kiln::test::Close;
 using kiln::test::RunProgram;
 
 using compute::OpAttributes;
@@ -41,19 +43,6 @@ Tensor Random(const Shape& shape, std::mt19937& rng) {
   std::vector<float> v(static_cast<size_t>(shape.Size()));
   for (float& x : v) x = u(rng);
   return Tensor::FromFlat(shape, v);
-}
-
-/// Whether got and want agree within float32 accumulation error over `terms` products each.
-::testing::AssertionResult Close(const Tensor& got, const Tensor& want, int64_t terms) {
-  if (got.shape() != want.shape()) return ::testing::AssertionFailure() << "shapes differ";
-  const std::vector<float> g = got.ToVector<float>(), w = want.ToVector<float>();
-  const double tol = 1e-5 * std::sqrt(static_cast<double>(std::max<int64_t>(terms, 1))) + 1e-6;
-  for (size_t i = 0; i < g.size(); ++i) {
-    if (!(std::abs(static_cast<double>(g[i]) - w[i]) <= tol * (1 + std::abs(static_cast<double>(w[i]))))) {
-      return ::testing::AssertionFailure() << "element " << i << ": cpu " << g[i] << " vs ref " << w[i];
-    }
-  }
-  return ::testing::AssertionSuccess();
 }
 
 /// The kernel the cpu backend picks for each `op` instruction of `program`.

@@ -26,6 +26,7 @@
 namespace kiln {
 namespace {
 
+using kiln::test::Close;
 using kiln::test::RunProgram;
 
 using compute::OpType;
@@ -48,19 +49,6 @@ Tensor Random(const std::vector<int64_t>& dims, uint32_t seed) {
   std::vector<float> v(static_cast<size_t>(shape.Size()));
   for (float& x : v) x = u(rng);
   return Tensor::FromFlat(shape, v);
-}
-
-/// Whether got and want agree within float32 accumulation error over `terms` products each.
-::testing::AssertionResult Close(const Tensor& got, const Tensor& want, int64_t terms) {
-  if (got.shape() != want.shape()) return ::testing::AssertionFailure() << "shapes differ";
-  const std::vector<float> g = got.ToVector<float>(), w = want.ToVector<float>();
-  const double tol = 1e-5 * std::sqrt(static_cast<double>(std::max<int64_t>(terms, 1))) + 1e-6;
-  for (size_t i = 0; i < g.size(); ++i) {
-    if (!(std::abs(static_cast<double>(g[i]) - w[i]) <= tol * (1 + std::abs(static_cast<double>(w[i]))))) {
-      return ::testing::AssertionFailure() << "element " << i << ": got " << g[i] << ", want " << w[i];
-    }
-  }
-  return ::testing::AssertionSuccess();
 }
 
 /// The cpu compiler's module for `program` after its cleanups and the epilogue pass.
