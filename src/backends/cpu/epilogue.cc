@@ -210,65 +210,49 @@ bool WindowsTouchTheOperand(const Instruction& rw) {
 }  // namespace
 
 std::string CommuteReluWithMaxPool(Module& m) {
-  std::vector<int> uses(m.nodes.size(), 0);
+  std::vector<int> uses(m.nodes.size(), 0);  // by old id
   std::vector<bool> is_output(m.nodes.size(), false);
   for (const Node& n : m.nodes)
     for (int o : n.inst.operands) ++uses[static_cast<size_t>(o)];
   for (int o : m.outputs) is_output[static_cast<size_t>(o)] = true;
-  std::vector<Node> nodes;
-  nodes.reserve(m.nodes.size() + 8);
-  std::vector<int> to(m.nodes.size(), -1);  // Old id -> new id.
   std::string log;
-  for (size_t i = 0; i < m.nodes.size(); ++i) {
-    Node node = std::move(m.nodes[i]);
-    const std::vector<int> old_operands = node.inst.operands;
-    for (int& o : node.inst.operands) o = to[static_cast<size_t>(o)];
+  RebuildModule(m, [&](Node& node, const std::vector<int>& old_operands, std::vector<Node>& nodes) {
     const Instruction& rw = node.inst;
-    int relu = -1, x = -1, zero = -1;  // The Max node (old id), its operands (new ids).
-    if (!node.fused && rw.op == OpType::ReduceWindow && rw.attrs.reduce_kind == ReduceKind::Max &&
-        rw.shape.dtype() == DType::Float32 && WindowsTouchTheOperand(rw)) {
-      const int mx = old_operands[0];
-      const Node& max = nodes[static_cast<size_t>(rw.operands[0])];
-      if (!max.fused && max.inst.op == OpType::Max && uses[static_cast<size_t>(mx)] == 1 &&
-          !is_output[static_cast<size_t>(mx)]) {
-        for (int side = 0; side < 2 && x < 0; ++side) {
-          const int z = max.inst.operands[static_cast<size_t>(1 - side)];
-          if (!IsZero(nodes, z)) continue;
-          x = max.inst.operands[static_cast<size_t>(side)];
-          // The scalar constant under the broadcast.
-          zero = nodes[static_cast<size_t>(z)].inst.op == OpType::BroadcastInDim
-                     ? nodes[static_cast<size_t>(z)].inst.operands[0]
-                     : z;
-        }
-        relu = x >= 0 ? mx : -1;
-      }
+    if (node.fused || rw.op != OpType::ReduceWindow || rw.attrs.reduce_kind != ReduceKind::Max ||
+        rw.shape.dtype() != DType::Float32 || !WindowsTouchTheOperand(rw))
+      return -1;
+    const int relu = old_operands[0];
+    const Node& max = nodes[static_cast<size_t>(rw.operands[0])];
+    if (max.fused || max.inst.op != OpType::Max || uses[static_cast<size_t>(relu)] != 1 ||
+        is_output[static_cast<size_t>(relu)])
+      return -1;
+    int x = -1, zero = -1;  // Max's other operand and the scalar +0 (rebuilt ids)
+    for (int side = 0; side < 2 && x < 0; ++side) {
+      const int z = max.inst.operands[static_cast<size_t>(1 - side)];
+      if (!IsZero(nodes, z)) continue;
+      x = max.inst.operands[static_cast<size_t>(side)];
+      zero = nodes[static_cast<size_t>(z)].inst.op == OpType::BroadcastInDim
+                 ? nodes[static_cast<size_t>(z)].inst.operands[0]
+                 : z;
     }
-    if (relu < 0) {
-      nodes.push_back(std::move(node));
-      to[i] = static_cast<int>(nodes.size()) - 1;
-      continue;
-    }
+    if (x < 0) return -1;
     // Max(ReduceWindow-max(x), +0): the pool of x, then the relu on the (smaller) pooled values.
-    Instruction pool = node.inst;
+    const Shape pooled = rw.shape;
+    Instruction pool = rw;
     pool.operands = {x};
-    const Shape pooled = pool.shape;
-    nodes.push_back(Node{std::move(pool), nullptr});
-    const int pool_id = static_cast<int>(nodes.size()) - 1;
+    const int pool_id = AppendNode(nodes, std::move(pool));
     Instruction bcast;
     bcast.op = OpType::BroadcastInDim;
     bcast.operands = {zero};
     bcast.shape = pooled;
-    nodes.push_back(Node{std::move(bcast), nullptr});
+    const int zeros = AppendNode(nodes, std::move(bcast));
     Instruction relu_inst;
     relu_inst.op = OpType::Max;
-    relu_inst.operands = {pool_id, static_cast<int>(nodes.size()) - 1};
+    relu_inst.operands = {pool_id, zeros};
     relu_inst.shape = pooled;
-    nodes.push_back(Node{std::move(relu_inst), nullptr});
-    to[i] = static_cast<int>(nodes.size()) - 1;
-    log += fmt::format("  commute %{}: ReduceWindow-max of relu %{} -> relu of ReduceWindow-max\n", i, relu);
-  }
-  for (int& o : m.outputs) o = to[static_cast<size_t>(o)];
-  m.nodes = std::move(nodes);
+    log += fmt::format("  commute: ReduceWindow-max of relu %{} -> relu of ReduceWindow-max\n", relu);
+    return AppendNode(nodes, std::move(relu_inst));
+  });
   return log;
 }
 

@@ -3,6 +3,7 @@
 // (dead code, common subexpressions, fusion) before the memory plan and the kernel list.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,6 +50,17 @@ struct Module {
 };
 
 Module FromProgram(const Program& program);
+
+/// Appends a node computing `inst` to `nodes`; returns its id.
+int AppendNode(std::vector<Node>& nodes, Instruction inst);
+
+/// The scaffolding of passes that insert nodes: rebuilds `m` node by node in order. Each node's
+/// operands are renumbered to the rebuilt ids, then `rewrite(node, old_operands, nodes)` may
+/// append nodes to `nodes` (the module rebuilt so far) and return the id that stands for the
+/// node, or -1 to keep the node as it is. Outputs are renumbered at the end.
+using NodeRewrite =
+    std::function<int(Node& node, const std::vector<int>& old_operands, std::vector<Node>& nodes)>;
+void RebuildModule(Module& m, const NodeRewrite& rewrite);
 
 /// Drops nodes no output needs (parameters stay: they are the signature) and renumbers.
 void EliminateDeadCode(Module& m);

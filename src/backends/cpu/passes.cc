@@ -56,6 +56,31 @@ void Compact(Module& m, const std::vector<bool>& keep, std::vector<int> to) {
 
 }  // namespace
 
+int AppendNode(std::vector<Node>& nodes, Instruction inst) {
+  nodes.push_back(Node{std::move(inst), nullptr});
+  return static_cast<int>(nodes.size()) - 1;
+}
+
+void RebuildModule(Module& m, const NodeRewrite& rewrite) {
+  std::vector<Node> nodes;
+  nodes.reserve(m.nodes.size() + 8);
+  std::vector<int> to(m.nodes.size(), -1);  // Old id -> new id.
+  for (size_t i = 0; i < m.nodes.size(); ++i) {
+    Node node = std::move(m.nodes[i]);
+    const std::vector<int> old_operands = node.inst.operands;
+    for (int& o : node.inst.operands) o = to[static_cast<size_t>(o)];
+    const int id = rewrite(node, old_operands, nodes);
+    if (id >= 0) {
+      to[i] = id;
+      continue;
+    }
+    nodes.push_back(std::move(node));
+    to[i] = static_cast<int>(nodes.size()) - 1;
+  }
+  for (int& o : m.outputs) o = to[static_cast<size_t>(o)];
+  m.nodes = std::move(nodes);
+}
+
 void EliminateDeadCode(Module& m) {
   std::vector<bool> live(m.nodes.size(), false);
   for (size_t i = 0; i < m.nodes.size(); ++i)

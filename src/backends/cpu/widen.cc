@@ -33,34 +33,19 @@ Instruction Convert(int x, const Shape& from, DType dtype) {
 }  // namespace
 
 int WidenHalfContractions(Module& m) {
-  std::vector<Node> nodes;
-  nodes.reserve(m.nodes.size());
-  std::vector<int> to(m.nodes.size(), -1);  // Old id -> new id.
-  auto emit = [&](Instruction inst) {
-    nodes.push_back(Node{std::move(inst), nullptr});
-    return static_cast<int>(nodes.size()) - 1;
-  };
   int widened = 0;
-  for (size_t i = 0; i < m.nodes.size(); ++i) {
-    Node node = std::move(m.nodes[i]);
-    for (int& o : node.inst.operands) o = to[static_cast<size_t>(o)];
-    if (node.fused || node.epilogue || !Widens(node.inst, nodes)) {
-      nodes.push_back(std::move(node));
-      to[i] = static_cast<int>(nodes.size()) - 1;
-      continue;
-    }
+  RebuildModule(m, [&](Node& node, const std::vector<int>&, std::vector<Node>& nodes) {
+    if (node.fused || node.epilogue || !Widens(node.inst, nodes)) return -1;
     const DType half = node.inst.shape.dtype();
     Instruction wide = std::move(node.inst);
     for (int& o : wide.operands)
-      o = emit(Convert(o, nodes[static_cast<size_t>(o)].inst.shape, DType::Float32));
+      o = AppendNode(nodes, Convert(o, nodes[static_cast<size_t>(o)].inst.shape, DType::Float32));
     wide.shape = wide.shape.WithDType(DType::Float32);
     const Shape wide_shape = wide.shape;
-    const int sum = emit(std::move(wide));
-    to[i] = emit(Convert(sum, wide_shape, half));
+    const int sum = AppendNode(nodes, std::move(wide));
     ++widened;
-  }
-  for (int& o : m.outputs) o = to[static_cast<size_t>(o)];
-  m.nodes = std::move(nodes);
+    return AppendNode(nodes, Convert(sum, wide_shape, half));
+  });
   return widened;
 }
 
