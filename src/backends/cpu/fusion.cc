@@ -526,13 +526,13 @@ namespace {
 /// input read element for element): both elementwise over the same dims, q ending on a compute
 /// instruction that writes its result, q not itself multi-output, registers within bounds.
 bool Mergeable(const Node& q, const Node& p, size_t input) {
-  if (!q.fused || !p.fused || q.written_by >= 0 || !q.writes.empty()) return false;
+  // A merged node has no spec left; a multi-output one (writes) is not merged again.
+  if (!q.fused || !p.fused || !q.writes.empty()) return false;
   if (GetOpCategory(q.inst.op) == OpCategory::Reduce || GetOpCategory(p.inst.op) == OpCategory::Reduce)
     return false;
   const FusedSpec &qs = *q.fused, &ps = *p.fused;
   // Float32 only: a half result would be rounded before p reads it, the register is not.
-  if (qs.out_dims != ps.out_dims || !qs.extra.empty() || qs.code.empty() || qs.out_dtype != DType::Float32)
-    return false;
+  if (qs.out_dims != ps.out_dims || qs.code.empty() || qs.out_dtype != DType::Float32) return false;
   const FInstr& last = qs.code.back();
   if (last.op == FOp::kInput || last.op == FOp::kImm || last.dst != qs.result) return false;
   if (qs.num_regs + ps.num_regs > 256) return false;
