@@ -1,16 +1,38 @@
 #!/usr/bin/env bash
-# Installs every Debian 12 package that kiln's build, tests and main job need.
+# Installs the Debian 12 packages that kiln needs, with --no-install-recommends, so every package
+# the build uses is named here (libdnnl-dev's CMake config needs the OpenCL headers and loader,
+# which Debian lists only as a Recommends).
+#
+#   scripts/install-deps.sh           the build, the tests, the main job and the docs
+#   scripts/install-deps.sh --bench   also the benchmark peers (PyTorch on OpenBLAS)
+#
 # Idempotent: runs `apt-get update` and `apt-get install` only when something is missing.
 set -euo pipefail
 
 packages=(
-  build-essential g++ clang cmake ninja-build pkg-config
-  libfmt-dev zlib1g-dev libjpeg62-turbo-dev libdw-dev libdnnl-dev libhwy-dev
+  # toolchain
+  build-essential g++ clang cmake ninja-build pkg-config git
+  # libraries kiln links (and what their CMake configs require)
+  libfmt-dev zlib1g-dev libjpeg62-turbo-dev libdw-dev
+  libdnnl-dev ocl-icd-opencl-dev opencl-c-headers libhwy-dev
+  # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy
+  # data for the tests and the main job
   dataset-fashion-mnist
-  clang-format
+  # the training plot (Chart.js is inlined into the page) and its rendering check
+  libjs-chart.js chromium fonts-dejavu-core
+  # docs and formatting
+  doxygen clang-format
 )
+bench_packages=(python3-torch libopenblas0-pthread)
+
+for arg in "$@"; do
+  case "$arg" in
+    --bench) packages+=("${bench_packages[@]}") ;;
+    *) echo "install-deps: unknown argument '$arg' (expected --bench)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do
