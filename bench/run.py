@@ -4,7 +4,9 @@
   python3 bench/run.py [--build DIR] [--reps N] [--filter REGEX] [--out FILE]
 
 For each case it runs kiln (DIR/bench/kiln_bench, one case per process, JSON output) and PyTorch
-(bench/torch_bench.py, OMP_WAIT_POLICY=PASSIVE, 2 threads) interleaved A B A B for N repetitions,
+(bench/torch_bench.py, OMP_WAIT_POLICY=PASSIVE, 2 threads, OpenBLAS's best kernels for this CPU
+as bench/torch_peer.py chooses them: the environment's OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE are
+dropped for the PyTorch process alone) interleaved A B A B for N repetitions,
 plus the case's yardstick where it has one (oneDNN called directly, the hand-fused loop, the FMA
 peak). A run is repeated (up to --max-retries times) when other processes used more than 5% of
 the CPU during it (from /proc/stat and the run's own CPU time). It prints the medians as a table
@@ -13,8 +15,8 @@ better) and writes it as markdown to --out (default DIR/bench_results.md).
 
 Build first: cmake -S . -B build/bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DKILN_BUILD_BENCH=ON
              ninja -C build/bench kiln_bench
-PyTorch: Debian's python3-torch (apt-get install python3-torch); without it the PyTorch column
-is empty.
+PyTorch: Debian's python3-torch on OpenBLAS (bash scripts/install-deps.sh --bench); without it
+the PyTorch column is empty.
 """
 
 import argparse
@@ -28,6 +30,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import torch_peer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -114,11 +118,13 @@ class Runner:
         self.contended = {}  # case -> runs kept although contended
         self.loads = {}  # case -> other processes' share per kept run
         self.python = None  # the interpreter that runs torch_bench.py
+        # PyTorch's process alone gets OpenBLAS's best kernels (bench/torch_peer.py).
+        self.torch_env, self.peer = torch_peer.torch_env(self.env)
 
-    def measured(self, case, cmd):
+    def measured(self, case, cmd, env=None):
         """Runs cmd, again while contended (at most --max-retries times); returns its stdout."""
         for attempt in range(self.args.max_retries + 1):
-            out, others = run_measured(cmd, self.env, self.args.timeout)
+            out, others = run_measured(cmd, env or self.env, self.args.timeout)
             if others <= CONTENTION_LIMIT or attempt == self.args.max_retries:
                 break
         self.loads.setdefault(case, []).append(others)
@@ -143,7 +149,7 @@ class Runner:
         """torch_bench.py's value for one case."""
         cmd = [self.python, os.path.join(HERE, "torch_bench.py"), f"--filter=^{case}$",
                f"--min-time={self.args.min_time}"]
-        lines = [json.loads(l) for l in self.measured("torch:" + case, cmd).splitlines() if l.startswith("{")]
+        lines = [json.loads(l) for l in self.measured("torch:" + case, cmd, self.torch_env).splitlines() if l.startswith("{")]
         if not lines:
             raise RuntimeError(f"torch_bench.py has no case {case}")
         return lines[0]["value"]
@@ -207,15 +213,6 @@ def torch_python(requested):
     return None
 
 
-def blas_note():
-    """Which BLAS PyTorch's libblas.so.3 resolves to (Debian's alternatives)."""
-    path = os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3")
-    if "openblas" in path:
-        return None
-    return (f"PyTorch's BLAS here is {path} (not OpenBLAS): torch.mm and nn.Linear run on the reference "
-            "BLAS; the issue's peer uses OpenBLAS (apt-get install libopenblas0-pthread).")
-
-
 def main():
     """Runs every selected row, prints and writes the table."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -234,6 +231,17 @@ def main():
                  "-DCMAKE_BUILD_TYPE=Release -DKILN_BUILD_BENCH=ON && ninja -C {args.build} kiln_bench")
     runner.python = torch_python(args.python)
     have_torch = runner.python is not None
+    runner.peer_line = None
+    if have_torch:
+        probe = subprocess.run([runner.python, os.path.join(HERE, "torch_bench.py"), "--describe"],
+                               env=runner.torch_env, capture_output=True, text=True, check=False)
+        if probe.returncode == 0 and probe.stdout.strip():
+            d = json.loads(probe.stdout.strip().splitlines()[-1])
+            runner.peer_line = (f"Peer: PyTorch {d['torch']} ({d['threads']} threads, eager), matrix kernels "
+                                f"from OpenBLAS core {d['core']} as loaded in the PyTorch process. {d['peer']}")
+            if d["openblas"] is None:
+                runner.peer_line = f"Peer: PyTorch {d['torch']} NOT on OpenBLAS: {d['peer']}"
+        print(runner.peer_line or torch_peer.describe(runner.peer), file=sys.stderr)
     if not have_torch:
         print("run.py: PyTorch is not installed (apt-get install python3-torch): PyTorch column empty",
               file=sys.stderr)
@@ -309,15 +317,11 @@ def write_markdown(args, results, runner):
         lines.append(f"`*`: at least one kept run had other processes above {100 * CONTENTION_LIMIT:.0f}% of the CPU "
                      f"after {args.max_retries} retries (median other load over all runs: "
                      f"{100 * statistics.median(load):.0f}%).")
-    note = blas_note()
-    if note:
-        lines.append(note)
+    lines.append(runner.peer_line or torch_peer.describe(runner.peer))
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     with open(out, "w") as f:
         f.write("\n".join(lines) + "\n")
     print(f"\nwrote {out}")
-    if note:
-        print(note)
 
 
 if __name__ == "__main__":

@@ -11,11 +11,17 @@ Needs PyTorch (Debian: apt-get install python3-torch).
 
 import argparse
 import json
+import os
 import math
 import re
 import resource
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_peer  # noqa: E402
+
+PEER = torch_peer.configure()  # before torch loads OpenBLAS
 
 try:
     import torch
@@ -352,6 +358,8 @@ def main():
     parser.add_argument("--conv-layout", choices=("nhwc", "nchw"), default="nhwc",
                         help="memory format of the convolutions (default nhwc: channels-last)")
     parser.add_argument("--list", action="store_true", help="print the case names and exit")
+    parser.add_argument("--describe", action="store_true",
+                        help="print the peer (torch version, threads, the OpenBLAS and kernels it runs on) as JSON")
     args = parser.parse_args()
     CONV_CHANNELS_LAST = args.conv_layout == "nhwc"
     torch.set_num_threads(THREADS)
@@ -359,6 +367,14 @@ def main():
     selected = [name for name in cases if re.search(args.filter, name)]
     if args.list:
         print("\n".join(selected))
+        return
+    library, core = torch_peer.loaded_core()
+    if library is None:
+        print("torch_bench.py: PyTorch does not run on OpenBLAS here (install libopenblas0-pthread): the peer "
+              "is not at its best", file=sys.stderr)
+    if args.describe:
+        print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads(), "openblas": library,
+                          "core": core, "peer": PEER}))
         return
     for name in selected:
         value, unit = cases[name](args.min_time)

@@ -27,6 +27,11 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_peer  # noqa: E402
+
+PEER = torch_peer.configure()  # before torch loads OpenBLAS
+
 try:
     import torch
     import torch.nn as nn
