@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds kiln's API reference from the `///` comments in include/kiln with Doxygen, into
-# OUTDIR/html (OUTDIR defaults to build/docs), and fails when a public declaration has no
-# documentation or a comment has a Doxygen error, listing each one.
+# OUTDIR/html (OUTDIR defaults to build/docs), with the guide pages (docs/*.md, README.md)
+# beside it, and fails when a public declaration has no documentation or a header comment has
+# a Doxygen error, listing each one.
 #   bash scripts/docs.sh [OUTDIR]
 # The main page is docs/index.md (README.md where there is none). The configuration is
 # docs/Doxyfile; Doxygen comes from Debian's `doxygen` package (scripts/install-deps.sh).
@@ -25,10 +26,9 @@ if [[ -f docs/index.md ]]; then
 fi
 
 rm -rf "$out/html" "$out/warnings.log"
-# Doxygen reads the configuration from stdin ("-"); the main page is added to its input.
+# Doxygen reads the configuration from stdin ("-"): docs/Doxyfile plus the main page.
 {
   cat docs/Doxyfile
-  echo "INPUT += $mainpage"
   echo "USE_MDFILE_AS_MAINPAGE = $mainpage"
 } | KILN_DOCS_OUT="$out" KILN_VERSION="$version" doxygen - >"$out/doxygen.out" 2>&1 || {
   cat "$out/doxygen.out" >&2
@@ -37,7 +37,7 @@ rm -rf "$out/html" "$out/warnings.log"
 }
 
 # Doxygen writes its warnings one per "file:line: warning: ..." line (some run on over
-# several lines); those in the headers fail the check, those in the main page are shown.
+# several lines); those in the headers fail the check, those in the guide pages are shown.
 log="$out/warnings.log"
 header_warnings="$(grep -E "^$root/include/kiln/[^:]*:[0-9]+: warning:" "$log" | sed "s|^$root/||" || true)"
 other_warnings="$(grep -E ": warning:" "$log" | grep -vE "^$root/include/kiln/" | sed "s|^$root/||" || true)"

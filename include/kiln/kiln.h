@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// kiln: the umbrella header. `#include <kiln/kiln.h>` brings in the whole public API.
 
 #include "kiln/compute/backend.h"
@@ -46,3 +47,43 @@
 #include "kiln/train/plots.h"
 #include "kiln/train/progress.h"
 #include "kiln/train/trainer.h"
+
+/// @namespace kiln
+/// kiln's public API: core types (DType, Shape, Tensor, Error, float16, bfloat16) here, each
+/// area in a nested namespace.
+/// @namespace kiln::compute
+/// The backend interface (Backend, Buffer, Executable), the Program IR backends compile, the op
+/// table and the shape rules.
+/// @namespace kiln::graph
+/// Graphs and their ops (GoMLX's names), Exec, automatic differentiation, random numbers and
+/// control flow.
+/// @namespace kiln::model
+/// Store, Scope and Variable: a model's variables and hyperparameters; model::Exec.
+/// @namespace kiln::checkpoint
+/// Crash-safe checkpoints of a Store in a folder.
+/// @namespace kiln::io
+/// Files: NumPy .npy/.npz, safetensors, PNG and JPEG images.
+/// @namespace kiln::data
+/// Datasets: in memory, MNIST-format, CSV, NumPy files, image folders, maps and prefetching.
+/// @namespace kiln::layers
+/// Layers with variables in a Scope: dense, convolution, normalisation, attention, FNN, KAN.
+/// @namespace kiln::nn
+/// Stateless neural-network functions (softmax, normalisation, attention...).
+/// @namespace kiln::activations
+/// Activation functions, also by name (activations::FromName).
+/// @namespace kiln::losses
+/// Loss functions of the type train::LossFn (labels first, then predictions).
+/// @namespace kiln::metrics
+/// Training and evaluation metrics: mean and moving-average metrics.
+/// @namespace kiln::optimizers
+/// Optimizers (SGD, Adam, AdamW, RMSProp, Adagrad) and learning-rate schedules.
+/// @namespace kiln::initializers
+/// Variable initializers (Glorot, He, orthogonal, constants...).
+/// @namespace kiln::regularizers
+/// L1 and L2 regularization of variables, added to the training loss.
+/// @namespace kiln::train
+/// Trainer, Loop and their callbacks (train::EveryNSteps...).
+/// @namespace kiln::plots
+/// The training plot: a self-contained HTML page of the losses and metrics.
+/// @namespace kiln::commandline
+/// The progress bar of command-line training programs (GoMLX's commandline package).

@@ -1,6 +1,7 @@
 #pragma once
-/// The backend interface: devices and their memory (buffers). Compilation and execution of
-/// programs extend it in the graph layer's issue.
+/// @file
+/// The backend interface: devices and their memory (buffers), compiling a Program into an
+/// Executable and running it, capabilities, and the registry that makes backends by name.
 
 #include <cstdint>
 #include <map>
@@ -22,7 +23,9 @@ class Buffer {
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
 
+  /// Size of the block in bytes.
   int64_t ByteSize() const { return bytes_; }
+  /// The device number (0 to backend()->NumDevices()-1) the memory lives on.
   int Device() const { return device_; }
   /// The backend that owns this buffer.
   Backend* backend() const { return backend_; }
@@ -31,6 +34,7 @@ class Buffer {
   virtual void* HostData() const { return nullptr; }
 
  protected:
+  /// Records the owner, device and size; a backend's buffer type allocates the memory itself.
   Buffer(Backend* backend, int device, int64_t bytes) : backend_(backend), device_(device), bytes_(bytes) {}
 
  private:
@@ -42,12 +46,12 @@ class Buffer {
 /// Live and peak bytes held in a backend's buffers (all devices). Tests of memory behaviour
 /// assert on this, not on the process's resident size.
 struct MemoryUsage {
-  int64_t live_bytes = 0;
-  int64_t peak_bytes = 0;
-  int64_t live_buffers = 0;
+  int64_t live_bytes = 0;    ///< Bytes in buffers not yet released.
+  int64_t peak_bytes = 0;    ///< Highest live_bytes since the backend was made or ResetPeakMemory().
+  int64_t live_buffers = 0;  ///< Number of buffers not yet released.
 };
 
-/// How a backend handles shapes that vary between calls (the seed's DynamicShapes).
+/// How a backend handles shapes that vary between calls (GoMLX's DynamicShapes).
 enum class DynamicShapes {
   None,         ///< Static shapes only: graphs are rebuilt and recompiled per concrete shape.
   Native,       ///< One compilation serves every size of the dynamic axes.
@@ -56,14 +60,18 @@ enum class DynamicShapes {
 
 /// What a backend runs.
 struct BackendCapabilities {
-  std::vector<DType> dtypes;  ///< DTypes its kernels accept.
-  std::vector<OpType> ops;    ///< Primitive ops it executes.
-  DynamicShapes dynamic_shapes = DynamicShapes::None;
+  std::vector<DType> dtypes;                           ///< DTypes its kernels accept.
+  std::vector<OpType> ops;                             ///< Primitive ops it executes.
+  DynamicShapes dynamic_shapes = DynamicShapes::None;  ///< How shapes varying between calls run.
   std::vector<std::string> fused_ops;  ///< Optional fused kernels for composites ("Softmax"...).
 
+  /// True when `dtype` is in `dtypes`.
   bool HasDType(DType dtype) const;
+  /// True when `op` is in `ops`.
   bool HasOp(OpType op) const;
+  /// True when the fused kernel `name` is in `fused_ops`; else the frontend decomposes.
   bool HasFusedOp(const std::string& name) const;
+  /// True unless `dynamic_shapes` is DynamicShapes::None.
   bool HasDynamicShapes() const { return dynamic_shapes != DynamicShapes::None; }
 };
 
@@ -76,11 +84,12 @@ class Executable {
   /// non-donated input.
   virtual std::vector<BufferPtr> Execute(const std::vector<BufferPtr>& inputs,
                                          const std::vector<bool>& donated, int device) = 0;
+  /// The program this executable was compiled from.
   virtual const Program& program() const = 0;
 };
 
-/// A backend: devices, their memory, and (from the graph layer on) compiling and running
-/// programs. Obtain one with compute::New() or compute::NewWithConfig().
+/// A backend: devices, their memory, and compiling and running programs. Obtain one with
+/// compute::New() or compute::NewWithConfig().
 class Backend : public std::enable_shared_from_this<Backend> {
  public:
   virtual ~Backend() = default;
@@ -120,8 +129,8 @@ class Backend : public std::enable_shared_from_this<Backend> {
 /// A registered backend kind: its name, a description, the options its configuration accepts,
 /// and its factory. Backends are registered explicitly from one place (compute/registry.cc).
 struct BackendInfo {
-  std::string name;
-  std::string description;
+  std::string name;         ///< The name New() and NewWithConfig() take ("ref", "cpu").
+  std::string description;  ///< One line saying what the backend is.
   /// Option name -> one-line description (the valid keys of "name:key=value,...").
   std::map<std::string, std::string> options;
 };

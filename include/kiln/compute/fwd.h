@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// Forward declarations of the compute layer's handles.
 
 #include <memory>

@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// compute::Program: the immutable IR a backend compiles. A topologically ordered list of
 /// instructions (op, operands, attributes, result shape), parameter and output lists, and which
 /// parameters may be donated. Instructions may own sub-programs (loop bodies, branches).
@@ -52,6 +53,7 @@ enum class OpCategory {
 std::string_view OpName(OpType op);
 /// Operand count from ops.def (-1 for variadic ops).
 int OpArity(OpType op);
+/// The op's family (the Category column of ops.def).
 OpCategory GetOpCategory(OpType op);
 /// The op with its attributes, as printed in listings: "Slice{starts=[0], limits=[2], strides=[1]}".
 std::string FormatOp(OpType op, const struct OpAttributes& attrs);
@@ -64,37 +66,57 @@ const std::vector<OpType>& AllOps();
 /// One dimension's padding: `low` and `high` edge padding (negative crops) and `interior`
 /// padding between elements.
 struct PadAxis {
-  int64_t low = 0, high = 0, interior = 0;
+  int64_t low = 0;       ///< Elements added before the first (negative: removed from the start).
+  int64_t high = 0;      ///< Elements added after the last (negative: removed from the end).
+  int64_t interior = 0;  ///< Elements added between each two neighbours (>= 0).
+  /// Equal low, high and interior.
   friend bool operator==(const PadAxis&, const PadAxis&) = default;
 };
 
 /// How windows and scatters combine values.
-enum class ReduceKind { Sum, Product, Max, Min, Set };
+enum class ReduceKind {
+  Sum,      ///< Adds.
+  Product,  ///< Multiplies.
+  Max,      ///< Keeps the largest (NaN propagates).
+  Min,      ///< Keeps the smallest (NaN propagates).
+  Set,      ///< Scatter only: the update replaces the value.
+};
 
 /// ConvGeneral's axis layout (XLA's dimension numbers): which axes of the input, kernel and
 /// output hold the batch, the features and the spatial dimensions.
 struct ConvDims {
-  int64_t input_batch = 0, input_feature = 0;
-  std::vector<int64_t> input_spatial;
-  int64_t kernel_input_feature = 0, kernel_output_feature = 0;
-  std::vector<int64_t> kernel_spatial;
-  int64_t output_batch = 0, output_feature = 0;
-  std::vector<int64_t> output_spatial;
+  int64_t input_batch = 0;              ///< The input's batch axis.
+  int64_t input_feature = 0;            ///< The input's channel axis.
+  std::vector<int64_t> input_spatial;   ///< The input's spatial axes, in order.
+  int64_t kernel_input_feature = 0;     ///< The kernel's input-channel axis.
+  int64_t kernel_output_feature = 0;    ///< The kernel's output-channel axis.
+  std::vector<int64_t> kernel_spatial;  ///< The kernel's spatial axes, matching input_spatial.
+  int64_t output_batch = 0;             ///< The output's batch axis.
+  int64_t output_feature = 0;           ///< The output's channel axis.
+  std::vector<int64_t> output_spatial;  ///< The output's spatial axes, matching input_spatial.
+  /// Equal axis numbers everywhere.
   friend bool operator==(const ConvDims&, const ConvDims&) = default;
 };
 
 /// Gather's dimension numbers (XLA's): offset_dims are the result axes of the slice, collapsed
 /// slice axes are dropped, start_index_map maps index vector entries to operand axes.
 struct GatherDims {
-  std::vector<int64_t> offset_dims, collapsed_slice_dims, start_index_map, slice_sizes;
-  int64_t index_vector_dim = 0;
+  std::vector<int64_t> offset_dims;           ///< Result axes that hold the slice's (uncollapsed) axes.
+  std::vector<int64_t> collapsed_slice_dims;  ///< Operand axes sliced with size 1 and dropped.
+  std::vector<int64_t> start_index_map;       ///< Operand axis each index-vector entry starts.
+  std::vector<int64_t> slice_sizes;           ///< Size of the slice along every operand axis.
+  int64_t index_vector_dim = 0;               ///< The indices' axis that holds the index vectors.
+  /// Equal dimension numbers everywhere.
   friend bool operator==(const GatherDims&, const GatherDims&) = default;
 };
 
 /// Scatter's dimension numbers (XLA's).
 struct ScatterDims {
-  std::vector<int64_t> update_window_dims, inserted_window_dims, scatter_dims_to_operand_dims;
-  int64_t index_vector_dim = 0;
+  std::vector<int64_t> update_window_dims;            ///< Update axes that run over the window.
+  std::vector<int64_t> inserted_window_dims;          ///< Operand axes the window has size 1 in.
+  std::vector<int64_t> scatter_dims_to_operand_dims;  ///< Operand axis each index-vector entry starts.
+  int64_t index_vector_dim = 0;                       ///< The indices' axis that holds the index vectors.
+  /// Equal dimension numbers everywhere.
   friend bool operator==(const ScatterDims&, const ScatterDims&) = default;
 };
 
@@ -107,47 +129,62 @@ struct OpAttributes {
   DType dtype = DType::Invalid;      ///< ConvertDType, Bitcast, ArgMax/ArgMin: the result dtype.
   std::vector<int64_t> axes;         ///< Reductions, Reverse; BroadcastInDim: operand axis -> output axis.
   std::vector<int64_t> permutation;  ///< Transpose: output axis i is operand axis permutation[i].
-  std::vector<int64_t> starts, limits, strides;                                 ///< Slice.
-  std::vector<PadAxis> padding;                                                 ///< Pad.
-  std::vector<int64_t> lhs_contracting, rhs_contracting, lhs_batch, rhs_batch;  ///< DotGeneral.
-  ConvDims conv;                                                                ///< ConvGeneral.
-  std::vector<int64_t> window;                   ///< ReduceWindow, SelectAndScatter: window sizes.
-  std::vector<int64_t> input_dilations;          ///< ConvGeneral (transposed conv), ReduceWindow (base).
-  std::vector<int64_t> kernel_dilations;         ///< ConvGeneral, ReduceWindow (window dilations).
-  int64_t feature_groups = 1, batch_groups = 1;  ///< ConvGeneral.
-  ReduceKind reduce_kind = ReduceKind::Sum;      ///< ReduceWindow, SelectAndScatter, Scatter.
-  GatherDims gather;                             ///< Gather.
-  ScatterDims scatter;                           ///< Scatter.
-  std::vector<int64_t> sizes;                    ///< DynamicSlice: the slice sizes.
-  bool reverse = false;                          ///< ArgSort: descending; CumSum: from the end.
-  int64_t trip_count = -1;  ///< While: the static iteration count, -1 when data-dependent.
+  std::vector<int64_t> starts;       ///< Slice: first index per axis.
+  std::vector<int64_t> limits;       ///< Slice: end index (exclusive) per axis.
+  std::vector<int64_t> strides;      ///< Slice, ConvGeneral, ReduceWindow, SelectAndScatter.
+  std::vector<PadAxis> padding;      ///< Pad, ConvGeneral, ReduceWindow, SelectAndScatter.
+  std::vector<int64_t> lhs_contracting;      ///< DotGeneral: the first operand's contracted axes.
+  std::vector<int64_t> rhs_contracting;      ///< DotGeneral: the second operand's contracted axes.
+  std::vector<int64_t> lhs_batch;            ///< DotGeneral: the first operand's batch axes.
+  std::vector<int64_t> rhs_batch;            ///< DotGeneral: the second operand's batch axes.
+  ConvDims conv;                             ///< ConvGeneral: the axis layout.
+  std::vector<int64_t> window;               ///< ReduceWindow, SelectAndScatter: window sizes.
+  std::vector<int64_t> input_dilations;      ///< ConvGeneral (transposed conv), ReduceWindow (base).
+  std::vector<int64_t> kernel_dilations;     ///< ConvGeneral, ReduceWindow (window dilations).
+  int64_t feature_groups = 1;                ///< ConvGeneral: channel groups (grouped conv).
+  int64_t batch_groups = 1;                  ///< ConvGeneral: batch groups (kernel gradients).
+  ReduceKind reduce_kind = ReduceKind::Sum;  ///< ReduceWindow, SelectAndScatter, Scatter.
+  GatherDims gather;                         ///< Gather.
+  ScatterDims scatter;                       ///< Scatter.
+  std::vector<int64_t> sizes;                ///< DynamicSlice: the slice sizes.
+  bool reverse = false;                      ///< ArgSort: descending; CumSum: from the end.
+  int64_t trip_count = -1;                   ///< While: the static iteration count, -1 when data-dependent.
 };
 
 /// One instruction: its result is value number `id` (its position in the program).
 struct Instruction {
-  OpType op;
+  OpType op;                  ///< The primitive.
   std::vector<int> operands;  ///< Value numbers of earlier instructions.
-  OpAttributes attrs;
-  Shape shape;  ///< Result shape (an invalid Shape() for tuple-producing ops).
+  OpAttributes attrs;         ///< The slots `op` uses (see ops.def); the others keep their defaults.
+  Shape shape;                ///< Result shape (an invalid Shape() for tuple-producing ops).
   /// Programs the op runs (loop condition and body, branches, comparators), in op order.
   std::vector<std::shared_ptr<const class Program>> subprograms;
   /// The results of a tuple-producing op (While, If, OptimizationBarrier); empty otherwise.
   std::vector<Shape> tuple_shapes = {};
+  /// True for a tuple-producing op (its results are read through GetTupleElement).
   bool IsTuple() const { return !tuple_shapes.empty(); }
 };
 
 /// A compiled-unit description: built once by the graph layer, then read-only.
 class Program {
  public:
+  /// Takes `instructions` in topological order and the value numbers of the `outputs`.
+  /// `donatable` has one flag per parameter, or is empty (none donatable). Throws kiln::Error
+  /// when parameter indices are missing or repeated, the flags do not match the parameters, or
+  /// an output does not exist. Shapes are checked by Verify(), not here.
   Program(std::vector<Instruction> instructions, std::vector<int> outputs, std::vector<bool> donatable);
 
+  /// The instructions; instruction i's result is value number i.
   const std::vector<Instruction>& Instructions() const { return instructions_; }
   /// Value numbers of the Parameter instructions, by parameter index.
   const std::vector<int>& Parameters() const { return parameters_; }
+  /// Value numbers of the results, in order.
   const std::vector<int>& Outputs() const { return outputs_; }
   /// Per parameter: may the execution reuse its buffer (when the caller donates it).
   const std::vector<bool>& Donatable() const { return donatable_; }
+  /// Shape of parameter `i` (0 <= i < Parameters().size(), unchecked).
   const Shape& ParameterShape(int i) const { return instructions_[parameters_[i]].shape; }
+  /// Shape of output `i` (0 <= i < Outputs().size(), unchecked).
   const Shape& OutputShape(int i) const { return instructions_[outputs_[i]].shape; }
 
   /// Re-checks every instruction's operands and shape against the shape rules; throws

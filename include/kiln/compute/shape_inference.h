@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// The one home of the primitives' shape and dtype rules. The graph frontend calls it for every
 /// op it adds; backends call it (through Program::Verify) before compiling.
 

@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// DType: the element types of tensors, their traits, and the map from C++ types.
 
 #include <cstdint>
@@ -62,11 +63,12 @@ bool IsInt(DType dtype);       ///< Signed or unsigned integers, packed ones inc
 bool IsSigned(DType dtype);    ///< Signed integers and floats.
 bool IsUnsigned(DType dtype);  ///< Unsigned integers, packed ones included.
 bool IsPacked(DType dtype);    ///< Sub-byte Int4, Uint4, Int2, Uint2.
-bool IsBool(DType dtype);
+bool IsBool(DType dtype);      ///< Bool alone.
 
 /// Bytes needed to store `count` elements (packed types round up to whole bytes).
 int64_t DTypeByteSize(DType dtype, int64_t count);
 
+/// Writes DTypeName(dtype) ("Float32", "Int64"...).
 std::ostream& operator<<(std::ostream& os, DType dtype);
 
 namespace detail {

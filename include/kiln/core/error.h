@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// kiln::Error: the one exception type kiln throws, with the stack of where it was thrown.
 
 #include <memory>
@@ -14,6 +15,8 @@ namespace kiln {
 /// The stack is captured cheaply when thrown and symbolised only when first printed.
 class Error : public std::runtime_error {
  public:
+  /// An error with `message` (one line, no trailing newline), capturing the caller's stack unless
+  /// SetErrorStackCapture(false) turned capture off.
   explicit Error(std::string message);
 
   /// The message alone, without the stack.
@@ -35,6 +38,7 @@ class Error : public std::runtime_error {
 /// Controls whether new Errors capture the stack (on by default; a program that throws and
 /// catches Errors in a hot loop may turn it off).
 void SetErrorStackCapture(bool enabled);
+/// Whether new Errors capture the stack (SetErrorStackCapture's last setting; true by default).
 bool ErrorStackCapture();
 
 }  // namespace kiln

@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// kiln::float16 (IEEE 754 binary16) and kiln::bfloat16 (brain float): 16-bit storage types
 /// that convert from and to float with round-to-nearest-even. Arithmetic goes through float.
 
@@ -68,12 +69,16 @@ constexpr float BFloat16BitsToFloat(uint16_t b) noexcept {
 
 /// IEEE 754 half precision (1 sign, 5 exponent, 10 mantissa bits).
 struct float16 {
+  /// The raw bit pattern (sign bit 15, exponent bits 14-10, mantissa bits 9-0).
   uint16_t bits = 0;
 
+  /// Positive zero.
   constexpr float16() = default;
   /// Rounds to nearest, ties to even.
   constexpr explicit float16(float value) noexcept : bits(detail::FloatToHalfBits(value)) {}
+  /// Converts through float32 (`value` rounded to float first, then to half).
   constexpr explicit float16(double value) noexcept : float16(static_cast<float>(value)) {}
+  /// The exact float32 value (every half value is representable).
   constexpr explicit operator float() const noexcept { return detail::HalfBitsToFloat(bits); }
   /// Makes a float16 from its raw bit pattern.
   static constexpr float16 FromBits(uint16_t b) noexcept {
@@ -87,12 +92,16 @@ struct float16 {
 
 /// bfloat16: the upper half of a float32 (1 sign, 8 exponent, 7 mantissa bits).
 struct bfloat16 {
+  /// The raw bit pattern: the upper 16 bits of the float32 it stands for.
   uint16_t bits = 0;
 
+  /// Positive zero.
   constexpr bfloat16() = default;
   /// Rounds to nearest, ties to even.
   constexpr explicit bfloat16(float value) noexcept : bits(detail::FloatToBFloat16Bits(value)) {}
+  /// Converts through float32 (`value` rounded to float first, then to bfloat16).
   constexpr explicit bfloat16(double value) noexcept : bfloat16(static_cast<float>(value)) {}
+  /// The exact float32 value (the bits shifted into the upper half).
   constexpr explicit operator float() const noexcept { return detail::BFloat16BitsToFloat(bits); }
   /// Makes a bfloat16 from its raw bit pattern.
   static constexpr bfloat16 FromBits(uint16_t b) noexcept {
@@ -100,6 +109,7 @@ struct bfloat16 {
     h.bits = b;
     return h;
   }
+  /// Bitwise identity (so NaN == NaN here, and +0 != -0): for storage comparisons.
   friend constexpr bool SameBits(bfloat16 a, bfloat16 b) noexcept { return a.bits == b.bits; }
 };
 

@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// Shape: a dtype plus dimensions. Axes may be dynamic (unknown until run time), optionally named.
 
 #include <cstddef>
@@ -28,10 +29,15 @@ class Shape {
   /// unnamed); names of static axes must be empty. `names` is empty or has one entry per axis.
   static Shape MakeDynamic(DType dtype, std::vector<int64_t> dimensions, std::vector<std::string> names);
 
+  /// The element type (DType::Invalid for a default-constructed shape).
   DType dtype() const { return dtype_; }
+  /// True unless the dtype is Invalid.
   bool Ok() const { return dtype_ != DType::Invalid; }
+  /// Number of axes (0 for a scalar).
   int Rank() const { return static_cast<int>(dims_.size()); }
+  /// True when the shape has no axes.
   bool IsScalar() const { return dims_.empty(); }
+  /// The size of each axis, kDynamic where unknown until run time.
   const std::vector<int64_t>& Dimensions() const { return dims_; }
   /// Dimension of `axis`; negative axes count from the end. Throws on an out-of-range axis.
   int64_t Dim(int axis) const;
@@ -57,7 +63,9 @@ class Shape {
   /// Prints as GoMLX: "(Float32)[2, 3]", "(Float64)" for a scalar, "(Float32)[batch, 3]".
   std::string ToString() const;
 
+  /// Same dtype, dimensions and axis names.
   friend bool operator==(const Shape& a, const Shape& b) = default;
+  /// A hash of dtype, dimensions and axis names, consistent with operator==.
   std::size_t Hash() const;
 
  private:
@@ -66,11 +74,14 @@ class Shape {
   std::vector<std::string> names_;  // Empty, or one per axis ("" where unnamed).
 };
 
+/// Writes shape.ToString().
 std::ostream& operator<<(std::ostream& os, const Shape& shape);
 
 }  // namespace kiln
 
+/// Lets a Shape key std::unordered_map and std::unordered_set (through Shape::Hash).
 template <>
 struct std::hash<kiln::Shape> {
+  /// Shape::Hash() of `s`.
   std::size_t operator()(const kiln::Shape& s) const noexcept { return s.Hash(); }
 };

@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// Tensor: a shared handle to a shape and its data, on the host and/or on backend devices.
 
 #include <cstdint>
@@ -65,6 +66,7 @@ class Tensor {
   /// A tensor of `shape` with the flat (row-major) `data`; dtype and size must match.
   template <Element T>
   static Tensor FromFlat(const Shape& shape, std::span<const T> data);
+  /// FromFlat from a vector (std::vector<bool> included); dtype and size must match `shape`.
   template <Element T>
   static Tensor FromFlat(const Shape& shape, const std::vector<T>& data) {
     if constexpr (std::is_same_v<T, bool>) {
@@ -86,8 +88,11 @@ class Tensor {
 
   // ---- Shape and state ----------------------------------------------------------------------
 
+  /// The dtype and dimensions.
   const Shape& shape() const { return shape_; }
+  /// The element type (shape().dtype()).
   DType dtype() const { return shape_.dtype(); }
+  /// Number of axes (0 for a scalar).
   int rank() const { return shape_.Rank(); }
   /// Number of elements.
   int64_t Size() const { return shape_.Size(); }
@@ -154,6 +159,7 @@ class Tensor {
   /// Marks the tensor so that the next execution it is passed to takes its buffer over
   /// (graph::Donate); IsMarkedForDonation() says whether the mark is set.
   void MarkForDonation();
+  /// True between MarkForDonation() and the execution that takes the buffer.
   bool IsMarkedForDonation() const;
   /// Makes sure a copy is on `backend`'s `device` and releases the host copy (unless the host
   /// memory is that very buffer). Reading the data later copies it back.
@@ -176,6 +182,7 @@ class Tensor {
   std::shared_ptr<detail::TensorStorage> storage_;
 };
 
+/// Writes tensor.ToString().
 std::ostream& operator<<(std::ostream& os, const Tensor& tensor);
 
 // ---- Template implementations ------------------------------------------------------------------

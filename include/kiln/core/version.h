@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// The library's version.
 
 #include <string>

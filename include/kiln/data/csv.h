@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// CSV files (RFC 4180: quoted fields holding commas, doubled quotes and line breaks; LF or CRLF
 /// line ends; a header line naming the columns) read into tensors.
 ///
@@ -20,18 +21,18 @@ namespace kiln::data {
 /// its values are category names, turned into ids 0..k-1 in sorted order of the distinct names
 /// (an integer dtype).
 struct CsvColumn {
-  std::string name;
-  DType dtype = DType::Float32;
-  bool categorical = false;
+  std::string name;              ///< The header name of the column (exact match).
+  DType dtype = DType::Float32;  ///< Float32, Float64, Int32 or Int64.
+  bool categorical = false;      ///< Values are category names mapped to ids (integer dtypes).
 };
 
 /// The records of a CSV file: the header's names and the rows of fields, each row with the
 /// 1-based line it starts on. Rows must have as many fields as the header; empty lines are skipped.
 struct CsvRecords {
-  std::string path;
-  std::vector<std::string> header;
-  std::vector<std::vector<std::string>> rows;
-  std::vector<int64_t> lines;
+  std::string path;                            ///< The file read (for error messages).
+  std::vector<std::string> header;             ///< The column names, in file order.
+  std::vector<std::vector<std::string>> rows;  ///< The fields of each record, unquoted.
+  std::vector<int64_t> lines;                  ///< The 1-based line each row starts on.
 };
 
 /// Parses a CSV file. A malformed file (an unclosed quote, text after a closing quote, a row

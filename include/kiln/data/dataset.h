@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// Datasets (kiln::data): sources of batches for training and evaluation. Yield hands the caller
 /// new tensors it owns (the trainer may donate them to the step); Reset starts over.
 ///
@@ -17,9 +18,12 @@
 
 namespace kiln::data {
 
+/// A source of batches (GoMLX's train.Dataset): the Trainer and Loop pull batches with Yield
+/// until it returns false, and call Reset between evaluations.
 class Dataset {
  public:
   virtual ~Dataset() = default;
+  /// A name for progress output and error messages.
   virtual std::string Name() const = 0;
   /// The next batch: `spec` (passed to the model function), inputs and labels. Returns false,
   /// leaving them untouched, at the end of a finite dataset.
@@ -29,11 +33,15 @@ class Dataset {
   /// True when Yield never returns false.
   virtual bool IsInfinite() const { return false; }
 };
+/// Shared handle to a dataset (wrappers such as MapDataset hold their inner one this way).
 using DatasetPtr = std::shared_ptr<Dataset>;
 
 /// Batches of examples held in memory: every input and label tensor has the examples along axis 0.
 class InMemoryDataset : public Dataset {
  public:
+  /// Batches from `inputs` and `labels` (copies go to `backend` as batches are made). There must
+  /// be at least one input; every tensor must be Ok, unpacked, of rank >= 1 and have as many
+  /// examples as the first input (else kiln::Error naming the dataset).
   InMemoryDataset(compute::BackendPtr backend, std::string name, std::vector<Tensor> inputs,
                   std::vector<Tensor> labels);
 
@@ -46,11 +54,14 @@ class InMemoryDataset : public Dataset {
   /// Ends after `n` epochs (finite datasets; 1 by default).
   InMemoryDataset& Epochs(int n);
 
+  /// The name given at construction.
   std::string Name() const override { return name_; }
   bool Yield(std::any& spec, std::vector<Tensor>& inputs, std::vector<Tensor>& labels) override;
   void Reset() override;
   bool IsInfinite() const override { return infinite_; }
+  /// Number of examples (the size of axis 0).
   int64_t NumExamples() const { return num_examples_; }
+  /// The batch size set with BatchSize (1 by default).
   int64_t GetBatchSize() const { return batch_; }
 
  private:

@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// Image folders: one subfolder per class holding PNG or JPEG files (as torchvision's
 /// ImageFolder), read into an in-memory dataset.
 ///
@@ -16,10 +17,12 @@
 
 namespace kiln::data {
 
+/// How ImageFolder decodes the images: size, channels and dtype.
 struct ImageFolderOptions {
   /// Resize every image to height x width (bilinear, pixel centres aligned as PyTorch's
   /// align_corners=false) when both are > 0; else all images must be of one size.
-  int64_t height = 0, width = 0;
+  int64_t height = 0;
+  int64_t width = 0;  ///< The resized width (see height).
   /// Channels: 1 (gray), 3 (RGB) or 4 (RGBA), converting as needed (gray from RGB by the
   /// luma weights 0.299, 0.587, 0.114; alpha dropped, or added opaque); 0 keeps the files'
   /// channels, which must then agree.
@@ -31,6 +34,8 @@ struct ImageFolderOptions {
 /// An image-folder dataset: inputs (dtype)[n, H, W, C], labels (Int32)[n, 1].
 class ImageFolderDataset : public InMemoryDataset {
  public:
+  /// An in-memory dataset of decoded `inputs` and `labels` (as InMemoryDataset) that also keeps
+  /// the `class_names` and the `files` the examples came from. ImageFolder() makes one.
   ImageFolderDataset(compute::BackendPtr backend, std::string name, std::vector<Tensor> inputs,
                      std::vector<Tensor> labels, std::vector<std::string> class_names,
                      std::vector<std::string> files);

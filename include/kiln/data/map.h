@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// Per-batch transformations of a dataset: a host function (data::Map) or a graph function
 /// compiled once per batch shape on a backend (data::GraphMap).
 ///
@@ -29,7 +30,9 @@ using GraphMapFn = std::function<void(std::vector<graph::Node>& inputs, std::vec
 /// running the function on worker threads).
 class MapDataset : public Dataset {
  public:
+  /// `inner`'s batches with `fn` applied; a null `inner` or empty `fn` is a kiln::Error.
   MapDataset(DatasetPtr inner, MapFn fn, std::string name);
+  /// The name given at construction (Map and GraphMap pass the inner dataset's).
   std::string Name() const override { return name_; }
   bool Yield(std::any& spec, std::vector<Tensor>& inputs, std::vector<Tensor>& labels) override;
   void Reset() override { inner_->Reset(); }

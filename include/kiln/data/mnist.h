@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// MNIST-format datasets: IDX files (gzip-compressed or plain) and the Fashion-MNIST folder that
 /// Debian's dataset-fashion-mnist package installs (/usr/share/datasets/fashion-mnist).
 
@@ -11,7 +12,11 @@
 
 namespace kiln::data {
 
-enum class Split { Train, Test };
+/// Which half of an MNIST-format dataset to read.
+enum class Split {
+  Train,  ///< The training files (train-images-idx3-ubyte, train-labels-idx1-ubyte; 60000 examples).
+  Test,   ///< The test files (t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte; 10000 examples).
+};
 
 /// An IDX file (magic 0x08 unsigned bytes, 0x0B..0x0E other types) as a tensor of its dims;
 /// ".gz" files are decompressed. A damaged or truncated file is a kiln::Error naming it.

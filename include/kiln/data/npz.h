@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// Datasets from NumPy files: arrays of a .npz archive picked by name, or .npy files.
 ///
 ///   auto ds = data::FromNpz(backend, "train.npz", {"x"}, {"y"});

@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// Prefetching: a dataset wrapper whose background threads prepare the next batches while the
 /// caller's step runs (GoMLX's data.Parallel). Batches come out in the inner dataset's order.
 ///
@@ -38,6 +39,7 @@ class ParallelDataset : public Dataset {
   ParallelDataset(const ParallelDataset&) = delete;
   ParallelDataset& operator=(const ParallelDataset&) = delete;
 
+  /// The inner dataset's name.
   std::string Name() const override;
   bool Yield(std::any& spec, std::vector<Tensor>& inputs, std::vector<Tensor>& labels) override;
   void Reset() override;
@@ -73,11 +75,13 @@ class ParallelDataset : public Dataset {
 /// Options for Parallel; Done() makes the dataset.
 class ParallelBuilder {
  public:
+  /// Options for prefetching `inner`; Parallel(inner) makes one.
   explicit ParallelBuilder(DatasetPtr inner) : inner_(std::move(inner)) {}
   /// Batches prepared ahead of the consumer (2 by default; raised to NumWorkers if lower).
   ParallelBuilder& Buffer(int n);
   /// Worker threads (1 by default).
   ParallelBuilder& NumWorkers(int n);
+  /// The prefetching dataset; kiln::Error when `inner` is null or a count is below 1.
   std::shared_ptr<ParallelDataset> Done();
 
  private:

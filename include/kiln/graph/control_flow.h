@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// Control flow that runs at execution time, with sub-programs built from C++ lambdas: While
 /// loops, ForLoop (a static trip count), If and OptimizationBarrier.
 ///

@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// Convolutions, pooling, window reductions and image resizing (GoMLX's names).
 ///
 /// Layouts: channels-last by default: x is [batch, spatial..., channels] and a convolution
@@ -31,9 +32,11 @@ Node ConvGeneral(Node input, Node kernel, const compute::ConvDims& dims,
 /// no padding (PadValid), no dilations, one group, channels last.
 class ConvBuilder {
  public:
+  /// The input `x` and the `kernel` (layouts in the file's comment); Convolve(x, kernel) makes one.
   ConvBuilder(Node x, Node kernel) : x_(x), kernel_(kernel) {}
-  /// The same stride on every spatial axis, or one per spatial axis.
+  /// The same stride on every spatial axis.
   ConvBuilder& Strides(int stride);
+  /// One stride per spatial axis.
   ConvBuilder& Strides(const std::vector<int>& strides);
   /// Pads so that each spatial output size is ceil(input / stride) (the extra element, if the
   /// total is odd, goes at the end).
@@ -42,11 +45,13 @@ class ConvBuilder {
   ConvBuilder& PadValid();
   /// Explicit (low, high) padding per spatial axis.
   ConvBuilder& Padding(const std::vector<compute::PadAxis>& padding);
-  /// Kernel dilations (atrous convolution): one for all spatial axes or one per axis.
+  /// Kernel dilation (atrous convolution), the same on every spatial axis.
   ConvBuilder& Dilations(int dilation);
+  /// Kernel dilations, one per spatial axis.
   ConvBuilder& Dilations(const std::vector<int>& dilations);
-  /// Input dilations (transposed convolution): one for all spatial axes or one per axis.
+  /// Input dilation (transposed convolution), the same on every spatial axis.
   ConvBuilder& InputDilations(int dilation);
+  /// Input dilations, one per spatial axis.
   ConvBuilder& InputDilations(const std::vector<int>& dilations);
   /// Splits the channels into `count` groups convolved separately (count == in_channels:
   /// depthwise). The kernel's input channel axis then has in_channels / count entries.
@@ -54,7 +59,10 @@ class ConvBuilder {
   /// Splits the batch into `count` groups, each convolved with its slice of the output channels
   /// (a convolution's kernel gradient).
   ConvBuilder& BatchGroupCount(int count);
+  /// x is [batch, channels, spatial...], the kernel [in_channels / groups, out_channels, spatial...].
   ConvBuilder& ChannelsFirst();
+  /// x is [batch, spatial..., channels], the kernel [spatial..., in_channels / groups, out_channels]
+  /// (the default).
   ConvBuilder& ChannelsLast();
   /// Any layout: XLA's dimension numbers (overrides ChannelsFirst/ChannelsLast).
   ConvBuilder& AxesConfig(const compute::ConvDims& dims);
@@ -69,6 +77,7 @@ class ConvBuilder {
   compute::ConvDims axes_;
   int channel_groups_ = 1, batch_groups_ = 1;
 };
+/// Starts a convolution of `x` with `kernel`; finish with Done().
 inline ConvBuilder Convolve(Node x, Node kernel) { return ConvBuilder(x, kernel); }
 
 // ---- Window reductions and pooling --------------------------------------------------------------
@@ -87,6 +96,8 @@ Node ReduceWindow(Node x, compute::ReduceKind kind, const std::vector<int64_t>& 
 Node SelectAndScatterMax(Node operand, Node source, const std::vector<int64_t>& window,
                          const std::vector<int64_t>& strides = {},
                          const std::vector<compute::PadAxis>& padding = {});
+/// SelectAndScatterMax with a min selection: each window's first minimum (a NaN first) takes
+/// the window's `source` value. Min pooling's gradient.
 Node SelectAndScatterMin(Node operand, Node source, const std::vector<int64_t>& window,
                          const std::vector<int64_t>& strides = {},
                          const std::vector<compute::PadAxis>& padding = {});
@@ -97,18 +108,33 @@ Node SelectAndScatterMin(Node operand, Node source, const std::vector<int64_t>& 
 /// (floats only).
 class PoolBuilder {
  public:
-  enum class Kind { kMax, kMin, kSum, kMean };
+  /// How each window is reduced.
+  enum class Kind {
+    kMax,   ///< The window's maximum.
+    kMin,   ///< The window's minimum.
+    kSum,   ///< The window's sum.
+    kMean,  ///< The window's mean over its non-padding elements (float dtypes).
+  };
+  /// Pools `x` with `kind`; MaxPool(x), MinPool, SumPool and MeanPool make one.
   PoolBuilder(Node x, Kind kind) : x_(x), kind_(kind) {}
-  /// The same window size on every spatial axis, or one per spatial axis.
+  /// The same window size on every spatial axis (required: Done() without a window throws).
   PoolBuilder& Window(int size);
+  /// One window size per spatial axis.
   PoolBuilder& Window(const std::vector<int>& sizes);
+  /// The same stride on every spatial axis (default: the window size).
   PoolBuilder& Strides(int stride);
+  /// One stride per spatial axis.
   PoolBuilder& Strides(const std::vector<int>& strides);
   /// Output sizes ceil(input / stride).
   PoolBuilder& PadSame();
+  /// No padding: only windows fully inside the input (the default).
   PoolBuilder& PadValid();
+  /// x is [batch, channels, spatial...].
   PoolBuilder& ChannelsFirst();
+  /// x is [batch, spatial..., channels] (the default).
   PoolBuilder& ChannelsLast();
+  /// The pooled node; kiln::Error naming the pool (MaxPool...) when x has no spatial axis, no
+  /// window was given, a size or stride is below 1, or MeanPool's x is not a float.
   Node Done() const;
 
  private:
@@ -117,9 +143,13 @@ class PoolBuilder {
   std::vector<int> window_, strides_;
   bool same_ = false, channels_first_ = false;
 };
+/// Starts a max pooling of `x`; finish with .Window(n).Done().
 inline PoolBuilder MaxPool(Node x) { return PoolBuilder(x, PoolBuilder::Kind::kMax); }
+/// Starts a min pooling of `x`; finish with .Window(n).Done().
 inline PoolBuilder MinPool(Node x) { return PoolBuilder(x, PoolBuilder::Kind::kMin); }
+/// Starts a sum pooling of `x`; finish with .Window(n).Done().
 inline PoolBuilder SumPool(Node x) { return PoolBuilder(x, PoolBuilder::Kind::kSum); }
+/// Starts a mean pooling of `x` (float dtypes); finish with .Window(n).Done().
 inline PoolBuilder MeanPool(Node x) { return PoolBuilder(x, PoolBuilder::Kind::kMean); }
 
 // ---- Image resizing -----------------------------------------------------------------------------
@@ -133,14 +163,22 @@ inline PoolBuilder MeanPool(Node x) { return PoolBuilder(x, PoolBuilder::Kind::k
 /// constant weight matrix per axis.
 class InterpolateBuilder {
  public:
+  /// Resizes `x` to `sizes`; Interpolate(x, sizes) makes one.
   InterpolateBuilder(Node x, std::vector<int64_t> sizes) : x_(x), sizes_(std::move(sizes)) {}
+  /// Nearest-neighbour sampling.
   InterpolateBuilder& Nearest();
+  /// Linear interpolation between the two neighbours on each axis (the default).
   InterpolateBuilder& Bilinear();
   /// AlignCorners(true) turns half-pixel centers off, HalfPixelCenters(true) align corners.
   InterpolateBuilder& AlignCorners(bool align);
+  /// Half-pixel centers on or off (on by default); on turns AlignCorners off.
   InterpolateBuilder& HalfPixelCenters(bool half_pixel);
+  /// x is [batch, channels, spatial...].
   InterpolateBuilder& ChannelsFirst();
+  /// x is [batch, spatial..., channels] (the default).
   InterpolateBuilder& ChannelsLast();
+  /// The resized node; kiln::Error naming Interpolate when x is not a float image with spatial
+  /// axes or `sizes` does not have one entry (>= 1, or -1) per spatial axis.
   Node Done() const;
 
  private:
@@ -148,6 +186,7 @@ class InterpolateBuilder {
   std::vector<int64_t> sizes_;
   bool nearest_ = false, align_corners_ = false, half_pixel_ = true, channels_first_ = false;
 };
+/// Starts resizing `x`'s spatial axes to `sizes`; finish with Done().
 inline InterpolateBuilder Interpolate(Node x, std::vector<int64_t> sizes) {
   return InterpolateBuilder(x, std::move(sizes));
 }

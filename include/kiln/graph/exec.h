@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// Exec: builds a graph from a C++ function once per distinct input shapes, compiles it on a
 /// backend, caches it, and runs it on tensors.
 
@@ -22,7 +23,7 @@ namespace kiln::graph {
 /// output (GoMLX's donation). Afterwards, where the buffer was shared with the host, every copy
 /// of the handle reports Ok() == false. Returns the same handle.
 Tensor Donate(Tensor tensor);
-/// The seed's spelling: donate `tensor`'s buffer on `backend`'s `device`.
+/// GoMLX's spelling: donate `tensor`'s buffer on `backend`'s `device`.
 Tensor DonateTensorBuffer(Tensor tensor, const compute::BackendPtr& backend, int device);
 
 /// A graph-building function in normal form: the graph and its parameter nodes in, outputs out.
@@ -52,14 +53,16 @@ class Exec {
   Tensor Call1(Args&&... args) {
     return Single(Call(std::forward<Args>(args)...));
   }
+  /// Call1 with the inputs as one vector (one tensor per parameter, in order).
   Tensor Call1(const std::vector<Tensor>& inputs) { return Single(CallTensors(inputs)); }
 
   /// Maximum number of compiled shape combinations kept (least recently used dropped first).
   Exec& SetMaxCacheSize(int size);
   /// Number of graphs built so far (cache misses).
   int NumBuilds() const;
-  /// Declares dynamic axes per input, by name (the seed's API). Requires a backend with
-  /// dynamic shapes; every backend so far is static-only, so this throws kiln::Error.
+  /// Declares dynamic axes per input, by name (GoMLX's API). Exec does not run dynamic axes:
+  /// this throws kiln::Error, saying so, or that the backend has no dynamic shapes (ref and
+  /// cpu recompile per input shape instead).
   Exec& WithDynamicAxes(const std::vector<std::vector<std::string>>& axes_per_input);
   /// The backend this Exec compiles for.
   const compute::BackendPtr& backend() const;
@@ -83,6 +86,7 @@ class Exec {
   std::shared_ptr<State> state_;
 };
 
+/// @cond internal
 namespace detail {
 
 template <typename T>
@@ -145,6 +149,7 @@ struct GraphFnAdapter<Fn, std::tuple<A...>> {
 };
 
 }  // namespace detail
+/// @endcond
 
 /// Makes an Exec from a function or lambda of one of the forms `Node(Node...)`,
 /// `std::vector<Node>(Node...)`, `std::tuple<Node...>(Node...)`, `Node(Graph&)` or

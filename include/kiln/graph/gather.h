@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// Gathers, scatters and dynamic slices (GoMLX's names). Start indices may have any integer
 /// dtype. Out-of-range starts are clamped so the slice fits (Gather, GatherSlices, DynamicSlice,
 /// DynamicUpdateSlice, as XLA does); a scatter update whose window would fall outside the

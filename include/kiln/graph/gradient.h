@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// Automatic differentiation: reverse-mode gradients built at graph-building time, as ordinary
 /// ops appended to the same graph (so they compile, run on any backend, and can themselves be
 /// differentiated).

@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// Graph and Node: the symbolic computation a user function builds, op by op, before it is
 /// compiled by a backend.
 
@@ -24,13 +25,17 @@ class Node {
   /// An invalid handle (Ok() false).
   Node() = default;
 
+  /// The shape of the node's value; kiln::Error on an invalid node.
   const Shape& shape() const;
+  /// The dtype of the node's value (shape().dtype()).
   DType dtype() const { return shape().dtype(); }
+  /// Number of axes of the node's value (0 for a scalar).
   int rank() const { return shape().Rank(); }
   /// The graph the node belongs to.
   Graph& graph() const;
   /// Position of the node in its graph (its value number in the Program).
   int id() const { return id_; }
+  /// False for a default-constructed handle; such a node throws kiln::Error when used.
   bool Ok() const { return graph_ != nullptr; }
   /// "#3 Add(#1, #2) -> (Float32)[2, 3]".
   std::string ToString() const;
@@ -39,6 +44,7 @@ class Node {
   /// The node's operands.
   std::vector<Node> operands() const;
 
+  /// The same node of the same graph (not a comparison of values: see graph::Equal for that).
   friend bool operator==(const Node& a, const Node& b) { return a.graph_ == b.graph_ && a.id_ == b.id_; }
 
  private:
@@ -54,16 +60,20 @@ class Node {
 /// Not copyable: nodes refer to it by address.
 class Graph {
  public:
+  /// An empty graph; `name` appears in its listings and error messages.
   explicit Graph(std::string name = "graph");
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
   ~Graph();
 
+  /// The name given at construction.
   const std::string& name() const { return name_; }
 
   /// A new input of the graph; parameters are numbered in creation order.
   Node Parameter(const Shape& shape, const std::string& name = "");
+  /// Number of parameters created so far.
   int NumParameters() const { return static_cast<int>(parameters_.size()); }
+  /// The node of parameter `index`; kiln::Error unless 0 <= index < NumParameters().
   Node ParameterNode(int index) const;
 
   /// Appends a primitive op after checking operands and attributes with the op's shape rule
@@ -76,9 +86,12 @@ class Graph {
                                compute::OpAttributes attrs,
                                std::vector<std::shared_ptr<const compute::Program>> subprograms);
 
-  /// Number of nodes so far.
+  /// Number of nodes in the graph.
   int NumNodes() const { return static_cast<int>(instructions_.size()); }
+  /// The instruction that node `id` records (op, operands, attributes, shape); std::out_of_range
+  /// unless 0 <= id < NumNodes().
   const compute::Instruction& instruction(int id) const { return instructions_.at(static_cast<size_t>(id)); }
+  /// The handle of node `id`; kiln::Error unless 0 <= id < NumNodes().
   Node NodeAt(int id);
 
   /// The Program computing `outputs` (only what they need), ready for a backend to compile.
@@ -102,17 +115,20 @@ class Graph {
   void SetCustomGradient(Node n, CustomGradientFn fn);
   /// The override of node `id`, or nullptr.
   const CustomGradientFn* CustomGradient(int id) const;
+  /// True when some node has a gradient override.
   bool HasCustomGradients() const { return !custom_gradients_.empty(); }
   /// Marks node `n` as a checkpoint: its value is kept for the backward pass. When
   /// `rematerialize` is true, the nodes built on it afterwards are recomputed in the backward
   /// pass instead of kept (until a checkpoint with `rematerialize` false).
   void MarkCheckpoint(Node n, bool rematerialize);
+  /// True for nodes marked with MarkCheckpoint (false for ids out of range).
   bool IsCheckpoint(int id) const { return Flag(id, kCheckpoint); }
   /// True for nodes the backward pass recomputes from the nearest checkpoints.
   bool NeedsRematerialization(int id) const { return Flag(id, kRemat); }
   /// While set, new nodes do not inherit NeedsRematerialization from their operands (the
   /// backward pass sets it for the nodes it builds).
   void SetRematInheritance(bool on) { remat_inheritance_ = on; }
+  /// Whether new nodes inherit NeedsRematerialization (true unless SetRematInheritance(false)).
   bool RematInheritance() const { return remat_inheritance_; }
 
  private:

@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// The graph ops: free functions with GoMLX's names. Each checks shapes and dtypes when called
 /// and throws kiln::Error with the stack of the call if they do not fit.
 ///
@@ -24,11 +25,22 @@ concept Number = std::is_arithmetic_v<T> && !std::is_same_v<T, char>;
 
 /// A C++ number of any kind, carried to the graph without losing precision.
 struct ScalarValue {
-  enum class Kind { kBool, kInt, kUint, kFloat } kind = Kind::kFloat;
-  int64_t i = 0;
-  uint64_t u = 0;
-  double f = 0;
+  /// Which field holds the value: `i` for kBool (0 or 1) and kInt, `u` for kUint, `f` for kFloat.
+  enum class Kind {
+    /// A bool, in `i`.
+    kBool,
+    /// A signed integer, in `i`.
+    kInt,
+    /// An unsigned integer, in `u`.
+    kUint,
+    /// A floating-point number, in `f`.
+    kFloat,
+  } kind = Kind::kFloat;  ///< Which field holds the value.
+  int64_t i = 0;          ///< A bool (0/1) or signed integer value.
+  uint64_t u = 0;         ///< An unsigned integer value.
+  double f = 0;           ///< A floating-point value.
 
+  /// Holds `value` in the field of its kind (bool, signed, unsigned or floating point).
   template <Number T>
   static ScalarValue Of(T value) {
     ScalarValue s;
@@ -53,6 +65,7 @@ struct ScalarValue {
 
 /// A constant holding `value` (a Tensor, or C++ values as Tensor::FromValue takes).
 Node Const(Graph& g, const Tensor& value);
+/// A constant from C++ values (a number, or nested std::vector of numbers), via Tensor::FromValue.
 template <TensorValue V>
 Node Const(Graph& g, const V& value) {
   return Const(g, Tensor::FromValue(value));
@@ -62,6 +75,7 @@ Node Const(Graph& g, const V& value) {
 /// Bool takes only true/false (0/1); float dtypes round to nearest (integers too) but reject
 /// finite values beyond their largest value.
 Node ScalarOf(Graph& g, DType dtype, ScalarValue value);
+/// A scalar constant of `dtype` holding the C++ number `value` (checked as ScalarOf does).
 template <Number T>
 Node Scalar(Graph& g, DType dtype, T value) {
   return ScalarOf(g, dtype, ScalarValue::Of(value));
@@ -71,102 +85,128 @@ template <Number T>
 Node ScalarLike(Node x, T value) {
   return ScalarOf(x.graph(), x.dtype(), ScalarValue::Of(value));
 }
+/// Zeros of `shape` (false for Bool), a broadcast scalar; a dynamic `shape` is a kiln::Error.
 Node Zeros(Graph& g, const Shape& shape);
+/// Ones of `shape` (true for Bool), a broadcast scalar; a dynamic `shape` is a kiln::Error.
 Node Ones(Graph& g, const Shape& shape);
+/// Zeros of x's shape and dtype.
 Node ZerosLike(Node x);
+/// Ones of x's shape and dtype.
 Node OnesLike(Node x);
 /// Values 0, 1, 2... along `axis`, repeated over the other axes of `shape`.
 Node Iota(Graph& g, const Shape& shape, int axis);
 
 // ---- Unary ----------------------------------------------------------------------------------
 
-Node Neg(Node x);
-Node Abs(Node x);
-Node Sign(Node x);
-Node Sqrt(Node x);
-Node Rsqrt(Node x);
-Node Square(Node x);
-Node Reciprocal(Node x);
-Node Exp(Node x);
-Node Expm1(Node x);
-Node Log(Node x);
-Node Log1p(Node x);
-Node Sin(Node x);
-Node Cos(Node x);
-Node Tanh(Node x);
-Node Sigmoid(Node x);
-Node Erf(Node x);
-Node Floor(Node x);
-Node Ceil(Node x);
+// Each takes a node and returns one of the same shape. Numeric means an integer or float dtype
+// (not Bool, not packed); a dtype outside the op's class is a kiln::Error.
+
+Node Neg(Node x);         ///< -x (numeric; unsigned integers wrap).
+Node Abs(Node x);         ///< |x| (numeric).
+Node Sign(Node x);        ///< -1, 0 or 1 (numeric); floats keep NaN and the sign of zeros.
+Node Sqrt(Node x);        ///< Square root (float dtypes).
+Node Rsqrt(Node x);       ///< 1 / sqrt(x) (float dtypes).
+Node Square(Node x);      ///< x * x (numeric).
+Node Reciprocal(Node x);  ///< 1 / x (numeric).
+Node Exp(Node x);         ///< e^x (float dtypes).
+Node Expm1(Node x);       ///< e^x - 1, accurate near 0 (float dtypes).
+Node Log(Node x);         ///< Natural logarithm (float dtypes).
+Node Log1p(Node x);       ///< log(1 + x), accurate near 0 (float dtypes).
+Node Sin(Node x);         ///< Sine, x in radians (float dtypes).
+Node Cos(Node x);         ///< Cosine, x in radians (float dtypes).
+Node Tanh(Node x);        ///< Hyperbolic tangent (float dtypes).
+Node Sigmoid(Node x);     ///< The logistic function 1 / (1 + e^-x) (float dtypes).
+Node Erf(Node x);         ///< The error function (float dtypes).
+Node Floor(Node x);       ///< Largest integer value <= x (float dtypes).
+Node Ceil(Node x);        ///< Smallest integer value >= x (float dtypes).
 /// Rounds half to even.
 Node Round(Node x);
-Node IsFinite(Node x);
-Node IsNaN(Node x);
-Node LogicalNot(Node x);
-Node BitwiseNot(Node x);
+Node IsFinite(Node x);    ///< Bool: true where x is neither infinite nor NaN (float dtypes).
+Node IsNaN(Node x);       ///< Bool: true where x is NaN (float dtypes).
+Node LogicalNot(Node x);  ///< !x (Bool).
+Node BitwiseNot(Node x);  ///< ~x (integer dtypes, not packed).
 /// Number of set bits (population count).
 Node BitCount(Node x);
 /// Count of leading zero bits.
 Node Clz(Node x);
+/// x itself (the same node): a no-op kept for GoMLX's API.
 Node Identity(Node x);
 /// The value of x, through which no gradient flows.
 Node StopGradient(Node x);
 
 // ---- Binary (broadcasting) --------------------------------------------------------------------
 
-Node Add(Node a, Node b);
-Node Sub(Node a, Node b);
-Node Mul(Node a, Node b);
+// Each takes two nodes of one dtype that broadcast (see the file's comment) and returns the
+// broadcast shape; a dtype outside the op's class is a kiln::Error.
+
+Node Add(Node a, Node b);  ///< a + b (numeric; integers wrap).
+Node Sub(Node a, Node b);  ///< a - b (numeric; integers wrap).
+Node Mul(Node a, Node b);  ///< a * b (numeric; integers wrap).
 /// Integer division truncates toward zero; x/0 is -1 (all bits set) for integers.
 Node Div(Node a, Node b);
 /// Remainder with the dividend's sign; x%0 is x for integers.
 Node Rem(Node a, Node b);
+/// a raised to the power b (numeric). Integers: exact, wrapping on overflow; a negative
+/// exponent gives 1/a^-b truncated (1 for a = 1, +-1 for a = -1, else 0).
 Node Pow(Node a, Node b);
 /// Elementwise maximum; NaN propagates.
 Node Max(Node a, Node b);
 /// Elementwise minimum; NaN propagates.
 Node Min(Node a, Node b);
+/// The angle of the point (x, y) in radians, in [-pi, pi] (float dtypes).
 Node Atan2(Node y, Node x);
-Node LogicalAnd(Node a, Node b);
-Node LogicalOr(Node a, Node b);
-Node LogicalXor(Node a, Node b);
-Node BitwiseAnd(Node a, Node b);
-Node BitwiseOr(Node a, Node b);
-Node BitwiseXor(Node a, Node b);
+Node LogicalAnd(Node a, Node b);  ///< a && b (Bool).
+Node LogicalOr(Node a, Node b);   ///< a || b (Bool).
+Node LogicalXor(Node a, Node b);  ///< a != b (Bool).
+Node BitwiseAnd(Node a, Node b);  ///< a & b (integer dtypes, not packed).
+Node BitwiseOr(Node a, Node b);   ///< a | b (integer dtypes, not packed).
+Node BitwiseXor(Node a, Node b);  ///< a ^ b (integer dtypes, not packed).
 /// Shifts by the bit width or more give 0.
 Node ShiftLeft(Node a, Node bits);
 /// Shifts by the bit width or more fill with the sign bit.
 Node ShiftRightArithmetic(Node a, Node bits);
+/// Shifts in zero bits (the bits of `a` read as unsigned); by the bit width or more gives 0.
 Node ShiftRightLogical(Node a, Node bits);
 
+// The binary ops with a C++ number as the second operand, converted to x's dtype (exactly, as
+// ScalarLike: a value x's dtype cannot hold is a kiln::Error).
+
+/// x + value.
 template <Number T>
 Node AddScalar(Node x, T value) {
   return Add(x, ScalarLike(x, value));
 }
+/// x - value.
 template <Number T>
 Node SubScalar(Node x, T value) {
   return Sub(x, ScalarLike(x, value));
 }
+/// x * value.
 template <Number T>
 Node MulScalar(Node x, T value) {
   return Mul(x, ScalarLike(x, value));
 }
+/// x / value (as Div).
 template <Number T>
 Node DivScalar(Node x, T value) {
   return Div(x, ScalarLike(x, value));
 }
+/// x raised to the power value.
 template <Number T>
 Node PowScalar(Node x, T value) {
   return Pow(x, ScalarLike(x, value));
 }
+/// Max(x, value).
 template <Number T>
 Node MaxScalar(Node x, T value) {
   return Max(x, ScalarLike(x, value));
 }
+/// Min(x, value).
 template <Number T>
 Node MinScalar(Node x, T value) {
   return Min(x, ScalarLike(x, value));
 }
+/// Rem(x, value): the remainder with x's sign (GoMLX's name).
 template <Number T>
 Node ModScalar(Node x, T value) {
   return Rem(x, ScalarLike(x, value));
@@ -174,12 +214,14 @@ Node ModScalar(Node x, T value) {
 
 // ---- Comparisons and selection ----------------------------------------------------------------
 
-Node Equal(Node a, Node b);
-Node NotEqual(Node a, Node b);
-Node Less(Node a, Node b);
-Node LessOrEqual(Node a, Node b);
-Node Greater(Node a, Node b);
-Node GreaterOrEqual(Node a, Node b);
+// Comparisons broadcast as the binary ops and return Bool; NaN compares unequal to everything.
+
+Node Equal(Node a, Node b);           ///< a == b (any unpacked dtype, Bool included).
+Node NotEqual(Node a, Node b);        ///< a != b (any unpacked dtype, Bool included).
+Node Less(Node a, Node b);            ///< a < b (numeric).
+Node LessOrEqual(Node a, Node b);     ///< a <= b (numeric).
+Node Greater(Node a, Node b);         ///< a > b (numeric).
+Node GreaterOrEqual(Node a, Node b);  ///< a >= b (numeric).
 /// x == 0.
 Node IsZero(Node x);
 /// Elementwise cond ? onTrue : onFalse; a scalar condition or scalar branches broadcast.
@@ -193,41 +235,57 @@ Node Clip(Node x, T lo, T hi) {
 }
 
 // ---- Reductions (an empty `axes` reduces every axis) -----------------------------------------
+// The reduced axes are removed from the result (ReduceAndKeep keeps them); negative axes count
+// from the end; an axis out of range or repeated is a kiln::Error.
 
+/// Sum over `axes`; an empty reduction gives 0 (numeric).
 Node ReduceSum(Node x, const std::vector<int>& axes = {});
+/// Mean over `axes` (float dtypes).
 Node ReduceMean(Node x, const std::vector<int>& axes = {});
 /// Maximum; NaN propagates; an empty reduction gives -inf (lowest integer).
 Node ReduceMax(Node x, const std::vector<int>& axes = {});
+/// Minimum; NaN propagates; an empty reduction gives +inf (highest integer).
 Node ReduceMin(Node x, const std::vector<int>& axes = {});
+/// Product over `axes`; an empty reduction gives 1 (numeric).
 Node ReduceProduct(Node x, const std::vector<int>& axes = {});
 /// GoMLX's name for ReduceProduct.
 Node ReduceMultiply(Node x, const std::vector<int>& axes = {});
+/// True where every element is true (Bool; empty: true).
 Node ReduceLogicalAnd(Node x, const std::vector<int>& axes = {});
+/// True where some element is true (Bool; empty: false).
 Node ReduceLogicalOr(Node x, const std::vector<int>& axes = {});
+/// True where an odd number of elements is true (Bool; empty: false).
 Node ReduceLogicalXor(Node x, const std::vector<int>& axes = {});
+/// Bitwise and of the elements (integer dtypes; empty: all bits set).
 Node ReduceBitwiseAnd(Node x, const std::vector<int>& axes = {});
+/// Bitwise or of the elements (integer dtypes; empty: 0).
 Node ReduceBitwiseOr(Node x, const std::vector<int>& axes = {});
+/// Bitwise xor of the elements (integer dtypes; empty: 0).
 Node ReduceBitwiseXor(Node x, const std::vector<int>& axes = {});
 /// log(sum(exp(x))), computed stably.
 Node ReduceLogSumExp(Node x, const std::vector<int>& axes = {});
 /// Population variance (mean of squared deviations).
 Node ReduceVariance(Node x, const std::vector<int>& axes = {});
-Node ReduceAllSum(Node x);
-Node ReduceAllMean(Node x);
-Node ReduceAllMax(Node x);
-Node ReduceAllMin(Node x);
-Node ReduceAllProduct(Node x);
+Node ReduceAllSum(Node x);      ///< Sum of every element, a scalar (ReduceSum over all axes).
+Node ReduceAllMean(Node x);     ///< Mean of every element, a scalar (float dtypes).
+Node ReduceAllMax(Node x);      ///< Maximum of every element, a scalar (NaN propagates).
+Node ReduceAllMin(Node x);      ///< Minimum of every element, a scalar (NaN propagates).
+Node ReduceAllProduct(Node x);  ///< Product of every element, a scalar.
 /// Applies `reduce` over `axes` and keeps them as axes of size 1.
 Node ReduceAndKeep(Node x, const std::function<Node(Node, const std::vector<int>&)>& reduce,
                    const std::vector<int>& axes = {});
 /// Reductions over the elements where `mask` (Bool, broadcastable to x) is true. A fully masked
 /// reduction gives 0 (sum), NaN (mean, float dtypes only), and the lowest/highest value (max/min).
 Node MaskedReduceSum(Node x, Node mask, const std::vector<int>& axes = {});
+/// Mean of the elements where `mask` is true (float dtypes; NaN where none is).
 Node MaskedReduceMean(Node x, Node mask, const std::vector<int>& axes = {});
+/// Maximum of the elements where `mask` is true (the dtype's lowest value where none is).
 Node MaskedReduceMax(Node x, Node mask, const std::vector<int>& axes = {});
+/// Minimum of the elements where `mask` is true (the dtype's highest value where none is).
 Node MaskedReduceMin(Node x, Node mask, const std::vector<int>& axes = {});
 /// Index of the maximum along `axis` (first on ties; NaN counts as the maximum).
 Node ArgMax(Node x, int axis, DType dtype = DType::Int32);
+/// Index of the minimum along `axis`, in `dtype` (first on ties; NaN counts as the minimum).
 Node ArgMin(Node x, int axis, DType dtype = DType::Int32);
 
 // ---- Shape ------------------------------------------------------------------------------------
@@ -262,10 +320,11 @@ std::vector<Node> Split(Node x, int axis, int parts);
 
 /// One axis' range for Slice: [start, end) with a stride; negative indices count from the end.
 struct AxisRangeSpec {
-  int64_t start = 0;
+  int64_t start = 0;        ///< First index taken (negative: from the end).
   int64_t end = INT64_MAX;  ///< INT64_MAX: to the end of the axis.
-  int64_t stride = 1;
-  bool single = false;  ///< AxisElem: one index, axis kept with size 1.
+  int64_t stride = 1;       ///< Step between taken indices (> 0).
+  bool single = false;      ///< AxisElem: one index, axis kept with size 1.
+  /// Takes every `s`-th index of the range; returns *this for chaining: AxisRange(0, 8).Stride(2).
   AxisRangeSpec& Stride(int64_t s) {
     stride = s;
     return *this;
@@ -282,6 +341,7 @@ Node Slice(Node x, const std::vector<AxisRangeSpec>& ranges);
 /// Pads with `fill` (a scalar node of x's dtype): per axis low/high (negative crops) and interior;
 /// axes beyond `padding`'s length are not padded.
 Node Pad(Node x, Node fill, const std::vector<compute::PadAxis>& padding);
+/// Reverses the order of the elements along each of `axes`.
 Node Reverse(Node x, const std::vector<int>& axes);
 /// Converts values to `dtype` (float to integer saturates, NaN gives 0).
 Node ConvertDType(Node x, DType dtype);
@@ -295,6 +355,7 @@ Node OneHot(Node indices, int64_t depth, DType dtype);
 /// Dot(a, b).Product() or Dot(a, b).General(...).
 class DotBuilder {
  public:
+  /// The operands; Dot(a, b) is the usual way to make one.
   DotBuilder(Node a, Node b) : a_(a), b_(b) {}
   /// The usual products: vector·vector (scalar), matrix·vector, matrix·matrix, and batched
   /// [..., m, k]·[..., k, n] with equal batch dimensions.
@@ -307,6 +368,7 @@ class DotBuilder {
  private:
   Node a_, b_;
 };
+/// Starts a dot product of `a` and `b`: finish with .Product() or .General(...).
 inline DotBuilder Dot(Node a, Node b) { return DotBuilder(a, b); }
 /// Dot product of two vectors (or of the last axes, batched over the leading ones).
 Node DotProduct(Node a, Node b);
@@ -316,40 +378,49 @@ Node MatMul(Node a, Node b);
 Node Einsum(const std::string& equation, Node a, Node b);
 
 // ---- Operators ---------------------------------------------------------------------------------
+// Arithmetic operators on nodes; a C++ number on either side takes the node's dtype (ScalarLike).
 
-inline Node operator+(Node a, Node b) { return Add(a, b); }
-inline Node operator-(Node a, Node b) { return Sub(a, b); }
-inline Node operator*(Node a, Node b) { return Mul(a, b); }
-inline Node operator/(Node a, Node b) { return Div(a, b); }
-inline Node operator-(Node a) { return Neg(a); }
+inline Node operator+(Node a, Node b) { return Add(a, b); }  ///< Add(a, b).
+inline Node operator-(Node a, Node b) { return Sub(a, b); }  ///< Sub(a, b).
+inline Node operator*(Node a, Node b) { return Mul(a, b); }  ///< Mul(a, b).
+inline Node operator/(Node a, Node b) { return Div(a, b); }  ///< Div(a, b).
+inline Node operator-(Node a) { return Neg(a); }             ///< Neg(a).
+/// Add(a, b) with b in a's dtype.
 template <Number T>
 Node operator+(Node a, T b) {
   return Add(a, ScalarLike(a, b));
 }
+/// Add(a, b) with a in b's dtype.
 template <Number T>
 Node operator+(T a, Node b) {
   return Add(ScalarLike(b, a), b);
 }
+/// Sub(a, b) with b in a's dtype.
 template <Number T>
 Node operator-(Node a, T b) {
   return Sub(a, ScalarLike(a, b));
 }
+/// Sub(a, b) with a in b's dtype.
 template <Number T>
 Node operator-(T a, Node b) {
   return Sub(ScalarLike(b, a), b);
 }
+/// Mul(a, b) with b in a's dtype.
 template <Number T>
 Node operator*(Node a, T b) {
   return Mul(a, ScalarLike(a, b));
 }
+/// Mul(a, b) with a in b's dtype.
 template <Number T>
 Node operator*(T a, Node b) {
   return Mul(ScalarLike(b, a), b);
 }
+/// Div(a, b) with b in a's dtype.
 template <Number T>
 Node operator/(Node a, T b) {
   return Div(a, ScalarLike(a, b));
 }
+/// Div(a, b) with a in b's dtype.
 template <Number T>
 Node operator/(T a, Node b) {
   return Div(ScalarLike(b, a), b);

@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// Stateless, reproducible random numbers (JAX / GoMLX style). A random state is a node of shape
 /// (Uint64)[3] = [key, counter_hi, counter_lo]: every generator takes a state and returns the
 /// values together with the next state, which the caller threads into the next call. The numbers

@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// Sorting, top-k, cumulative sums and the softmax family (GoMLX's names).
 
 #include <cstdint>
@@ -10,8 +11,8 @@ namespace kiln::graph {
 
 /// Sorted values and the positions (Int32, along the sorted axis) they came from.
 struct ValuesAndIndices {
-  Node values;
-  Node indices;
+  Node values;   ///< The values, in sorted order.
+  Node indices;  ///< Int32: where along the axis each value was in the input.
 };
 
 /// The stable permutation (Int32) sorting `x` along `axis`: ascending with NaN last, or

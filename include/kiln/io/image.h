@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// Images: PNG and JPEG reading and writing (8-bit gray, gray+alpha, RGB, RGBA; PNG reading also
 /// takes palette images and 16-bit samples, reduced to 8 bits; JPEG is gray or RGB).
 ///

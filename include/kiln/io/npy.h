@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// NumPy's .npy and .npz files.
 
 #include <cstdint>

@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// safetensors files (the ecosystem's weights format): an 8-byte little-endian header size, a
 /// JSON header naming each tensor's dtype, shape and byte range, then the raw little-endian data.
 ///
@@ -23,8 +24,8 @@ namespace kiln::io {
 
 /// Named tensors, in file order, and the string metadata ("__metadata__").
 struct SafetensorsFile {
-  std::vector<std::pair<std::string, Tensor>> tensors;
-  std::map<std::string, std::string> metadata;
+  std::vector<std::pair<std::string, Tensor>> tensors;  ///< (name, tensor), in the file's order.
+  std::map<std::string, std::string> metadata;          ///< The "__metadata__" entries (may be empty).
   /// The tensor `name`, or an empty handle.
   Tensor Find(const std::string& name) const;
 };

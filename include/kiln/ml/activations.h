@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// Activation functions (kiln::activations; not re-exported into kiln::graph), composed from graph
 /// ops, so they run on every backend and differentiate through their primitives.
 ///
@@ -36,6 +37,7 @@ Node Silu(Node x);
 Node SwiGLU(Node x);
 /// 1 / (1 + exp(-x)).
 Node Sigmoid(Node x);
+/// The hyperbolic tangent, in (-1, 1).
 Node Tanh(Node x);
 /// log(1 + exp(x)), computed stably.
 Node Softplus(Node x);

@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// Attention: scaled dot-product attention (kiln::nn, stateless), rotary position embeddings,
 /// and the multi-head attention layer (kiln::layers) with its projections in a model::Scope.
 ///
@@ -57,6 +58,8 @@ using graph::Node;
 /// out_proj.bias.
 class MultiHeadAttentionBuilder {
  public:
+  /// Attention of `query` over `key` and `value` ([batch, seq, features] each), with the
+  /// projections' variables under `scope`; layers::MultiHeadAttention(...) makes one.
   MultiHeadAttentionBuilder(model::Scope scope, Node query, Node key, Node value)
       : scope_(std::move(scope)), query_(query), key_(key), value_(value) {}
   /// Number of query heads (required).
@@ -69,6 +72,7 @@ class MultiHeadAttentionBuilder {
   MultiHeadAttentionBuilder& NumKVHeads(int64_t heads);
   /// Output features (default: the query's features).
   MultiHeadAttentionBuilder& OutputDim(int64_t dim);
+  /// Whether the four projections have "biases" (true by default).
   MultiHeadAttentionBuilder& UseProjectionBias(bool use);
   /// Bool mask, true where attending is allowed, broadcastable to [batch, heads, q_len, kv_len].
   MultiHeadAttentionBuilder& Mask(Node mask);
@@ -83,6 +87,10 @@ class MultiHeadAttentionBuilder {
   MultiHeadAttentionBuilder& RoPE(double base = 10000.0);
   /// Positions for RoPE ([seq] or [batch, seq]; query and key share them: self-attention).
   MultiHeadAttentionBuilder& RoPEPositions(Node positions);
+  /// The attention output [batch, q_len, output_dim]; kiln::Error naming MultiHeadAttention when
+  /// NumHeads is unset, the inputs are not float [batch, seq, features] agreeing on batch and key
+  /// length, or the dimensions do not fit (heads not dividing the features, kv_heads not
+  /// dividing heads).
   Node Done();
 
  private:
@@ -93,6 +101,7 @@ class MultiHeadAttentionBuilder {
   double dropout_ = 0;
   std::optional<double> rope_base_;
 };
+/// Starts a multi-head attention layer: MultiHeadAttention(scope, q, k, v).NumHeads(8).Done().
 inline MultiHeadAttentionBuilder MultiHeadAttention(model::Scope scope, Node query, Node key, Node value) {
   return MultiHeadAttentionBuilder(std::move(scope), query, key, value);
 }

@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// A feed-forward network (kiln::layers::Fnn, GoMLX's fnn): hidden dense layers with an
 /// activation, optional normalisation, dropout and residual connections, then a linear output
 /// layer.
@@ -27,10 +28,12 @@ namespace kiln::layers {
 
 using graph::Node;
 
+/// The options of one feed-forward network; layers::Fnn(scope, x) makes one, Done() builds it.
 class FnnBuilder {
  public:
   /// Reads the defaults from `scope`'s hyperparameters.
   FnnBuilder(model::Scope scope, Node x);
+  /// Number of hidden layers (0: the output layer alone, a linear model).
   FnnBuilder& NumHiddenLayers(int n) {
     num_hidden_layers_ = n;
     return *this;
@@ -66,14 +69,18 @@ class FnnBuilder {
     output_dims_ = {static_cast<int64_t>(dims)...};
     return *this;
   }
+  /// OutputDims with the dimensions as a vector.
   FnnBuilder& OutputDimsList(std::vector<int64_t> dims) {
     output_dims_ = std::move(dims);
     return *this;
   }
+  /// Whether every dense layer has "biases" (true by default).
   FnnBuilder& UseBias(bool use) {
     use_bias_ = use;
     return *this;
   }
+  /// The network's output; kiln::Error naming Fnn when x is invalid, OutputDims is unset, a count
+  /// is out of range, the normalization is unknown or the dropout rate is not in [0, 1).
   Node Done();
 
  private:
@@ -88,6 +95,7 @@ class FnnBuilder {
   std::vector<int64_t> output_dims_;
   bool use_bias_ = true;
 };
+/// Starts a feed-forward network on `x` with its variables under `scope`.
 inline FnnBuilder Fnn(model::Scope scope, Node x) { return FnnBuilder(std::move(scope), x); }
 
 }  // namespace kiln::layers

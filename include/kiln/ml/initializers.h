@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// Variable initializers (kiln::initializers): each returns a model::Initializer, which builds a
 /// variable's first value in the store's initialisation graph, drawing random numbers from the
 /// store's random-number state (so one seed reproduces a model) and advancing it.
@@ -27,9 +28,10 @@ using model::Initializer;
 
 /// Fan-in and fan-out of a weight of `shape` (see the header comment).
 struct Fans {
-  int64_t in = 1;
-  int64_t out = 1;
+  int64_t in = 1;   ///< Fan-in: inputs feeding each output unit.
+  int64_t out = 1;  ///< Fan-out: output units each input feeds.
 };
+/// The fans of a weight of `shape`, by the convention in the header comment.
 Fans ComputeFans(const Shape& shape);
 
 /// All zeros.
@@ -63,11 +65,10 @@ Initializer GlorotNormal();
 Initializer HeUniform();
 /// Truncated normal of variance 2 / fan_in.
 Initializer HeNormal();
-/// Aliases under the other common names.
-inline Initializer XavierUniform() { return GlorotUniform(); }
-inline Initializer XavierNormal() { return GlorotNormal(); }
-inline Initializer KaimingUniform() { return HeUniform(); }
-inline Initializer KaimingNormal() { return HeNormal(); }
+inline Initializer XavierUniform() { return GlorotUniform(); }  ///< GlorotUniform's other name.
+inline Initializer XavierNormal() { return GlorotNormal(); }    ///< GlorotNormal's other name.
+inline Initializer KaimingUniform() { return HeUniform(); }     ///< HeUniform's other name.
+inline Initializer KaimingNormal() { return HeNormal(); }       ///< HeNormal's other name.
 
 /// A (semi-)orthogonal matrix times `gain` (Saxe et al. 2014): the variable is viewed as
 /// [fan_in, fan_out] (all axes but the last, by the last); when fan_in >= fan_out its columns

@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// Kolmogorov-Arnold networks (KAN) with B-spline edges.
 ///
 /// Each layer maps [batch, in] to [batch, out]; every edge (i -> j) carries its own learned
@@ -30,6 +31,7 @@ Node BSplineBases(Node x, int grid_size, int order, double lo = -1.0, double hi 
 /// [in, out, grid_size + order] (zeros: the network starts as a silu MLP without biases).
 class KANBuilder {
  public:
+  /// A KAN on `x` with its variables under `scope`; layers::KAN(scope, x) makes one.
   KANBuilder(model::Scope scope, Node x) : scope_(std::move(scope)), x_(x) {}
   /// Number of hidden layers (default 0: a single KAN layer).
   KANBuilder& NumHiddenLayers(int n);
@@ -43,6 +45,8 @@ class KANBuilder {
   KANBuilder& SplineOrder(int order);
   /// The grid's range (default [-1, 1]).
   KANBuilder& GridRange(double lo, double hi);
+  /// The network's output [batch, OutputDims]; kiln::Error naming KAN when x is not float
+  /// [batch, features], OutputDims is unset, or a count or the grid range is out of range.
   Node Done();
 
  private:
@@ -52,6 +56,7 @@ class KANBuilder {
   int64_t hidden_dims_ = 10, output_dims_ = 0;
   double lo_ = -1.0, hi_ = 1.0;
 };
+/// Starts a KAN on `x`: KAN(scope, x).OutputDims(1).Done().
 inline KANBuilder KAN(model::Scope scope, Node x) { return KANBuilder(std::move(scope), x); }
 
 }  // namespace kiln::layers

@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// Layers (kiln::layers): stateful building blocks whose weights are variables of a model::Scope.
 ///
 ///   Node h = layers::Dense(scope.In("hidden"), x, /*useBias=*/true, 128);
@@ -22,7 +23,10 @@ using graph::Node;
 /// A dense (fully connected) layer: contracts x's last axis with the variable "weights"
 /// [in, dims...] and adds "biases" [dims...] when `use_bias`. The result has x's leading axes
 /// followed by `dims`.
+/// x must be a float node with at least one axis and `dims` non-empty (else kiln::Error naming
+/// the scope).
 Node DenseWithDims(model::Scope scope, Node x, bool use_bias, const std::vector<int64_t>& dims);
+/// DenseWithDims with the output dimensions as arguments: Dense(scope, x, true, 128).
 template <std::integral... D>
 Node Dense(model::Scope scope, Node x, bool use_bias, D... dims) {
   return DenseWithDims(std::move(scope), x, use_bias, {static_cast<int64_t>(dims)...});
@@ -33,24 +37,37 @@ Node Dense(model::Scope scope, Node x, bool use_bias, D... dims) {
 /// no dilation, one group, bias on, channels last.
 class ConvolutionBuilder {
  public:
+  /// A convolution of `x` with its variables under `scope`; layers::Convolution(scope, x) makes one.
   ConvolutionBuilder(model::Scope scope, Node x) : scope_(std::move(scope)), x_(x) {}
+  /// Number of output channels (required).
   ConvolutionBuilder& Filters(int64_t n);
-  /// The same size for every spatial axis, or one per axis.
+  /// The same kernel size for every spatial axis (required, or the vector form).
   ConvolutionBuilder& KernelSize(int size);
+  /// One kernel size per spatial axis.
   ConvolutionBuilder& KernelSize(const std::vector<int>& sizes);
+  /// The same stride on every spatial axis (default 1).
   ConvolutionBuilder& Strides(int stride);
+  /// One stride per spatial axis.
   ConvolutionBuilder& Strides(const std::vector<int>& strides);
+  /// The same kernel dilation on every spatial axis (default 1: none).
   ConvolutionBuilder& Dilations(int dilation);
+  /// One kernel dilation per spatial axis.
   ConvolutionBuilder& Dilations(const std::vector<int>& dilations);
   /// Output size ceil(input / stride) per spatial axis.
   ConvolutionBuilder& PadSame();
   /// Only windows fully inside the input (the default).
   ConvolutionBuilder& NoPadding();
+  /// Whether the layer has "biases" (true by default).
   ConvolutionBuilder& UseBias(bool use);
   /// Channels split into `groups` convolved separately (groups == channels: depthwise).
   ConvolutionBuilder& ChannelGroupCount(int groups);
+  /// x is [batch, channels, spatial...].
   ConvolutionBuilder& ChannelsFirst();
+  /// x is [batch, spatial..., channels] (the default).
   ConvolutionBuilder& ChannelsLast();
+  /// The convolved (and biased) node; kiln::Error naming the layer when x is not
+  /// [batch, spatial (1 to 3 axes)..., channels], Filters or KernelSize is missing, the kernel
+  /// sizes do not match the spatial axes, or the group count does not divide channels and filters.
   Node Done();
 
  private:
@@ -61,6 +78,7 @@ class ConvolutionBuilder {
   bool same_ = false, bias_ = true, channels_first_ = false;
   int groups_ = 1;
 };
+/// Starts a convolution layer: Convolution(scope, x).Filters(32).KernelSize(3).Done().
 inline ConvolutionBuilder Convolution(model::Scope scope, Node x) {
   return ConvolutionBuilder(std::move(scope), x);
 }
@@ -68,11 +86,14 @@ inline ConvolutionBuilder Convolution(model::Scope scope, Node x) {
 /// Pooling builders over the spatial axes (Window(n) for every spatial axis; strides default to
 /// the window; no padding by default, so 28 becomes 14 with Window(2)).
 inline graph::PoolBuilder MaxPool(Node x) { return graph::MaxPool(x); }
+/// Mean pooling (graph::MeanPool): each window's mean over its non-padding elements.
 inline graph::PoolBuilder AvgPool(Node x) { return graph::MeanPool(x); }
+/// Sum pooling (graph::SumPool).
 inline graph::PoolBuilder SumPool(Node x) { return graph::SumPool(x); }
 /// Mean / max over all spatial axes: [batch, spatial..., channels] -> [batch, channels] (channels
 /// last) or [batch, channels, spatial...] -> [batch, channels] when `channels_first`.
 Node GlobalAvgPool(Node x, bool channels_first = false);
+/// Maximum over all spatial axes (as GlobalAvgPool, with the max).
 Node GlobalMaxPool(Node x, bool channels_first = false);
 
 /// Inverted dropout: while training (model::IsTraining), each element is zeroed with

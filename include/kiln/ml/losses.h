@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// Loss functions (kiln::losses), all of the type train::LossFn: labels first, as in GoMLX, then
 /// predictions; each returns a scalar, the mean over examples (axis 0) of the per-example loss.
 /// Optional per-example weights ([batch] or [batch, 1], float) come as labels[1] and a mask

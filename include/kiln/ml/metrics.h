@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// Metrics (kiln::metrics): values computed per batch from labels and predictions, with a name
 /// and a short name for progress bars. Mean metrics are averaged by the trainer over an
 /// evaluation, weighted by examples; moving-average metrics keep their state in the store and
@@ -23,10 +24,14 @@ using graph::Node;
 /// A metric's batch value: labels and predictions in, a float scalar (the batch's mean) out.
 using BatchFn = std::function<Node(const std::vector<Node>& labels, const std::vector<Node>& predictions)>;
 
+/// A metric (GoMLX's metrics.Interface): the trainer builds its value in each training or
+/// evaluation graph and reports it under Name() and ShortName().
 class Interface {
  public:
   virtual ~Interface() = default;
+  /// The full name ("Mean Accuracy"), in evaluation reports and plots.
   virtual const std::string& Name() const = 0;
+  /// The short name ("#acc"), in progress bars; also keys a moving average's state.
   virtual const std::string& ShortName() const = 0;
   /// The value reported for this step, built in the graph `scope` is bound to: the batch value
   /// (mean metrics) or the updated moving average (whose state it sets in the store).
@@ -35,6 +40,7 @@ class Interface {
   /// True for moving averages (state in the store), false for metrics averaged over an evaluation.
   virtual bool IsMovingAverage() const = 0;
 };
+/// Shared handle to a metric (one metric may serve several trainers).
 using Metric = std::shared_ptr<Interface>;
 
 /// A mean metric from a batch function.
@@ -53,13 +59,23 @@ Node BinaryAccuracy(const std::vector<Node>& labels, const std::vector<Node>& pr
 /// Mean absolute difference.
 Node MeanAbsoluteErrorValue(const std::vector<Node>& labels, const std::vector<Node>& predictions);
 
+// The batch functions above as mean metrics (NewMean) and moving averages (NewMovingAverage).
+
+/// NewMean of SparseCategoricalAccuracy.
 Metric NewSparseCategoricalAccuracy(std::string name, std::string short_name);
+/// NewMovingAverage of SparseCategoricalAccuracy.
 Metric NewMovingAverageSparseCategoricalAccuracy(std::string name, std::string short_name, double factor);
+/// NewMean of BinaryLogitsAccuracy.
 Metric NewMeanBinaryLogitsAccuracy(std::string name, std::string short_name);
+/// NewMovingAverage of BinaryLogitsAccuracy.
 Metric NewMovingAverageBinaryLogitsAccuracy(std::string name, std::string short_name, double factor);
+/// NewMean of BinaryAccuracy.
 Metric NewMeanBinaryAccuracy(std::string name, std::string short_name);
+/// NewMovingAverage of BinaryAccuracy.
 Metric NewMovingAverageBinaryAccuracy(std::string name, std::string short_name, double factor);
+/// NewMean of MeanAbsoluteErrorValue.
 Metric NewMeanAbsoluteError(std::string name, std::string short_name);
+/// NewMovingAverage of MeanAbsoluteErrorValue.
 Metric NewMovingAverageMeanAbsoluteError(std::string name, std::string short_name, double factor);
 
 }  // namespace kiln::metrics

@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// Stateless neural-network functions (kiln::nn): the computations behind the layers, with
 /// their weights passed in as nodes instead of read from a model::Scope. Composed from graph
 /// ops, so they run on every backend and differentiate through their primitives.

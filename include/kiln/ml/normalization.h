@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// Normalisation layers (kiln::layers) with their parameters in a model::Scope: BatchNorm,
 /// LayerNorm and RMSNorm. The computations are kiln::nn's.
 ///
@@ -25,6 +26,8 @@ using graph::Node;
 /// Defaults: Axis(-1), Momentum(0.99), Epsilon(1e-3), Center(true), Scale(true).
 class BatchNormBuilder {
  public:
+  /// Batch normalisation of `x` with its variables under `scope` ("gain", "offset" and the
+  /// moving "mean" and "variance"); the scope must be bound to a graph being built.
   BatchNormBuilder(model::Scope scope, Node x) : scope_(std::move(scope)), x_(x) {}
   /// The feature axis (negative from the end).
   BatchNormBuilder& Axis(int axis) {
@@ -36,6 +39,7 @@ class BatchNormBuilder {
     momentum_ = momentum;
     return *this;
   }
+  /// Added to the variance before its square root (>= 0).
   BatchNormBuilder& Epsilon(double epsilon) {
     epsilon_ = epsilon;
     return *this;
@@ -50,6 +54,8 @@ class BatchNormBuilder {
     scale_ = scale;
     return *this;
   }
+  /// The normalised node; kiln::Error naming the layer when x is not float with at least one
+  /// axis, an axis is out of range or repeated, or the momentum is not in [0, 1] or epsilon is negative.
   Node Done();
 
  private:
@@ -59,6 +65,7 @@ class BatchNormBuilder {
   double momentum_ = 0.99, epsilon_ = 1e-3;
   bool center_ = true, scale_ = true;
 };
+/// Starts a batch normalisation layer: BatchNorm(scope, x).Done().
 inline BatchNormBuilder BatchNorm(model::Scope scope, Node x) {
   return BatchNormBuilder(std::move(scope), x);
 }
@@ -67,23 +74,30 @@ inline BatchNormBuilder BatchNorm(model::Scope scope, Node x) {
 /// learned "gain" and "offset". Defaults: Axes({-1}), Epsilon(1e-5), Center(true), Scale(true).
 class LayerNormBuilder {
  public:
+  /// Layer normalisation of `x` with its variables under `scope`.
   LayerNormBuilder(model::Scope scope, Node x) : scope_(std::move(scope)), x_(x) {}
+  /// The axes normalised together (negative from the end; non-empty).
   LayerNormBuilder& Axes(std::vector<int> axes) {
     axes_ = std::move(axes);
     return *this;
   }
+  /// Added to the variance before its square root (>= 0).
   LayerNormBuilder& Epsilon(double epsilon) {
     epsilon_ = epsilon;
     return *this;
   }
+  /// Whether to add the learned "offset".
   LayerNormBuilder& Center(bool center) {
     center_ = center;
     return *this;
   }
+  /// Whether to multiply by the learned "gain".
   LayerNormBuilder& Scale(bool scale) {
     scale_ = scale;
     return *this;
   }
+  /// The normalised node; kiln::Error naming the layer when x is not float with at least one
+  /// axis, an axis is out of range or repeated, or epsilon is negative.
   Node Done();
 
  private:
@@ -93,6 +107,7 @@ class LayerNormBuilder {
   double epsilon_ = 1e-5;
   bool center_ = true, scale_ = true;
 };
+/// Starts a layer normalisation layer: LayerNorm(scope, x).Done().
 inline LayerNormBuilder LayerNorm(model::Scope scope, Node x) {
   return LayerNormBuilder(std::move(scope), x);
 }
@@ -101,19 +116,25 @@ inline LayerNormBuilder LayerNorm(model::Scope scope, Node x) {
 /// Defaults: Axes({-1}), Epsilon(1e-6), Scale(true).
 class RMSNormBuilder {
  public:
+  /// RMS normalisation of `x` with its "gain" under `scope`.
   RMSNormBuilder(model::Scope scope, Node x) : scope_(std::move(scope)), x_(x) {}
+  /// The axes normalised together (negative from the end; non-empty).
   RMSNormBuilder& Axes(std::vector<int> axes) {
     axes_ = std::move(axes);
     return *this;
   }
+  /// Added to the mean square before its square root (>= 0).
   RMSNormBuilder& Epsilon(double epsilon) {
     epsilon_ = epsilon;
     return *this;
   }
+  /// Whether to multiply by the learned "gain".
   RMSNormBuilder& Scale(bool scale) {
     scale_ = scale;
     return *this;
   }
+  /// The normalised node; kiln::Error naming the layer when x is not float with at least one
+  /// axis, an axis is out of range or repeated, or epsilon is negative.
   Node Done();
 
  private:
@@ -123,6 +144,7 @@ class RMSNormBuilder {
   double epsilon_ = 1e-6;
   bool scale_ = true;
 };
+/// Starts an RMS normalisation layer: RMSNorm(scope, x).Done().
 inline RMSNormBuilder RMSNorm(model::Scope scope, Node x) { return RMSNormBuilder(std::move(scope), x); }
 
 }  // namespace kiln::layers

@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// Optimizers (kiln::optimizers): they append to a training graph the update of the trainable
 /// variables from their gradients, keeping their state (moments, accumulators) as non-trainable
 /// variables under "/#optimizer/<name>/..." in the store, so it is checkpointed and resumed.
@@ -43,11 +44,12 @@ class Interface {
   /// "adam", "sgd"...
   virtual std::string Name() const = 0;
 };
+/// Shared handle to an optimizer (what Trainer takes).
 using Optimizer = std::shared_ptr<Interface>;
 
 /// Settings shared by the builders.
 struct Common {
-  Schedule schedule;
+  Schedule schedule;            ///< The learning rate per step (empty: the optimizer's default rate).
   double clip_global_norm = 0;  ///< > 0: gradients scaled so their global L2 norm is at most this.
   double clip_value = 0;        ///< > 0: each gradient element clipped to [-v, v].
   double weight_decay = 0;      ///< L2 (added to the gradient); decoupled for AdamW.
@@ -57,29 +59,34 @@ struct Common {
 template <typename Derived>
 class Builder {
  public:
+  /// A constant learning rate (Constant(rate)).
   Derived& LearningRate(double rate) {
     common_.schedule = Constant(rate);
     return self();
   }
+  /// A learning-rate schedule (LinearWarmup, CosineDecay...), replacing LearningRate.
   Derived& WithSchedule(Schedule s) {
     common_.schedule = std::move(s);
     return self();
   }
+  /// Scales all gradients together so their global L2 norm is at most `norm` (0: off).
   Derived& ClipGlobalNorm(double norm) {
     common_.clip_global_norm = norm;
     return self();
   }
+  /// Clips each gradient element to [-v, v] (0: off).
   Derived& ClipValue(double v) {
     common_.clip_value = v;
     return self();
   }
+  /// Weight decay: wd·w added to each gradient (decoupled, applied to the weights, for AdamW).
   Derived& WeightDecay(double wd) {
     common_.weight_decay = wd;
     return self();
   }
 
  protected:
-  Common common_;
+  Common common_;  ///< The settings collected so far, read by the derived builder's Done().
 
  private:
   Derived& self() { return static_cast<Derived&>(*this); }
@@ -88,81 +95,103 @@ class Builder {
 /// Stochastic gradient descent with optional (Nesterov) momentum, as torch.optim.SGD.
 class SgdBuilder : public Builder<SgdBuilder> {
  public:
+  /// Plain SGD: no momentum; learning rate 0.1 unless set.
   SgdBuilder();
+  /// Momentum factor (0: none), as torch's `momentum`.
   SgdBuilder& Momentum(double m) {
     momentum_ = m;
     return *this;
   }
+  /// Nesterov momentum (with Momentum > 0), as torch's `nesterov`.
   SgdBuilder& Nesterov(bool n = true) {
     nesterov_ = n;
     return *this;
   }
+  /// The optimizer, named "sgd".
   Optimizer Done();
 
  private:
   double momentum_ = 0;
   bool nesterov_ = false;
 };
+/// Starts an SGD optimizer: StochasticGradientDescent().LearningRate(0.1).Momentum(0.9).Done().
 SgdBuilder StochasticGradientDescent();
 
 /// Adam (and AdamW: decoupled weight decay), as torch.optim.Adam / AdamW.
 class AdamBuilder : public Builder<AdamBuilder> {
  public:
+  /// Adam, or AdamW when `decoupled` (then weight decay 0.01 by default, as torch's AdamW);
+  /// learning rate 0.001 unless set.
   explicit AdamBuilder(bool decoupled);
+  /// Decay rates of the first and second moment estimates (default 0.9, 0.999).
   AdamBuilder& Betas(double beta1, double beta2) {
     beta1_ = beta1;
     beta2_ = beta2;
     return *this;
   }
+  /// Added to the second moment's square root in the denominator (default 1e-8).
   AdamBuilder& Epsilon(double eps) {
     epsilon_ = eps;
     return *this;
   }
+  /// The optimizer, named "adam" or "adamw".
   Optimizer Done();
 
  private:
   bool decoupled_;
   double beta1_ = 0.9, beta2_ = 0.999, epsilon_ = 1e-8;
 };
+/// Starts an Adam optimizer: Adam().LearningRate(0.001).Done().
 AdamBuilder Adam();
+/// Starts an AdamW optimizer (decoupled weight decay, 0.01 by default).
 AdamBuilder AdamW();
 
 /// RMSProp, as torch.optim.RMSprop (alpha 0.99, eps 1e-8, optional momentum).
 class RmsPropBuilder : public Builder<RmsPropBuilder> {
  public:
+  /// RMSProp with learning rate 0.01 unless set.
   RmsPropBuilder();
+  /// Smoothing constant of the squared-gradient average (default 0.99).
   RmsPropBuilder& Alpha(double a) {
     alpha_ = a;
     return *this;
   }
+  /// Added to the average's square root in the denominator (default 1e-8).
   RmsPropBuilder& Epsilon(double eps) {
     epsilon_ = eps;
     return *this;
   }
+  /// Momentum factor (0: none).
   RmsPropBuilder& Momentum(double m) {
     momentum_ = m;
     return *this;
   }
+  /// The optimizer, named "rmsprop".
   Optimizer Done();
 
  private:
   double alpha_ = 0.99, epsilon_ = 1e-8, momentum_ = 0;
 };
+/// Starts an RMSProp optimizer.
 RmsPropBuilder RMSProp();
 
 /// Adagrad, as torch.optim.Adagrad (eps 1e-10).
 class AdagradBuilder : public Builder<AdagradBuilder> {
  public:
+  /// Adagrad with learning rate 0.01 unless set.
   AdagradBuilder();
+  /// Added to the accumulated squares' square root in the denominator (default 1e-10).
   AdagradBuilder& Epsilon(double eps) {
     epsilon_ = eps;
     return *this;
   }
+  /// The optimizer, named "adagrad".
   Optimizer Done();
 
  private:
   double epsilon_ = 1e-10;
 };
+/// Starts an Adagrad optimizer.
 AdagradBuilder Adagrad();
 
 /// The optimizer the store's hyperparameters describe (GoMLX's keys): "optimizer" ("adam"

@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// Regularizers (kiln::regularizers): penalties on variables added to the training loss through
 /// train::AddLoss, so train::Trainer differentiates them with the loss.
 ///
@@ -19,8 +20,8 @@ namespace kiln::regularizers {
 using Regularizer = std::function<void(const model::Scope& scope, const std::vector<model::Variable>& vars)>;
 
 /// Hyperparameter keys (GoMLX's names): the amounts of L1 and L2 regularization.
-inline constexpr const char* kParamL1 = "l1_regularization";
-inline constexpr const char* kParamL2 = "l2_regularization";
+inline constexpr const char* kParamL1 = "l1_regularization";  ///< The amount of L1 (FromParams).
+inline constexpr const char* kParamL2 = "l2_regularization";  ///< The amount of L2 (FromParams).
 
 /// amount·Σ|w| over every element of every variable (its gradient: amount·sign(w)).
 Regularizer L1(double amount);

@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// Checkpoints: a Store's variables and hyperparameters saved to a folder and loaded back, crash
 /// safe (GoMLX's checkpoint package).
 ///
@@ -28,6 +29,7 @@ class Handler;
 /// Configures a Handler (checkpoint::Build(store)...Done()).
 class Config {
  public:
+  /// A configuration for checkpoints of `store`; checkpoint::Build(store) makes one.
   explicit Config(model::Store store) : store_(std::move(store)) {}
   /// The folder (created if missing). Required.
   Config& Dir(std::string path);
@@ -41,7 +43,7 @@ class Config {
   /// Loads the element-wise mean of the newest k checkpoints' float variables (others from the
   /// newest) instead of the newest alone.
   Config& TakeMean(int k);
-  /// The seed's other name for TakeMean.
+  /// The same as TakeMean(k).
   Config& Average(int k) { return TakeMean(k); }
   /// Makes the Handler and loads the newest checkpoint in the folder, if there is one.
   Handler Done();
@@ -59,6 +61,7 @@ class Config {
 /// checkpoint::Build(store): starts a Config.
 inline Config Build(model::Store store) { return Config(std::move(store)); }
 
+/// Saves and loads the checkpoints of one store in one folder (made by Config::Done()).
 class Handler {
  public:
   /// Writes a new checkpoint of the store (all variables but the excluded ones, and the
@@ -71,6 +74,7 @@ class Handler {
   void Load();
   /// The committed checkpoints' names, oldest first.
   std::vector<std::string> ListCheckpoints() const;
+  /// The checkpoint folder.
   const std::string& Dir() const { return config_.dir_; }
 
   /// For tests of the commit protocol: called at each of its points ("weights written",
@@ -88,8 +92,8 @@ class Handler {
   std::function<void(std::string_view)> hook_;
 };
 
-/// Loads into `store` the element-wise mean of the newest k checkpoints in `dir` (the seed's
-/// averaging of checkpoints; Build(store).Dir(dir).TakeMean(k).Done() without keeping a Handler).
+/// Loads into `store` the element-wise mean of the newest k checkpoints in `dir`: the same as
+/// Build(store).Dir(dir).TakeMean(k).Done() without keeping the Handler.
 inline void Average(model::Store store, const std::string& dir, int k) {
   Build(std::move(store)).Dir(dir).TakeMean(k).Done();
 }

@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// model::Exec: runs a model function — one taking a Scope besides its inputs — on a backend,
 /// feeding the store's variables in as extra inputs and writing the values the graph sets back
 /// into the store, updating them in place (their buffers are donated) when nothing else holds
@@ -27,6 +28,8 @@ namespace kiln::model {
 using ModelFn =
     std::function<std::vector<graph::Node>(Scope scope, graph::Graph& g, const std::vector<graph::Node>&)>;
 
+/// Runs a model function on a backend (GoMLX's context.Exec), compiling once per distinct input
+/// shapes as graph::Exec does. Copies share the cache; Call is safe from several threads.
 class Exec {
  public:
   /// `num_inputs`: the number of inputs, or -1 for a function taking a vector of nodes.
@@ -37,18 +40,23 @@ class Exec {
   std::vector<Tensor> Call(Args&&... args) {
     return CallTensors({ToTensor(std::forward<Args>(args))...});
   }
+  /// Runs with a list of input tensors.
   std::vector<Tensor> Call(const std::vector<Tensor>& inputs) { return CallTensors(inputs); }
+  /// Runs a function with exactly one output and returns it (kiln::Error otherwise).
   template <graph::CallArg... Args>
   Tensor Call1(Args&&... args) {
     return Single(Call(std::forward<Args>(args)...));
   }
+  /// Call1 with the inputs as one vector.
   Tensor Call1(const std::vector<Tensor>& inputs) { return Single(CallTensors(inputs)); }
 
   /// Called with each new graph before the model function runs (e.g. SetTraining).
   Exec& OnNewGraph(std::function<void(graph::Graph&)> hook);
-  /// Number of graphs built so far (one per distinct input shapes).
+  /// Number of graphs built (one per distinct input shapes).
   int NumBuilds() const;
+  /// The store whose variables the function reads and sets.
   const Store& store() const;
+  /// The backend this Exec compiles for.
   const compute::BackendPtr& backend() const;
   /// The Program compiled for the given input shapes (built if needed): user inputs first, then
   /// the variables read; outputs: the function's, then the variables set.
@@ -70,6 +78,7 @@ class Exec {
   std::shared_ptr<State> state_;
 };
 
+/// @cond internal
 namespace detail {
 
 template <typename Fn, typename Args>
@@ -106,6 +115,7 @@ struct ModelFnAdapter<Fn, std::tuple<S, A...>> {
 };
 
 }  // namespace detail
+/// @endcond
 
 /// Makes a model::Exec from a function or lambda `R(Scope, Node...)`, `R(Scope, Graph&)` or
 /// `R(Scope, const std::vector<Node>&)`, R being Node, std::vector<Node> or std::tuple<Node...>.

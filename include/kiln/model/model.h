@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// The model package: Store, Scope, Variable, hyperparameters and model::Exec.
 
 #include "kiln/model/checkpoint.h"

@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// Hyperparameters: typed values stored by key at a scope of a model::Store, found from a scope
 /// up to the root (so a sub-scope inherits its parents' settings and may override them).
 

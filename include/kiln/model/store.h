@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// model::Store and model::Scope: the tree of named variables and hyperparameters a model keeps
 /// across graphs, and cheap handles to paths in it (GoMLX's context.Context).
 ///
@@ -46,6 +47,7 @@ inline constexpr uint64_t kDefaultSeed = 42;
 /// A tree of variables and hyperparameters. A cheap handle: copies share the same store.
 class Store {
  public:
+  /// A new, empty store.
   Store();
 
   /// The scope at "/".
@@ -69,6 +71,8 @@ class Store {
   void SetParam(const std::string& key, const T& value) {
     SetParamValue("/", key, detail::ToParam(value));
   }
+  /// Sets hyperparameter `key` at the scope `scope_path` ("/" or "/layer1"), replacing any
+  /// value there; an empty key is a kiln::Error.
   void SetParamValue(const std::string& scope_path, const std::string& key, ParamValue value) const;
   /// The hyperparameter `key` set exactly at `scope_path` (no inheritance).
   std::optional<ParamValue> GetParamAt(const std::string& scope_path, const std::string& key) const;
@@ -89,8 +93,11 @@ class Store {
   /// Whether some variable waits for its initial value.
   bool HasUninitializedVariables() const;
 
+  /// @cond internal
+  // The shared state, for kiln's own code (detail::StoreData is defined inside the library).
   const std::shared_ptr<detail::StoreData>& data() const { return data_; }
   explicit Store(std::shared_ptr<detail::StoreData> data) : data_(std::move(data)) {}
+  /// @endcond
 
  private:
   std::shared_ptr<detail::StoreData> data_;
@@ -100,10 +107,14 @@ class Store {
 /// passes to the model function). Cheap to copy.
 class Scope {
  public:
+  /// The scope at `path` of `store`, bound to `graph` when one is being built, creating
+  /// variables with `initializer` (empty: DefaultInitializer()). Store::RootScope() and
+  /// model::Exec make scopes; user code rarely calls this.
   Scope(Store store, std::string path, graph::Graph* graph = nullptr, Initializer initializer = {});
 
   /// The scope's path: "/" or "/layer1/dense".
   const std::string& Path() const { return path_; }
+  /// The store the path is in.
   const Store& store() const { return store_; }
   /// The graph being built, or nullptr outside a build.
   graph::Graph* graph() const { return graph_; }
@@ -119,6 +130,7 @@ class Scope {
 
   /// The same path with `initializer` for the variables created through it (and its sub-scopes).
   Scope WithInitializer(Initializer initializer) const;
+  /// The initializer new variables get (empty: DefaultInitializer()).
   const Initializer& GetInitializer() const { return initializer_; }
 
   /// The variable `name` of this scope, created with `shape` if it does not exist (its value
@@ -127,6 +139,7 @@ class Scope {
   /// The variable `name`, created with `value` if it does not exist (an existing one keeps its
   /// value, and must have the value's shape and dtype).
   Variable VariableWithValue(const std::string& name, const Tensor& value) const;
+  /// VariableWithValue from C++ values (a number or nested std::vector), via Tensor::FromValue.
   template <TensorValue V>
   Variable VariableWithValue(const std::string& name, const V& value) const {
     return VariableWithValue(name, Tensor::FromValue(value));
@@ -166,6 +179,7 @@ template <typename T>
 auto GetRootParamOr(const Store& store, const std::string& key, const T& default_value) {
   return GetParamOr(store.RootScope(), key, default_value);
 }
+/// GetParamOr from the root scope of `scope`'s store (ignoring `scope`'s own path).
 template <typename T>
 auto GetRootParamOr(const Scope& scope, const std::string& key, const T& default_value) {
   return GetParamOr(scope.store().RootScope(), key, default_value);
@@ -183,6 +197,7 @@ std::string Summary(const Store& store);
 void SetTraining(graph::Graph& g, bool training);
 /// The training flag of the graph `scope` is bound to (false outside a build).
 bool IsTraining(const Scope& scope);
+/// The training flag of graph `g` (false unless SetTraining(g, true)).
 bool IsTraining(graph::Graph& g);
 
 }  // namespace kiln::model

@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// model::Variable: a named, typed value of a model::Store (weights, biases, counters, the
 /// random-number state) that outlives graphs and compilations.
 
@@ -20,8 +21,12 @@ class Variable {
  public:
   /// An invalid handle (Ok() false).
   Variable() = default;
+  /// @cond internal
+  // A handle to kiln's own variable state (detail::VariableData is defined inside the library).
   explicit Variable(std::shared_ptr<detail::VariableData> data) : data_(std::move(data)) {}
+  /// @endcond
 
+  /// False for a default-constructed handle or a lookup that found nothing.
   bool Ok() const { return data_ != nullptr; }
   /// The full path: "/layer1/weights".
   const std::string& Path() const;
@@ -29,7 +34,9 @@ class Variable {
   std::string Name() const;
   /// The scope path holding it: "/layer1".
   std::string ScopePath() const;
+  /// The shape and dtype, fixed when the variable is created.
   const Shape& shape() const;
+  /// The element type (shape().dtype()).
   DType dtype() const { return shape().dtype(); }
 
   /// The current value. A new variable is initialised first (by its scope's initializer, on the
@@ -43,6 +50,8 @@ class Variable {
   /// Trainable variables get gradients from the trainer: by default float variables are,
   /// others never (setting an integer variable trainable is a kiln::Error).
   bool Trainable() const;
+  /// Sets whether the trainer updates the variable; returns *this. kiln::Error for true on a
+  /// non-float variable.
   const Variable& SetTrainable(bool trainable) const;
 
   /// The variable's value in graph `g`, an input of the graph (the same node every time in one
@@ -54,7 +63,9 @@ class Variable {
 
   /// "/layer1/weights (Float32)[2, 3]".
   std::string ToString() const;
+  /// @cond internal
   const std::shared_ptr<detail::VariableData>& data() const { return data_; }
+  /// @endcond
 
  private:
   std::shared_ptr<detail::VariableData> data_;

@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// train::Loop: runs a Trainer over a dataset for a number of steps, epochs, or up to a global
 /// step, calling callbacks (by ascending priority) at the start, after each step and at the end.
 ///
@@ -23,8 +24,11 @@ using StepFn = std::function<void(Loop& loop, const std::vector<Tensor>& metrics
 /// A start or end callback.
 using LoopFn = std::function<void(Loop& loop)>;
 
+/// A training loop over one Trainer (GoMLX's train.Loop); callbacks registered on it run in
+/// every Run* call.
 class Loop {
  public:
+  /// A loop driving `trainer`, which must outlive it.
   explicit Loop(Trainer& trainer);
 
   /// Runs `steps` steps (a finite dataset that runs out is reset); returns the last metrics.
@@ -38,15 +42,23 @@ class Loop {
   int64_t LoopStep() const { return step_; }
   /// The global step this run started from, and the one it will end at (-1 for epochs).
   int64_t StartStep() const { return start_step_; }
+  /// The global step this run ends at (-1 for RunEpochs, whose length the data decides).
   int64_t EndStep() const { return end_step_; }
+  /// The trainer the loop drives.
   Trainer& trainer() { return trainer_; }
   /// Examples in the last step's batch (axis 0 of its first input).
   int64_t LastBatchSize() const { return batch_size_; }
   /// The train metrics of the last step (empty before the first).
   const std::vector<Tensor>& LastMetrics() const { return last_; }
 
+  // Callbacks run by ascending `priority` (equal priorities in the order added); `name`
+  // identifies them.
+
+  /// Registers `fn` to run at the start of each Run* call, before the first step.
   void OnStart(const std::string& name, int priority, LoopFn fn);
+  /// Registers `fn` to run after every step, with the step's metrics.
   void OnStep(const std::string& name, int priority, StepFn fn);
+  /// Registers `fn` to run at the end of each Run* call, after the last step.
   void OnEnd(const std::string& name, int priority, LoopFn fn);
 
  private:

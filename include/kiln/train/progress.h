@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// A progress bar for train::Loop (GoMLX's commandline.AttachProgressBar): steps done and total,
 /// steps and examples per second, elapsed time and ETA, and the train metrics by short name.
 /// On a terminal it redraws one line in place; otherwise it prints a plain line at most every

@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// train::Trainer: compiles, per input shapes, one training step (model, loss with the terms
 /// added by train::AddLoss, gradients, optimizer update with donated variables, global step,
 /// metrics) and one evaluation step, and runs them on batches.
@@ -29,11 +30,16 @@ using ModelFn = std::function<std::vector<graph::Node>(model::Scope scope, const
 /// Adds `term` (a float scalar) to the loss of the graph `scope` is bound to (regularizers do;
 /// the trainer adds the terms to the loss it differentiates).
 void AddLoss(const model::Scope& scope, graph::Node term);
-/// The terms added to graph `g` so far.
+/// The terms added to graph `g` with AddLoss.
 std::vector<graph::Node> AddedLosses(graph::Graph& g);
 
+/// Builds and runs the training and evaluation steps of a model (GoMLX's train.Trainer): the
+/// model function, the loss and the optimizer's update compiled into one step per batch shape.
 class Trainer {
  public:
+  /// A trainer of `model` with `loss` and `optimizer` on `backend`, its variables in `store`.
+  /// `train_metrics` are reported by TrainStep, `eval_metrics` by Eval (mean metrics only).
+  /// A null backend, model, loss or optimizer, or a moving-average eval metric, is a kiln::Error.
   Trainer(compute::BackendPtr backend, model::Store store, ModelFn model, LossFn loss,
           optimizers::Optimizer optimizer, std::vector<metrics::Metric> train_metrics,
           std::vector<metrics::Metric> eval_metrics);
@@ -69,14 +75,17 @@ class Trainer {
   std::vector<std::string> TrainMetricNames() const;
   /// Short names: "loss", "~loss", then the train metrics'.
   std::vector<std::string> TrainMetricShortNames() const;
-  /// Names / short names of what Eval returns.
+  /// Names of what Eval returns: "Loss", then the eval metrics'.
   std::vector<std::string> EvalMetricNames() const;
+  /// Short names of what Eval returns: "loss", then the eval metrics'.
   std::vector<std::string> EvalMetricShortNames() const;
 
   /// Called after every Eval with the dataset and its results (the plots use it).
   void OnEval(std::function<void(const data::DatasetPtr&, const std::vector<Tensor>&)> fn);
 
+  /// The store holding the model's variables, the optimizer's state and the global step.
   const model::Store& store() const;
+  /// The backend the steps are compiled for.
   const compute::BackendPtr& backend() const;
 
   struct State;
