@@ -2,7 +2,7 @@
 // weight gradient dW = Xᵀ·dY are independent, so they could run at the same time, one
 // single-threaded oneDNN matmul per core, instead of one after the other on the two-thread team.
 // Both variants use oneDNN's matmul primitive directly at the MLP's layer shapes; the cpu backend
-// keeps whichever wins (so far: the team, see the README's Benchmarks section).
+// keeps whichever wins (the two-thread team: docs/performance.md has the measurements).
 
 #include <omp.h>
 

@@ -142,7 +142,7 @@ const std::vector<CatalogueEntry>& Catalogue() {
   };
   static const std::vector<CatalogueEntry> all = [] {
     std::vector<CatalogueEntry> entries = catalogue;
-    // Graphs part 2: each family appends its functions (cases_<family>.cc).
+    // Each op family appends its functions (cases_<family>.cc).
     internal::AddConvCatalogue(entries);
     internal::AddIndexingCatalogue(entries);
     internal::AddRandomControlCatalogue(entries);
@@ -230,7 +230,7 @@ bool PrimitiveAccepts(OpType op, DType dtype) {
       in = {s};
       at.dtype = dtype;
       break;
-    // Graphs part 2: each family probes its own primitives (cases_<family>.cc).
+    // These families probe their own primitives (cases_<family>.cc).
     case compute::OpCategory::Convolution:
     case compute::OpCategory::Window:
       return internal::ConvPrimitiveAccepts(op, dtype);

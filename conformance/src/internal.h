@@ -141,7 +141,7 @@ void AddShapeCases(CaseList& list);
 void AddConvertCases(CaseList& list);
 void AddDotCases(CaseList& list);
 void AddEdgeCases(CaseList& list);
-// Graphs part 2: each family's catalogue entries and rows live in its own file.
+// Each op family's catalogue entries and rows live in its own file.
 void AddConvCatalogue(std::vector<CatalogueEntry>& entries);  // cases_conv.cc
 void AddConvCases(CaseList& list);
 bool ConvPrimitiveAccepts(OpType op, DType dtype);                // For PrimitiveAccepts.

@@ -41,7 +41,7 @@ Tensor F64(const std::vector<double>& values) {
   return Tensor::FromFlat(Shape(DType::Float64, {static_cast<int64_t>(values.size())}), values);
 }
 
-// ---- The guide's example (shared/api/04_gradients.cpp) -------------------------------------------
+// ---- Worked examples: a quadratic and a tanh MLP against hand-computed gradients -------------------
 
 TEST(GradientTest, GuideQuadraticNumbers) {
   ForEachBackend([](const compute::BackendPtr& backend) {

@@ -1,5 +1,5 @@
 #pragma once
-/// The conformance suite (the seed's backendtest.RunAll): a table of cases, one or more rows per
+/// The conformance suite (GoMLX's backendtest.RunAll): a table of cases, one or more rows per
 /// graph function and primitive, that any backend must pass. Each row builds a small graph with
 /// the frontend functions (graph/ops.h), runs it on the backend under test and compares the
 /// outputs with expected values computed by hand or by NumPy (conformance/generate_fixtures.py),
@@ -59,9 +59,10 @@ struct Case {
   std::vector<Tensor> inputs;
   std::vector<Tensor> expected;
   Tolerance tolerance;
-  /// Step for numeric gradient checks (the autodiff work, not used yet): set on Float32 and
-  /// Float64 rows of differentiable functions at smooth points with finite values; 0 where such a
-  /// check does not apply (integers, Bool, half types, special values, kinks, ties).
+  /// Step for numeric gradient checks (the gradient suite checks the Float64 rows that have one
+  /// against finite differences): set on Float32 and Float64 rows of differentiable functions at
+  /// smooth points with finite values; 0 where such a check does not apply (integers, Bool, half
+  /// types, special values, kinks, ties).
   double grad_epsilon = 0;
 };
 
@@ -73,7 +74,7 @@ const std::vector<Case>& Cases();
 /// tree's conformance/fixtures.
 std::string FixturesDir();
 
-/// A function of the catalogue (the graph frontend's functions the issue lists) with the
+/// A function of the catalogue (the graph frontend's functions the suite covers) with the
 /// primitives whose shape rules decide which dtypes it applies to.
 struct CatalogueEntry {
   std::string name;
