@@ -22,7 +22,7 @@ enum class OpType : uint16_t {
 #undef KILN_OP
 };
 
-/// Number of primitive operations.
+/// Number of primitive operations (counted from ops.def). @hideinitializer
 inline constexpr int kNumOps = 0
 #define KILN_OP(name, ...) +1
 #include "kiln/compute/ops.def"
