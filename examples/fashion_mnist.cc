@@ -145,6 +145,7 @@ int main(int argc, char** argv) {
       plot.eval_every = flags.eval_every > 0 ? flags.eval_every
                                              : std::max<int64_t>(1, std::min(steps_per_epoch, total / 2));
     }
+    plot.title = "Fashion-MNIST " + flags.model + ", batch " + std::to_string(batch);
     plots::AttachToLoop(loop, flags.plot, plot);
 
     std::unique_ptr<checkpoint::Handler> ckpt;
