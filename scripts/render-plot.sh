@@ -49,8 +49,10 @@ trap 'rm -rf "$profile"' EXIT
 flags=(--headless --disable-gpu --hide-scrollbars --user-data-dir="$profile" --no-first-run
        --window-size="${size/x/,}" --virtual-time-budget=5000)
 if [ "$(id -u)" = 0 ]; then flags+=(--no-sandbox); fi
+# A browser that hangs (no display server, a broken profile) fails after two minutes.
+browse() { timeout 120 "$browser" "${flags[@]}" "$@"; }
 
-dom=$("$browser" "${flags[@]}" --dump-dom "$url" 2>"$profile/dump.log") || {
+dom=$(browse --dump-dom "$url" 2>"$profile/dump.log") || {
   echo "render-plot: $browser --dump-dom failed on $html:" >&2
   tail -5 "$profile/dump.log" >&2
   exit 1
@@ -70,7 +72,7 @@ tooltip=""
 if [[ "$html_tag" =~ data-tooltip=\"([^\"]*)\" ]]; then tooltip=${BASH_REMATCH[1]}; fi
 
 rm -f "$abs_out"
-"$browser" "${flags[@]}" --screenshot="$abs_out" "$url" >"$profile/shot.log" 2>&1 || true
+browse --screenshot="$abs_out" "$url" >"$profile/shot.log" 2>&1 || true
 if [ ! -s "$abs_out" ]; then
   echo "render-plot: $browser wrote no screenshot to $abs_out:" >&2
   tail -5 "$profile/shot.log" >&2
