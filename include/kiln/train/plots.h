@@ -1,4 +1,5 @@
 #pragma once
+/// @file
 /// Training curves as one self-contained HTML page (Chart.js compiled into kiln and inlined into
 /// the page, so it needs no network access): one chart per metric (loss, accuracy, ...) against
 /// the global step, with the train metrics recorded every few steps (the raw value and its moving
