@@ -249,7 +249,7 @@ Shape InferShape(OpType op, const std::vector<Shape>& in, const OpAttributes& at
     }
   }
   for (const Shape& s : in) {
-    if (s.IsDynamic()) Fail(op, fmt::format("operand {} has dynamic axes, which no backend runs yet", s));
+    if (s.IsDynamic()) Fail(op, fmt::format("operand {} has dynamic axes, which no backend runs", s));
   }
   switch (category) {
     case OpCategory::Leaf:

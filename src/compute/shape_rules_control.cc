@@ -37,7 +37,7 @@ void CheckValues(OpType op, const std::vector<Shape>& values, const char* what) 
       Fail(op, fmt::format("{} {} has an invalid shape (a tuple must go through GetTupleElement)", what, i));
     if (IsPacked(s.dtype()))
       Fail(op, fmt::format("{} {} is of the packed storage-only dtype {}", what, i, s.dtype()));
-    if (s.IsDynamic()) Fail(op, fmt::format("{} {} has dynamic axes, which no backend runs yet", what, i));
+    if (s.IsDynamic()) Fail(op, fmt::format("{} {} has dynamic axes, which no backend runs", what, i));
   }
 }
 

@@ -98,7 +98,7 @@ Exec& Exec::WithDynamicAxes(const std::vector<std::vector<std::string>>& axes_pe
         state_->name, state_->backend->Name());
   }
   (void)axes_per_input;
-  kiln::detail::Throw("exec \"{}\": dynamic axes are not supported yet", state_->name);
+  kiln::detail::Throw("exec \"{}\": dynamic axes are not supported: inputs have static shapes", state_->name);
 }
 
 const compute::BackendPtr& Exec::backend() const { return state_->backend; }

@@ -137,7 +137,7 @@ Tensor ScalarTensor(DType dtype, const ScalarValue& v) {
 /// a node's shape reference would dangle once the graph grows.
 Node Filled(const char* op, Graph& g, Shape shape, ScalarValue value) {
   if (!shape.Ok()) kiln::detail::Throw("{}: invalid shape", op);
-  if (shape.IsDynamic()) kiln::detail::Throw("{}: {} has dynamic axes, which no backend runs yet", op, shape);
+  if (shape.IsDynamic()) kiln::detail::Throw("{}: {} has dynamic axes, which no backend runs", op, shape);
   const DType dtype = shape.dtype();
   if (IsPacked(dtype)) {
     const DType wide = IsUnsigned(dtype) ? DType::Uint8 : DType::Int8;
