@@ -4,7 +4,8 @@
 // The page holds the points as JSON (<script id="kiln-data">), then Chart.js, then the script
 // below that builds one chart per metric from the JSON. Once every chart is built, the script
 // sets data-rendered="charts=C series=S points=P" on <html> (and data-render-error on failure),
-// which the rendering test reads back from headless Chromium.
+// which the rendering test reads back from headless Chromium. For readers that run no scripts,
+// <noscript> holds the same charts as static SVG images.
 
 #include "kiln/train/plots.h"
 
@@ -405,6 +406,81 @@ struct Chart {
   std::vector<Series> series;
 };
 
+/// Round tick values covering [lo, hi]: about five steps of 1, 2 or 5 times a power of ten.
+std::vector<double> Ticks(double lo, double hi) {
+  const double raw = (hi - lo) / 5, mag = std::pow(10.0, std::floor(std::log10(raw)));
+  const double step = raw / mag < 1.5   ? mag
+                      : raw / mag < 3.5 ? 2 * mag
+                      : raw / mag < 7.5 ? 5 * mag
+                                        : 10 * mag;
+  std::vector<double> ticks;
+  const double first = std::floor(lo / step + 1e-9) * step, last = std::ceil(hi / step - 1e-9) * step;
+  for (double t = first; t <= last + step * 1e-9; t += step)
+    ticks.push_back(std::abs(t) < step * 1e-9 ? 0.0 : t);
+  return ticks;
+}
+
+/// A chart drawn as a static SVG image, for readers that run no scripts (the page's <noscript>):
+/// the same series as the interactive chart, with titled axes, round ticks and a grid.
+std::string StaticSvg(const Chart& chart) {
+  double x0 = 1e300, x1 = -1e300, y0 = 1e300, y1 = -1e300;
+  for (const Series& s : chart.series)
+    for (auto [x, y] : s.points)
+      if (std::isfinite(y)) {
+        x0 = std::min(x0, static_cast<double>(x)), x1 = std::max(x1, static_cast<double>(x));
+        y0 = std::min(y0, static_cast<double>(y)), y1 = std::max(y1, static_cast<double>(y));
+      }
+  if (x0 > x1) x0 = 0, x1 = 1, y0 = 0, y1 = 1;
+  if (x1 <= x0) x1 = x0 + 1;
+  if (y1 <= y0) y1 = y0 + 1;
+  const std::vector<double> xt = Ticks(x0, x1), yt = Ticks(y0, y1);
+  x0 = xt.front(), x1 = xt.back(), y0 = yt.front(), y1 = yt.back();
+  const double W = 560, H = 360, L = 64, R = 16, T = 30, B = 70;
+  auto px = [&](double x) { return L + (x - x0) / (x1 - x0) * (W - L - R); };
+  auto py = [&](double y) { return H - B - (y - y0) / (y1 - y0) * (H - T - B); };
+  const std::string axis = HtmlText(AxisTitle(chart.name));
+  std::string s = fmt::format(
+      R"(<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {} {}" width="{}" height="{}" data-chart="{}" )"
+      R"(font-family="sans-serif" font-size="11">)",
+      W, H, W, H, HtmlText(chart.name));
+  s += fmt::format(R"(<text x="{}" y="18" font-size="14" font-weight="bold">{}</text>)", L, axis);
+  for (double t : xt)
+    s += fmt::format(R"(<line x1="{0:.1f}" x2="{0:.1f}" y1="{1}" y2="{2}" stroke="#e5e5e5"/>)"
+                     R"(<text x="{0:.1f}" y="{3}" text-anchor="middle">{4:.6g}</text>)",
+                     px(t), T, H - B, H - B + 14, t);
+  for (double t : yt)
+    s += fmt::format(R"(<line x1="{0}" x2="{1}" y1="{2:.1f}" y2="{2:.1f}" stroke="#e5e5e5"/>)"
+                     R"(<text x="{3}" y="{4:.1f}" text-anchor="end">{5:.6g}</text>)",
+                     L, W - R, py(t), L - 6, py(t) + 4, t);
+  s += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle" font-weight="bold">step</text>)",
+                   (L + W - R) / 2, H - B + 32);
+  s += fmt::format(R"svg(<text transform="translate(16 {}) rotate(-90)" text-anchor="middle" )svg"
+                   R"(font-weight="bold">{}</text>)",
+                   (T + H - B) / 2, axis);
+  static constexpr const char* kEvalColors[] = {"#e6550d", "#31a354", "#756bb1", "#636363"};
+  int evals = 0;
+  double legend_x = L;
+  for (const Series& ser : chart.series) {
+    const bool eval = ser.kind == "eval";
+    const char* color = eval ? kEvalColors[evals++ % 4] : ser.kind == "average" ? "#1f77b4" : "#9ecae1";
+    std::string pts;
+    for (auto [x, y] : ser.points)
+      if (std::isfinite(y)) pts += fmt::format("{:.1f},{:.1f} ", px(static_cast<double>(x)), py(y));
+    s += fmt::format(
+        R"(<polyline data-series="{}" data-count="{}" fill="none" stroke="{}" stroke-width="{}"{} )"
+        R"(points="{}"><title>{}</title></polyline>)",
+        HtmlText(ser.key), ser.points.size(), color, ser.kind == "average" ? 2 : 1.2,
+        eval ? R"( stroke-dasharray="5 3")" : "", pts, HtmlText(ser.label));
+    // The legend: a row of line samples and labels under the axis title.
+    s += fmt::format(R"(<line x1="{0}" x2="{1}" y1="{2}" y2="{2}" stroke="{3}" stroke-width="2"{4}/>)"
+                     R"(<text x="{5}" y="{6}">{7}</text>)",
+                     legend_x, legend_x + 22, H - 10, color, eval ? R"( stroke-dasharray="5 3")" : "",
+                     legend_x + 27, H - 6, HtmlText(ser.label));
+    legend_x += 40 + 6.0 * static_cast<double>(ser.label.size());
+  }
+  return s + "</svg>";
+}
+
 struct Recorder {
   std::string path;
   Options options;
@@ -518,7 +594,9 @@ struct Recorder {
       html += fmt::format("<meta name=\"kiln-refresh\" content=\"{}\">\n", options.refresh_seconds);
     html += "<title>" + title + "</title>\n<style>" + kStyle + "</style>\n</head><body>\n";
     html += "<header><h1>" + title + "</h1><div id=\"status\">" + Status() + "</div></header>\n";
-    html += "<div id=\"error\" hidden></div>\n<main id=\"charts\"></main>\n";
+    html += "<div id=\"error\" hidden></div>\n<main id=\"charts\"></main>\n<noscript><main>";
+    for (const Chart& c : charts) html += "<section class=\"card\">" + StaticSvg(c) + "</section>";
+    html += "</main></noscript>\n";
     html +=
         "<footer>Hover over a chart for the values at a step; click a legend entry to hide or show its "
         "series.</footer>\n";

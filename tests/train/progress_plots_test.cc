@@ -165,6 +165,23 @@ TEST(Plots, PageEmbedsChartJsAndTheRecordedPoints) {
       EXPECT_FLOAT_EQ(static_cast<float>(got[i].second), static_cast<float>(points[i].second)) << i;
     }
   }
+  // For readers that run no scripts, <noscript> holds each chart as an SVG image with one
+  // polyline per series, a vertex per recorded point.
+  const size_t ns = html.find("<noscript>"), ne = html.find("</noscript>");
+  ASSERT_NE(ns, std::string::npos);
+  ASSERT_NE(ne, std::string::npos);
+  const std::string fallback = html.substr(ns, ne - ns);
+  EXPECT_EQ(Count(fallback, "<svg "), 2);
+  EXPECT_NE(fallback.find(R"(data-chart="mae")"), std::string::npos);
+  EXPECT_NE(fallback.find(R"(font-weight="bold">mean absolute error</text>)"), std::string::npos);
+  for (const auto& [key, points] : want.series) {
+    SCOPED_TRACE(key);
+    const size_t at = fallback.find("<polyline data-series=\"" + key + "\" data-count=\"" +
+                                    std::to_string(points.size()) + "\"");
+    ASSERT_NE(at, std::string::npos);
+    const size_t p0 = fallback.find("points=\"", at) + 8;
+    EXPECT_EQ(Count(fallback.substr(p0, fallback.find('"', p0) - p0), ","), static_cast<int>(points.size()));
+  }
   EXPECT_EQ(PointsOf(html, "train loss").front().first, 5);
   EXPECT_EQ(PointsOf(html, "eval ones loss").back().first, 100);
   // The loss falls as w goes from 0.5 towards 1.
