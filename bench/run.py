@@ -120,6 +120,20 @@ class Runner:
         self.python = None  # the interpreter that runs torch_bench.py
         # PyTorch's process alone gets OpenBLAS's best kernels (bench/torch_peer.py).
         self.torch_env, self.peer = torch_peer.torch_env(self.env)
+        self.peer_line = None  # the peer as the PyTorch process reports it (describe_peer)
+
+    def describe_peer(self):
+        """The table header's line on the peer, from torch_bench.py --describe run as the cases are."""
+        probe = subprocess.run([self.python, os.path.join(HERE, "torch_bench.py"), "--describe"],
+                               env=self.torch_env, capture_output=True, text=True, check=False)
+        if probe.returncode == 0 and probe.stdout.strip():
+            d = json.loads(probe.stdout.strip().splitlines()[-1])
+            if d["openblas"] is None:
+                self.peer_line = f"Peer: PyTorch {d['torch']} NOT on OpenBLAS: {d['peer']}"
+            else:
+                self.peer_line = (f"Peer: PyTorch {d['torch']} ({d['threads']} threads, eager), matrix kernels "
+                                  f"from OpenBLAS core {d['core']} as loaded in the PyTorch process. {d['peer']}")
+        return self.peer_line or torch_peer.describe(self.peer)
 
     def measured(self, case, cmd, env=None):
         """Runs cmd, again while contended (at most --max-retries times); returns its stdout."""
@@ -231,17 +245,8 @@ def main():
                  "-DCMAKE_BUILD_TYPE=Release -DKILN_BUILD_BENCH=ON && ninja -C {args.build} kiln_bench")
     runner.python = torch_python(args.python)
     have_torch = runner.python is not None
-    runner.peer_line = None
     if have_torch:
-        probe = subprocess.run([runner.python, os.path.join(HERE, "torch_bench.py"), "--describe"],
-                               env=runner.torch_env, capture_output=True, text=True, check=False)
-        if probe.returncode == 0 and probe.stdout.strip():
-            d = json.loads(probe.stdout.strip().splitlines()[-1])
-            runner.peer_line = (f"Peer: PyTorch {d['torch']} ({d['threads']} threads, eager), matrix kernels "
-                                f"from OpenBLAS core {d['core']} as loaded in the PyTorch process. {d['peer']}")
-            if d["openblas"] is None:
-                runner.peer_line = f"Peer: PyTorch {d['torch']} NOT on OpenBLAS: {d['peer']}"
-        print(runner.peer_line or torch_peer.describe(runner.peer), file=sys.stderr)
+        print(runner.describe_peer(), file=sys.stderr)
     if not have_torch:
         print("run.py: PyTorch is not installed (apt-get install python3-torch): PyTorch column empty",
               file=sys.stderr)
