@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
-#include "backends/cpu/ir.h"
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/passes.h"
 #include "backends/cpu_test_util.h"
 #include "kiln/graph/gradient.h"
 #include "kiln/kiln.h"
@@ -54,7 +54,7 @@ Tensor Random(const std::vector<int64_t>& dims, uint32_t seed) {
 /// The cpu compiler's module for `program` after its cleanups and the epilogue pass.
 Module Epilogued(const compute::Program& program, std::string* log = nullptr) {
   Module m = kiln::test::CleanedModule(program);
-  const std::string s = compute::cpu::FuseEpilogues(m);
+  const std::string s = compute::cpu::FuseEpilogues(m).log;
   compute::cpu::EliminateDeadCode(m);
   if (log != nullptr) *log = s;
   return m;
@@ -408,7 +408,7 @@ TEST(CpuEpilogue, GradientsThroughFusedLayersMatchRef) {
 /// The cpu module of `program` after the cleanups and the relu/max-pool pass, and its log.
 Module Commuted(const compute::Program& program, std::string* log) {
   Module m = kiln::test::CleanedModule(program);
-  *log = compute::cpu::CommuteReluWithMaxPool(m);
+  *log = compute::cpu::CommuteReluWithMaxPool(m).log;
   compute::cpu::EliminateDeadCode(m);
   return m;
 }
@@ -432,7 +432,7 @@ TEST(CpuEpilogue, ReluMovesAfterMaxPoolingAndTheConvolutionKeepsItsBias) {
   }
   EXPECT_TRUE(relu_after_pool) << m.ToString();
   // Through the whole pipeline: the convolution carries the bias only.
-  const std::string epilogues = compute::cpu::FuseEpilogues(m);
+  const std::string epilogues = compute::cpu::FuseEpilogues(m).log;
   EXPECT_NE(epilogues.find("Add of bias"), std::string::npos) << epilogues;
   EXPECT_EQ(epilogues.find("Max into"), std::string::npos) << epilogues;
   CheckAllBackends(program, {Random({2, 12, 12, 3}, 12), Random({3, 3, 3, 8}, 13), Random({8}, 14)}, 27);

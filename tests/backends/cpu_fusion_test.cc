@@ -1,5 +1,5 @@
-// Tests of the cpu backend's elementwise fusion (backends/cpu/fusion.h): the fusion decisions on
-// known chains, fused results against the reference backend (random chains in Float32, Float16
+// Tests of the cpu backend's elementwise fusion (fusion_group.cc, fused_eval.cc, fused_simd.cc): the fusion
+// decisions on known chains, fused results against the reference backend (random chains in Float32, Float16
 // and BFloat16, broadcasts, scalar immediates, conversions, Bool predicates, IEEE specials,
 // threads), the scalar form (`simd=scalar`, bit for bit with ref), `fusion=false`, and ulp-bound
 // sweeps of each SIMD transcendental against the scalar std:: function ref uses (on every
@@ -19,9 +19,11 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/cost_model.h"
 #include "backends/cpu/cpu_backend.h"
-#include "backends/cpu/fusion.h"
-#include "backends/cpu/ir.h"
+#include "backends/cpu/fused_eval.h"
+#include "backends/cpu/fused_simd.h"
+#include "backends/cpu/passes.h"
 #include "backends/cpu_test_util.h"
 #include "kiln/kiln.h"
 
@@ -131,7 +133,7 @@ void ExpectMatchesRef(const std::string& config, const graph::GraphFn& fn, const
 compute::cpu::Module Fused(const graph::GraphFn& fn, const std::vector<Shape>& shapes, std::string* report) {
   graph::Exec exec(Backend("ref"), fn, static_cast<int>(shapes.size()));
   compute::cpu::Module m = kiln::test::CleanedModule(*exec.ProgramFor(shapes));
-  *report = compute::cpu::FuseElementwise(m, compute::cpu::Options{});
+  *report = compute::cpu::FuseElementwise(m).log;
   compute::cpu::EliminateDeadCode(m);
   return m;
 }
@@ -608,7 +610,7 @@ TEST(CpuFusion, AnOptimizerUpdateIsOneKernelWritingThreeResults) {
   const std::vector<Shape> shapes(4, Shape(DType::Float32, {300, 70}));
   std::string report;
   compute::cpu::Module m = Fused(AdamStep, shapes, &report);
-  const std::string merged = compute::cpu::MergeFusedOutputs(m);
+  const std::string merged = compute::cpu::MergeFusedOutputs(m).log;
   const std::vector<const compute::cpu::Node*> multi = MultiOutput(m);
   ASSERT_EQ(multi.size(), 1u) << merged << m.ToString();
   EXPECT_EQ(multi[0]->writes.size(), 2u);
@@ -665,21 +667,21 @@ TEST(CpuFusion, GroupsReadTwiceOrBroadcastOrHalfStayApart) {
     return std::vector<Node>{m, graph::Sqrt(m * m + 1.0f), graph::Exp(m * 2.0f - 1.0f)};
   };
   compute::cpu::Module a = Fused(twice, {s, s}, &report);
-  EXPECT_EQ(compute::cpu::MergeFusedOutputs(a), "");
+  EXPECT_EQ(compute::cpu::MergeFusedOutputs(a).log, "");
   // A row [30] broadcast into a [40, 30] group.
   auto broadcast = [](Graph&, const std::vector<Node>& in) {
     Node r = graph::Exp(in[1] * 0.5f);
     return std::vector<Node>{r, in[0] * graph::BroadcastPrefix(r, {40}) + 1.0f};
   };
   compute::cpu::Module b = Fused(broadcast, {s, Shape(DType::Float32, {30})}, &report);
-  EXPECT_EQ(compute::cpu::MergeFusedOutputs(b), "");
+  EXPECT_EQ(compute::cpu::MergeFusedOutputs(b).log, "");
   // A BFloat16 result: the reader sees it rounded.
   auto half = [](Graph&, const std::vector<Node>& in) {
     Node h = graph::ConvertDType(in[0] * 3.0f + 1.0f, DType::BFloat16);
     return std::vector<Node>{h, graph::ConvertDType(h, DType::Float32) * in[1] - 2.0f};
   };
   compute::cpu::Module c = Fused(half, {s, s}, &report);
-  EXPECT_EQ(compute::cpu::MergeFusedOutputs(c), "");
+  EXPECT_EQ(compute::cpu::MergeFusedOutputs(c).log, "");
   for (const char* config : kConfigs) {
     ExpectMatchesRef(config, twice, {Random({40, 30}, -1, 1, 70), Random({40, 30}, -1, 1, 71)}, 4);
     ExpectMatchesRef(config, half, {Random({40, 30}, -1, 1, 72), Random({40, 30}, -1, 1, 73)}, 0);

@@ -1,4 +1,4 @@
-// Tests of the cpu compiler's cleanup passes run directly on Modules (backends/cpu/ir.h):
+// Tests of the cpu compiler's cleanup passes run directly on Modules (backends/cpu/passes.h):
 // constant folding and algebraic simplification (each rule fires on a small module, the
 // resulting op list is asserted) and common subexpressions around OptimizationBarrier. Every
 // program also runs on the cpu backend and on the reference backend, which must agree bit for
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu/ir.h"
+#include "backends/cpu/passes.h"
 #include "kiln/kiln.h"
 
 namespace kiln {
@@ -65,11 +65,11 @@ Module Simplified(const graph::GraphFn& fn, const std::vector<Tensor>& inputs, i
   graph::Exec exec(Ref(), fn, static_cast<int>(inputs.size()));
   Module m = compute::cpu::FromProgram(*exec.ProgramFor(ShapesOf(inputs)));
   compute::cpu::EliminateDeadCode(m);
-  const int n = compute::cpu::Simplify(m);
+  const int n = compute::cpu::Simplify(m).count;
   if (rewrites != nullptr) *rewrites = n;
   compute::cpu::EliminateDeadCode(m);
   ExpectValid(m);
-  EXPECT_EQ(compute::cpu::Simplify(m), 0) << "not a fixed point:\n" << m.ToString();
+  EXPECT_EQ(compute::cpu::Simplify(m).count, 0) << "not a fixed point:\n" << m.ToString();
   return m;
 }
 
@@ -429,7 +429,7 @@ TEST(CpuCse, MergesDuplicatesButNotAcrossBarrier) {
   graph::Exec exec(Ref(), fn, 1);
   Module m = compute::cpu::FromProgram(*exec.ProgramFor(ShapesOf(in)));
   compute::cpu::EliminateDeadCode(m);
-  EXPECT_EQ(compute::cpu::EliminateCommonSubexpressions(m), 1) << m.ToString();  // b into a only.
+  EXPECT_EQ(compute::cpu::EliminateCommonSubexpressions(m).count, 1) << m.ToString();  // b into a only.
   compute::cpu::EliminateDeadCode(m);
   EXPECT_EQ(Ops(m), "Parameter OptimizationBarrier GetTupleElement Exp Exp Add Add") << m.ToString();
   ExpectValid(m);
@@ -445,7 +445,7 @@ TEST(CpuCse, BarriersThemselvesAreNeverMerged) {
   const std::vector<Tensor> in = {Specials()};
   graph::Exec exec(Ref(), fn, 1);
   Module m = compute::cpu::FromProgram(*exec.ProgramFor(ShapesOf(in)));
-  EXPECT_EQ(compute::cpu::EliminateCommonSubexpressions(m), 0) << m.ToString();
+  EXPECT_EQ(compute::cpu::EliminateCommonSubexpressions(m).count, 0) << m.ToString();
   ExpectSameOnCpuAndRef(fn, in);
 }
 

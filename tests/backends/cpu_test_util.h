@@ -7,7 +7,7 @@
 #include <cmath>
 #include <vector>
 
-#include "backends/cpu/ir.h"
+#include "backends/cpu/passes.h"
 #include "kiln/kiln.h"
 
 namespace kiln::test {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "backends/cpu/buffer_pool.h"
+#include "backends/cpu/cost_model.h"
 #include "compute/registry.h"
 
 namespace kiln::compute {
@@ -16,17 +17,6 @@ BackendInfo CpuBackendInfo();
 BackendPtr NewCpuBackend(BackendOptions& options);
 
 namespace cpu {
-
-/// Programs with less work than this per sizeable kernel (ProgramThreads in kernels.h) run every
-/// kernel on the calling thread (the default of the backend's `serial_work` option). Under
-/// OMP_WAIT_POLICY=PASSIVE each parallel region wakes sleeping threads, measured at 45-65 us on
-/// a 2-core VM: a kernel that engages the team must save more than that. Measured there
-/// (`kiln_bench --benchmark_filter='infer(_sweep)?/cnn|size_sweep'` with cpu:threads=1 and
-/// cpu:threads=2,serial_work=0): the CNN's inference (3 sizeable kernels) is faster on one thread
-/// at batch 1 and 2 (12M and 25M multiply-adds), on two from batch 4 (49M); the fixed elementwise
-/// chain alone (cost 15 per element) on one thread up to 262K elements (3.9M), on two from 1M
-/// (15.7M).
-inline constexpr int64_t kSmallProgramWork = int64_t{1} << 23;
 
 /// The backend's switches ("cpu:threads=2,fusion=false,simd=scalar").
 struct Options {

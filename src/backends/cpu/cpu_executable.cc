@@ -1,4 +1,4 @@
-// The cpu executable: compiles a Program through the passes into a flat list of steps over
+// The cpu executable: compiles a Program (compiler.h) into a flat list of steps over
 // pre-planned memory, then runs it: intermediates in one arena per execution (from the pool),
 // outputs in pool buffers or in donated inputs.
 
@@ -6,10 +6,9 @@
 #include <cstring>
 #include <iostream>
 
-#include "backends/cpu/ir.h"
+#include "backends/cpu/compiler.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/plan.h"
-#include "backends/cpu/pool_kernels.h"
 #include "core/check.h"
 
 namespace kiln::compute::cpu {
@@ -37,23 +36,17 @@ struct Value {
   int64_t offset = -1;  ///< kArena.
   int param = -1;       ///< kParam.
   int output = -1;      ///< kOutput: the output position whose buffer holds it.
+  int source = -1;      ///< kAlias: the value it aliases.
   /// kOutput: donatable parameters whose buffer may hold it (dead by then, or read in place).
   std::vector<int> donors;
 };
 
 /// Ops whose result is their operand's bytes unchanged: no kernel, the value aliases it.
 bool IsAlias(const Instruction& inst, const Shape& operand) {
-  switch (inst.op) {
-    case OpType::Reshape:
-    case OpType::StopGradient:
-      return true;
-    case OpType::Bitcast:
-      return inst.shape.ByteSize() == operand.ByteSize();
-    case OpType::ConvertDType:
-      return inst.shape.dtype() == operand.dtype();
-    default:
-      return false;
-  }
+  if (inst.op == OpType::Reshape || inst.op == OpType::StopGradient) return true;
+  if (inst.op == OpType::Bitcast) return inst.shape.ByteSize() == operand.ByteSize();
+  if (inst.op == OpType::ConvertDType) return inst.shape.dtype() == operand.dtype();
+  return false;
 }
 
 /// A 64-byte aligned copy of a Constant's bytes.
@@ -71,30 +64,15 @@ class CpuExecutable final : public Executable {
  public:
   CpuExecutable(CpuBackend* backend, std::shared_ptr<const Program> program)
       : backend_(backend), keep_backend_(backend->weak_from_this().lock()), program_(std::move(program)) {
-    Module m = FromProgram(*program_);
-    EliminateDeadCode(m);
-    const int merged = EliminateCommonSubexpressions(m);
-    const int simplified = Simplify(m);
-    EliminateDeadCode(m);
-    const int widened = WidenHalfContractions(m);
-    std::string fusion;
-    if (backend_->options().fusion) {
-      // Epilogues first: the elementwise pass would otherwise take the bias and activation.
-      fusion = CommuteReluWithMaxPool(m);
-      EliminateDeadCode(m);
-      fusion += FuseEpilogues(m);
-      EliminateDeadCode(m);
-      fusion += FuseElementwise(m, backend_->options());
-      EliminateDeadCode(m);
-      fusion += MergeFusedOutputs(m);  // last: nothing renumbers the nodes after it
-    }
-    Build(m);
-    if (backend_->options().dump) {
-      std::cerr << "KILN_CPU_DUMP: program (" << m.nodes.size() << " nodes after cleanups; " << merged
-                << " common subexpressions merged, " << simplified << " nodes simplified, " << widened
-                << " half-precision contractions widened to Float32)\n"
-                << m.ToString() << fusion << DescribeSteps();
-    }
+    CompiledModule compiled = CompileModule(*program_, backend_->options());
+    const Module& m = compiled.module;
+    threads_ = ProgramThreads(m, backend_->options().threads, backend_->options().serial_work);
+    ClassifyValues(m);
+    ChooseKernels(m);
+    const std::vector<int> last_use = LastUses(m);
+    PlanDonors(m, last_use);
+    PlanArena(m, last_use);
+    if (backend_->options().dump) std::cerr << "KILN_CPU_DUMP: " << compiled.report << DescribeSteps();
   }
 
   const Program& program() const override { return *program_; }
@@ -103,7 +81,19 @@ class CpuExecutable final : public Executable {
                                  int device) override;
 
  private:
-  void Build(const Module& m);
+  /// Where each value lives (Value::loc), which values alias which (root_), the constants'
+  /// bytes and the tuple ops' result slots.
+  void ClassifyValues(const Module& m);
+  /// The steps, in node order: a kernel for each value computed in the arena or an output
+  /// buffer (ChooseKernel: fused, pooling, oneDNN or reference), the tuple ops and the aliases.
+  void ChooseKernels(const Module& m);
+  /// Per value, the last node reading it (an alias's reads count for its root); outputs live to
+  /// the end.
+  std::vector<int> LastUses(const Module& m) const;
+  /// For each output a kernel writes: the donatable parameters whose buffers it may take.
+  void PlanDonors(const Module& m, const std::vector<int>& last_use);
+  /// Offsets of the arena values (in place over a dying operand where the kernel allows).
+  void PlanArena(const Module& m, const std::vector<int>& last_use);
   std::string DescribeSteps() const;
   std::vector<bool> CheckInputs(const std::vector<BufferPtr>& inputs, const std::vector<bool>& donated) const;
 
@@ -117,82 +107,61 @@ class CpuExecutable final : public Executable {
   std::vector<const uint8_t*> const_data_;  ///< Per value: kConst data.
   std::vector<int> tuple_slot_;             ///< Per value: its slot among the tuple results (tuple ops).
   int num_tuples_ = 0;
+  std::vector<int> root_;  ///< Per value: the value whose bytes it is (itself if none).
   int64_t arena_bytes_ = 0;
   int in_place_ = 0;
   int threads_ = 1;  ///< The team size the kernels may use (1 for small programs).
 };
 
-void CpuExecutable::Build(const Module& m) {
-  const int n = static_cast<int>(m.nodes.size());
-  values_.assign(static_cast<size_t>(n), Value{});
-  const_data_.assign(static_cast<size_t>(n), nullptr);
-  tuple_slot_.assign(static_cast<size_t>(n), -1);
-  std::vector<int> last_use(static_cast<size_t>(n));
-  for (int v = 0; v < n; ++v) {
-    last_use[static_cast<size_t>(v)] = v;
-    for (int o : m.nodes[static_cast<size_t>(v)].inst.operands) last_use[static_cast<size_t>(o)] = v;
-  }
-  for (int o : m.outputs) last_use[static_cast<size_t>(o)] = n;
-  outputs_ = m.outputs;
-  std::vector<bool> is_output(static_cast<size_t>(n), false);
-  consts_.reserve(static_cast<size_t>(n));
-  std::vector<int> root(static_cast<size_t>(n));
-  threads_ = ProgramThreads(m, backend_->options().threads, backend_->options().serial_work);
-  for (int v = 0; v < n; ++v) {
-    const Node& node = m.nodes[static_cast<size_t>(v)];
+/// The operands' shapes of a node.
+std::vector<Shape> OperandShapes(const Module& m, const Node& node) {
+  std::vector<Shape> shapes;
+  for (int o : node.inst.operands) shapes.push_back(m.nodes[static_cast<size_t>(o)].inst.shape);
+  return shapes;
+}
+
+void CpuExecutable::ClassifyValues(const Module& m) {
+  const size_t n = m.nodes.size();
+  values_.assign(n, Value{});
+  const_data_.assign(n, nullptr);
+  tuple_slot_.assign(n, -1);
+  root_.resize(n);
+  consts_.reserve(n);
+  for (size_t v = 0; v < n; ++v) {
+    const Node& node = m.nodes[v];
     const Instruction& inst = node.inst;
-    Value& val = values_[static_cast<size_t>(v)];
-    root[static_cast<size_t>(v)] = v;
-    std::vector<Shape> shapes;
-    for (int o : inst.operands) shapes.push_back(m.nodes[static_cast<size_t>(o)].inst.shape);
-    if (inst.op == OpType::OptimizationBarrier) {
-      continue;  // The identity: its results alias its operands (see GetTupleElement below).
-    }
+    Value& val = values_[v];
+    root_[v] = static_cast<int>(v);
+    // An OptimizationBarrier is the identity: its results alias its operands (GetTupleElement).
+    if (inst.op == OpType::OptimizationBarrier) continue;
     if (inst.IsTuple()) {
-      tuple_slot_[static_cast<size_t>(v)] = num_tuples_++;
-      steps_.push_back(Step{StepKind::kTuple, v, inst.operands, Kernel(), MakeTupleKernel(backend_, inst), -1,
-                            0, std::string(OpName(inst.op))});
+      tuple_slot_[v] = num_tuples_++;
       continue;
     }
     val.bytes = inst.shape.ByteSize();
-    if (node.written_by >= 0) {
-      val.loc = Loc::kArena;  // An output (MergeFusedOutputs): its writer's kernel stores it.
+    const Node* operand0 = inst.operands.empty() ? nullptr : &m.nodes[static_cast<size_t>(inst.operands[0])];
+    if (node.kind == NodeKind::kWrittenBy) {
+      val.loc = Loc::kArena;  // An extra result: its writer's kernel stores it.
     } else if (inst.op == OpType::Parameter) {
       val.loc = Loc::kParam;
       val.param = static_cast<int>(inst.attrs.index);
     } else if (inst.op == OpType::Constant) {
       val.loc = Loc::kConst;
       consts_.emplace_back(inst.attrs.literal);
-      const_data_[static_cast<size_t>(v)] = consts_.back().data.get();
-    } else if (inst.op == OpType::GetTupleElement &&
-               m.nodes[static_cast<size_t>(inst.operands[0])].inst.op == OpType::OptimizationBarrier) {
-      const int src = m.nodes[static_cast<size_t>(inst.operands[0])].inst.operands.at(
-          static_cast<size_t>(inst.attrs.index));
+      const_data_[v] = consts_.back().data.get();
+    } else if (inst.op == OpType::GetTupleElement && operand0->inst.op == OpType::OptimizationBarrier) {
       val.loc = Loc::kAlias;
-      root[static_cast<size_t>(v)] = root[static_cast<size_t>(src)];
-      steps_.push_back(
-          Step{StepKind::kAlias, v, {src}, Kernel(), TupleKernel(), src, 0, "OptimizationBarrier"});
+      val.source = operand0->inst.operands.at(static_cast<size_t>(inst.attrs.index));
     } else if (inst.op == OpType::GetTupleElement) {
       val.loc = Loc::kTupleElement;
-      steps_.push_back(Step{StepKind::kTupleElement, v, inst.operands, Kernel(), TupleKernel(),
-                            inst.operands[0], static_cast<int>(inst.attrs.index), "GetTupleElement"});
-    } else if (!node.fused && !shapes.empty() && IsAlias(inst, shapes[0])) {
+    } else if (node.kind == NodeKind::kPrimitive && operand0 != nullptr &&
+               IsAlias(inst, operand0->inst.shape)) {
       val.loc = Loc::kAlias;
-      root[static_cast<size_t>(v)] = root[static_cast<size_t>(inst.operands[0])];
-      steps_.push_back(Step{StepKind::kAlias, v, inst.operands, Kernel(), TupleKernel(), inst.operands[0], 0,
-                            std::string(OpName(inst.op))});
+      val.source = inst.operands[0];
     } else {
-      KernelChoice k = TryPoolKernel(*backend_, threads_, node, shapes);
-      if (!k.kernel) k = ChooseKernel(*backend_, threads_, node, shapes);
       val.loc = Loc::kArena;
-      // A multi-output kernel gets the buffers of its extra results after its operands.
-      std::vector<int> operands = inst.operands;
-      operands.insert(operands.end(), node.writes.begin(), node.writes.end());
-      steps_.push_back(
-          Step{StepKind::kKernel, v, std::move(operands), std::move(k.kernel), TupleKernel(), -1, 0,
-               std::move(k.name) +
-                   (node.writes.empty() ? "" : fmt::format(" (+{} results)", node.writes.size()))});
     }
+    if (val.loc == Loc::kAlias) root_[v] = root_[static_cast<size_t>(val.source)];
   }
   // Outputs computed by a kernel get buffers of their own (the first time a value is output).
   for (size_t k = 0; k < m.outputs.size(); ++k) {
@@ -202,48 +171,72 @@ void CpuExecutable::Build(const Module& m) {
       val.output = static_cast<int>(k);
     }
   }
-  // Aliases keep their root alive.
-  for (int v = 0; v < n; ++v) {
-    const int r = root[static_cast<size_t>(v)];
-    last_use[static_cast<size_t>(r)] =
-        std::max(last_use[static_cast<size_t>(r)], last_use[static_cast<size_t>(v)]);
+  outputs_ = m.outputs;
+}
+
+void CpuExecutable::ChooseKernels(const Module& m) {
+  for (size_t i = 0; i < m.nodes.size(); ++i) {
+    const int v = static_cast<int>(i);
+    const Node& node = m.nodes[i];
+    const Instruction& inst = node.inst;
+    const Value& val = values_[i];
+    if (inst.op == OpType::OptimizationBarrier) continue;
+    if (inst.IsTuple()) {
+      steps_.push_back(Step{StepKind::kTuple, v, inst.operands, Kernel(), MakeTupleKernel(backend_, inst), -1,
+                            0, std::string(OpName(inst.op))});
+    } else if (val.loc == Loc::kAlias) {
+      steps_.push_back(
+          Step{StepKind::kAlias,
+               v,
+               {val.source},
+               Kernel(),
+               TupleKernel(),
+               val.source,
+               0,
+               std::string(inst.op == OpType::GetTupleElement ? "OptimizationBarrier" : OpName(inst.op))});
+    } else if (val.loc == Loc::kTupleElement) {
+      steps_.push_back(Step{StepKind::kTupleElement, v, inst.operands, Kernel(), TupleKernel(),
+                            inst.operands[0], static_cast<int>(inst.attrs.index), "GetTupleElement"});
+    } else if ((val.loc == Loc::kArena || val.loc == Loc::kOutput) && node.kind != NodeKind::kWrittenBy) {
+      KernelChoice k = ChooseKernel(*backend_, threads_, node, OperandShapes(m, node));
+      // A multi-output kernel gets the buffers of its extra results after its operands.
+      std::vector<int> operands = inst.operands;
+      operands.insert(operands.end(), node.writes.begin(), node.writes.end());
+      steps_.push_back(
+          Step{StepKind::kKernel, v, std::move(operands), std::move(k.kernel), TupleKernel(), -1, 0,
+               std::move(k.name) +
+                   (node.writes.empty() ? "" : fmt::format(" (+{} results)", node.writes.size()))});
+    }
   }
-  PlanRequest req;
-  req.bytes.assign(static_cast<size_t>(n), -1);
-  req.in_place.resize(static_cast<size_t>(n));
-  req.last_use = last_use;
-  std::vector<int> step_of(static_cast<size_t>(n), -1);
-  for (size_t s = 0; s < steps_.size(); ++s)
-    step_of[static_cast<size_t>(steps_[s].value)] = static_cast<int>(s);
+}
+
+std::vector<int> CpuExecutable::LastUses(const Module& m) const {
+  const size_t n = m.nodes.size();
+  std::vector<int> last_use(n);
+  for (size_t v = 0; v < n; ++v) {
+    last_use[v] = static_cast<int>(v);
+    for (int o : m.nodes[v].inst.operands) last_use[static_cast<size_t>(o)] = static_cast<int>(v);
+  }
+  for (int o : m.outputs) last_use[static_cast<size_t>(o)] = static_cast<int>(n);
+  // Aliases keep their root alive.
+  for (size_t v = 0; v < n; ++v) {
+    const auto r = static_cast<size_t>(root_[v]);
+    last_use[r] = std::max(last_use[r], last_use[v]);
+  }
+  return last_use;
+}
+
+void CpuExecutable::PlanDonors(const Module& m, const std::vector<int>& last_use) {
+  const int n = static_cast<int>(m.nodes.size());
   for (int v = 0; v < n; ++v) {
     Value& val = values_[static_cast<size_t>(v)];
+    if (val.loc != Loc::kOutput) continue;
+    // Donated inputs that are dead by the step that writes it, or read in place by it (a
+    // multi-output kernel's extra results are written at its step).
     const Node& node = m.nodes[static_cast<size_t>(v)];
-    if (val.loc != Loc::kArena && val.loc != Loc::kOutput) continue;
-    std::vector<Shape> shapes;
-    for (int o : node.inst.operands) shapes.push_back(m.nodes[static_cast<size_t>(o)].inst.shape);
-    const bool in_place = WritesInPlace(node, shapes);
-    if (val.loc == Loc::kArena) {
-      req.bytes[static_cast<size_t>(v)] = val.bytes;
-      if (in_place) {
-        for (int o : node.inst.operands) {
-          const int r = root[static_cast<size_t>(o)];
-          if (values_[static_cast<size_t>(r)].loc == Loc::kArena &&
-              values_[static_cast<size_t>(r)].bytes == val.bytes)
-            req.in_place[static_cast<size_t>(v)].push_back(r);
-        }
-      }
-      continue;
-    }
-    // kOutput: donated inputs that are dead by the step that writes it, or read in place by it
-    // (a multi-output kernel's extra results are written at its step).
-    const int w = node.written_by >= 0 ? node.written_by : v;
+    const int w = node.kind == NodeKind::kWrittenBy ? node.written_by : v;
     const Node& writer = m.nodes[static_cast<size_t>(w)];
-    bool writer_in_place = in_place;
-    if (w != v) {
-      std::vector<Shape> writer_shapes;
-      for (int o : writer.inst.operands) writer_shapes.push_back(m.nodes[static_cast<size_t>(o)].inst.shape);
-      writer_in_place = WritesInPlace(writer, writer_shapes);
-    }
+    const bool writer_in_place = WritesInPlace(writer, OperandShapes(m, writer));
     for (int p = 0; p < n; ++p) {
       const Value& pv = values_[static_cast<size_t>(p)];
       if (pv.loc != Loc::kParam || pv.bytes != val.bytes) continue;
@@ -252,15 +245,34 @@ void CpuExecutable::Build(const Module& m) {
       const int lu = last_use[static_cast<size_t>(p)];
       bool ok = lu < w;
       if (lu == w && writer_in_place) {
-        for (int o : writer.inst.operands) ok = ok || root[static_cast<size_t>(o)] == p;
+        for (int o : writer.inst.operands) ok = ok || root_[static_cast<size_t>(o)] == p;
       }
       if (ok) val.donors.push_back(pv.param);
     }
   }
-  MemoryPlan plan = MakePlan(req);
-  for (int v = 0; v < n; ++v)
-    if (values_[static_cast<size_t>(v)].loc == Loc::kArena)
-      values_[static_cast<size_t>(v)].offset = plan.offset[static_cast<size_t>(v)];
+}
+
+void CpuExecutable::PlanArena(const Module& m, const std::vector<int>& last_use) {
+  const size_t n = m.nodes.size();
+  PlanRequest req;
+  req.bytes.assign(n, -1);
+  req.in_place.resize(n);
+  req.last_use = last_use;
+  for (size_t v = 0; v < n; ++v) {
+    const Value& val = values_[v];
+    if (val.loc != Loc::kArena) continue;
+    const Node& node = m.nodes[v];
+    req.bytes[v] = val.bytes;
+    if (!WritesInPlace(node, OperandShapes(m, node))) continue;
+    for (int o : node.inst.operands) {
+      const int r = root_[static_cast<size_t>(o)];
+      const Value& rv = values_[static_cast<size_t>(r)];
+      if (rv.loc == Loc::kArena && rv.bytes == val.bytes) req.in_place[v].push_back(r);
+    }
+  }
+  const MemoryPlan plan = MakePlan(req);
+  for (size_t v = 0; v < n; ++v)
+    if (values_[v].loc == Loc::kArena) values_[v].offset = plan.offset[v];
   arena_bytes_ = plan.size;
   in_place_ = plan.in_place;
 }

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "backends/common/scalar_math.h"
+
 namespace kiln::compute::cpu {
 
 namespace {
@@ -21,9 +23,9 @@ bool AllFloat32(const Node& node, const std::vector<Shape>& operands) {
 float Activate(Activation a, float x) {
   switch (a) {
     case Activation::kRelu:
-      return x > 0.0f || std::isnan(x) ? x : 0.0f;
+      return common::MaxOf(x, 0.0f);  // Max(x, +0), as the graph wrote it.
     case Activation::kLogistic:
-      return 1.0f / (1.0f + std::exp(-x));
+      return common::Logistic(x);
     case Activation::kNone:
       break;
   }
@@ -108,20 +110,17 @@ void ReluInPlace(float* x, int64_t n, int threads) {
 }
 
 KernelChoice TryDnnlKernel(int threads, const Node& node, const std::vector<Shape>& operands) {
-  if (node.fused || node.inst.IsTuple()) return {};
+  if (node.kind != NodeKind::kPrimitive || node.inst.IsTuple()) return {};
   const Epilogue* e = node.epilogue.get();
   if (!AllFloat32(node, operands))
     return e != nullptr ? SplitEpilogue(threads, node, operands) : KernelChoice{};
   KernelChoice k;
-  switch (node.inst.op) {
-    case OpType::DotGeneral:
-      k = MakeDnnlMatmul(threads, node.inst, operands, e);
-      break;
-    case OpType::ConvGeneral:
-      k = MakeDnnlConv(threads, node.inst, operands, e);
-      break;
-    default:
-      return {};
+  if (node.inst.op == OpType::DotGeneral) {
+    k = MakeDnnlMatmul(threads, node.inst, operands, e);
+  } else if (node.inst.op == OpType::ConvGeneral) {
+    k = MakeDnnlConv(threads, node.inst, operands, e);
+  } else {
+    return {};
   }
   if (!k.kernel && e != nullptr) return SplitEpilogue(threads, node, operands);
   return k;

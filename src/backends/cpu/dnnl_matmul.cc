@@ -87,15 +87,6 @@ std::vector<int64_t> DescStrides(const OperandView& v) {
 /// Whether the view is already dense row-major (a copy would change nothing).
 bool IsDense(const OperandView& v) { return DescStrides(v) == DenseStrides(v.dims3); }
 
-/// Products this small run on the calling thread: waking the OpenMP team costs more than it
-/// saves (measured on the 2-core bench machine, minimum over 3000 calls of Exec::Call: 32x128x128
-/// takes 6.2 us on one thread and 7.1 us on two, 64x128x128 10.0 and 7.8 us). This includes
-/// matrix-vector products with large weights: alone, 1x512x512 gains from a second core's
-/// bandwidth (22.3 us on one thread, 17.4 us on two), but in a model each product pays the
-/// team's wake-up again (OMP_WAIT_POLICY=PASSIVE, as the bench runs): the MLP 784-512-512-10 at
-/// batch 1 answers in 71 us on one thread against 142 us on two.
-constexpr int64_t kSingleThreadMacs = int64_t{1} << 19;
-
 /// Everything one call needs; shared by the kernel's copies.
 struct MatmulPlan {
   dnnl::matmul primitive;

@@ -19,7 +19,7 @@
 #include <cstring>
 #include <optional>
 
-#include "backends/cpu/ir.h"
+#include "backends/cpu/passes.h"
 
 namespace kiln::compute::cpu {
 
@@ -36,7 +36,8 @@ std::string Epilogue::ToString() const {
 namespace {
 
 bool IsContraction(const Node& n) {
-  return !n.fused && (n.inst.op == OpType::DotGeneral || n.inst.op == OpType::ConvGeneral);
+  return n.kind == NodeKind::kPrimitive &&
+         (n.inst.op == OpType::DotGeneral || n.inst.op == OpType::ConvGeneral);
 }
 
 /// The axis of a contraction's result along which a per-feature bias varies, or nullopt.
@@ -71,14 +72,14 @@ class EpiloguePass {
     for (int o : m.outputs) is_output_[static_cast<size_t>(o)] = true;
   }
 
-  std::string Run() {
+  PassReport Run() {
     for (size_t i = 0; i < m_.nodes.size(); ++i) {
       if (FoldTranspose(static_cast<int>(i))) continue;
       if (FoldBias(static_cast<int>(i))) continue;
       FoldActivation(static_cast<int>(i));
     }
-    if (log_.empty()) return "";
-    return fmt::format("  epilogues: {} rewrites\n{}", count_, log_);
+    if (log_.empty()) return {};
+    return {count_, fmt::format("  epilogues: {} rewrites\n{}", count_, log_)};
   }
 
  private:
@@ -103,7 +104,8 @@ class EpiloguePass {
     if (t.op != OpType::Transpose) return false;
     const int d = t.operands[0];
     const Node& dot = m_.nodes[static_cast<size_t>(d)];
-    if (dot.inst.op != OpType::DotGeneral || dot.fused || dot.epilogue || !SoleUse(d)) return false;
+    if (dot.inst.op != OpType::DotGeneral || dot.kind != NodeKind::kPrimitive || dot.epilogue || !SoleUse(d))
+      return false;
     const OpAttributes& at = dot.inst.attrs;
     const int64_t nb = static_cast<int64_t>(at.lhs_batch.size());
     const int64_t nl = m_.nodes[static_cast<size_t>(dot.inst.operands[0])].inst.shape.Rank() - nb -
@@ -209,22 +211,23 @@ bool WindowsTouchTheOperand(const Instruction& rw) {
 
 }  // namespace
 
-std::string CommuteReluWithMaxPool(Module& m) {
+PassReport CommuteReluWithMaxPool(Module& m) {
   std::vector<int> uses(m.nodes.size(), 0);  // by old id
   std::vector<bool> is_output(m.nodes.size(), false);
   for (const Node& n : m.nodes)
     for (int o : n.inst.operands) ++uses[static_cast<size_t>(o)];
   for (int o : m.outputs) is_output[static_cast<size_t>(o)] = true;
-  std::string log;
+  PassReport report;
   RebuildModule(m, [&](Node& node, const std::vector<int>& old_operands, std::vector<Node>& nodes) {
     const Instruction& rw = node.inst;
-    if (node.fused || rw.op != OpType::ReduceWindow || rw.attrs.reduce_kind != ReduceKind::Max ||
-        rw.shape.dtype() != DType::Float32 || !WindowsTouchTheOperand(rw))
+    if (node.kind != NodeKind::kPrimitive || rw.op != OpType::ReduceWindow ||
+        rw.attrs.reduce_kind != ReduceKind::Max || rw.shape.dtype() != DType::Float32 ||
+        !WindowsTouchTheOperand(rw))
       return -1;
     const int relu = old_operands[0];
     const Node& max = nodes[static_cast<size_t>(rw.operands[0])];
-    if (max.fused || max.inst.op != OpType::Max || uses[static_cast<size_t>(relu)] != 1 ||
-        is_output[static_cast<size_t>(relu)])
+    if (max.kind != NodeKind::kPrimitive || max.inst.op != OpType::Max ||
+        uses[static_cast<size_t>(relu)] != 1 || is_output[static_cast<size_t>(relu)])
       return -1;
     int x = -1, zero = -1;  // Max's other operand and the scalar +0 (rebuilt ids)
     for (int side = 0; side < 2 && x < 0; ++side) {
@@ -250,12 +253,13 @@ std::string CommuteReluWithMaxPool(Module& m) {
     relu_inst.op = OpType::Max;
     relu_inst.operands = {pool_id, zeros};
     relu_inst.shape = pooled;
-    log += fmt::format("  commute: ReduceWindow-max of relu %{} -> relu of ReduceWindow-max\n", relu);
+    report.log += fmt::format("  commute: ReduceWindow-max of relu %{} -> relu of ReduceWindow-max\n", relu);
+    ++report.count;
     return AppendNode(nodes, std::move(relu_inst));
   });
-  return log;
+  return report;
 }
 
-std::string FuseEpilogues(Module& m) { return EpiloguePass(m).Run(); }
+PassReport FuseEpilogues(Module& m) { return EpiloguePass(m).Run(); }
 
 }  // namespace kiln::compute::cpu

@@ -12,7 +12,9 @@
 #include <limits>
 #include <vector>
 
-#include "backends/cpu/fusion.h"
+#include "backends/cpu/cost_model.h"
+#include "backends/cpu/fused_eval.h"
+#include "backends/cpu/fused_simd.h"
 #include "backends/cpu/kernels.h"
 #include "core/check.h"
 
@@ -78,7 +80,7 @@ struct FusedReduce {
   double Combine(double a, double p) const {
     if (fold == Fold::kSum) return a + p;
     const auto x = static_cast<float>(a), y = static_cast<float>(p);
-    return fold == Fold::kMax ? ref::MaxOf(x, y) : ref::MinOf(x, y);
+    return fold == Fold::kMax ? common::MaxOf(x, y) : common::MinOf(x, y);
   }
 
   /// The result of `count` partial results part[0], part[stride], ... folded in order.

@@ -1,11 +1,13 @@
-// The cpu kernel table: fast kernels first, the reference kernels as the generic path.
+// The cpu kernel table: fast kernels first (fused groups, pooling windows, oneDNN contractions),
+// the reference kernels as the generic path.
 
 #include "backends/cpu/kernels.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "backends/cpu/fusion.h"
+#include "backends/cpu/fused_program.h"
+#include "backends/cpu/pool_kernels.h"
 
 namespace kiln::compute::cpu {
 
@@ -32,8 +34,9 @@ bool WritesEveryElement(OpCategory c) {
 }  // namespace
 
 bool WritesInPlace(const Node& node, const std::vector<Shape>& operands) {
+  if (node.kind == NodeKind::kFused) return true;
   // A fused reduction reads its inputs all along while writing a smaller result.
-  if (node.fused) return GetOpCategory(node.inst.op) != OpCategory::Reduce;
+  if (node.kind == NodeKind::kFusedReduce) return false;
   switch (GetOpCategory(node.inst.op)) {
     case OpCategory::Unary:
     case OpCategory::Binary:
@@ -52,7 +55,9 @@ bool WritesInPlace(const Node& node, const std::vector<Shape>& operands) {
 
 KernelChoice ChooseKernel(CpuBackend& backend, int threads, const Node& node,
                           const std::vector<Shape>& operands) {
-  if (node.fused) return MakeFusedKernel(backend, threads, node, operands);
+  if (node.kind == NodeKind::kFused || node.kind == NodeKind::kFusedReduce)
+    return MakeFusedKernel(backend, threads, node, operands);
+  if (KernelChoice p = TryPoolKernel(backend, threads, node, operands); p.kernel) return p;
   if (KernelChoice d = TryDnnlKernel(threads, node, operands); d.kernel) return d;
   const Instruction& inst = node.inst;
   Kernel k = ref::MakeKernel(inst, operands);
@@ -63,58 +68,6 @@ KernelChoice ChooseKernel(CpuBackend& backend, int threads, const Node& node,
             k(in, out);
           },
           "ref"};
-}
-
-int64_t NodeWork(const Module& m, const Node& node) {
-  if (node.written_by >= 0) return 0;  // computed by a multi-output kernel, counted there
-  const Instruction& inst = node.inst;
-  switch (inst.op) {
-    case OpType::Parameter:
-    case OpType::Constant:
-    case OpType::Reshape:  // aliases or views: no kernel of their own
-    case OpType::Bitcast:
-    case OpType::StopGradient:
-    case OpType::GetTupleElement:
-      return 0;
-    default:
-      if (inst.IsTuple()) return 0;
-  }
-  const Shape& operand0 =
-      m.nodes[static_cast<size_t>(inst.operands.empty() ? 0 : inst.operands[0])].inst.shape;
-  int64_t w = inst.shape.Size();
-  if (node.fused) {
-    // A fused reduction reads more than it writes.
-    for (int o : inst.operands) w = std::max(w, m.nodes[static_cast<size_t>(o)].inst.shape.Size());
-    return w * FusedCost(*node.fused);
-  }
-  if (inst.op == OpType::DotGeneral) {
-    for (int64_t a : inst.attrs.lhs_contracting) w *= operand0.Dim(static_cast<int>(a));
-    return w;
-  }
-  if (inst.op == OpType::ConvGeneral) {
-    // Per result element: the kernel's window times its input features (per group).
-    const Shape& k = m.nodes[static_cast<size_t>(inst.operands.at(1))].inst.shape;
-    const int64_t out_features = k.Dim(static_cast<int>(inst.attrs.conv.kernel_output_feature));
-    return out_features > 0 ? w * (k.Size() / out_features) : w;
-  }
-  for (int o : inst.operands) w = std::max(w, m.nodes[static_cast<size_t>(o)].inst.shape.Size());
-  return w;
-}
-
-ProgramLoad ProgramWork(const Module& m) {
-  ProgramLoad load;
-  for (const Node& node : m.nodes) {
-    const int64_t w = NodeWork(m, node);
-    load.work += w;
-    load.sizeable += w >= kSizeableKernelWork ? 1 : 0;
-  }
-  return load;
-}
-
-int ProgramThreads(const Module& m, int threads, int64_t serial_work) {
-  if (threads <= 1 || serial_work <= 0) return std::max(threads, 1);
-  const ProgramLoad load = ProgramWork(m);
-  return load.work < serial_work * std::max(load.sizeable, 1) ? 1 : threads;
 }
 
 }  // namespace kiln::compute::cpu

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/cost_model.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/ir.h"
 #include "backends/ref/ref_kernels.h"
@@ -36,24 +37,11 @@ KernelChoice MakeFusedReduceKernel(CpuBackend& backend, int threads, const Node&
 /// ReduceMin of Float32 whose reduced axes form one block).
 bool FusesIntoReduce(OpType op, const Shape& operand, const std::vector<int64_t>& axes);
 
-/// The kernel for a non-tuple node with the given operand shapes. Every builder takes `threads`,
+/// The kernel for a non-tuple node with the given operand shapes: a fused node's, else a window
+/// kernel (pool_kernels.h), oneDNN's, or the reference kernel. Every builder takes `threads`,
 /// the most threads a kernel of this program may engage (see ProgramThreads).
 KernelChoice ChooseKernel(CpuBackend& backend, int threads, const Node& node,
                           const std::vector<Shape>& operands);
-
-/// Rough work of a node's kernel: the multiply-adds of a contraction; otherwise its largest
-/// operand's or result's elements (times the program cost of a fused group).
-int64_t NodeWork(const Module& m, const Node& node);
-/// Kernels with at least this much work count as sizeable (the GEMM gate, kSingleThreadMacs).
-inline constexpr int64_t kSizeableKernelWork = int64_t{1} << 19;
-struct ProgramLoad {
-  int64_t work = 0;  ///< The sum of NodeWork.
-  int sizeable = 0;  ///< Kernels of at least kSizeableKernelWork.
-};
-ProgramLoad ProgramWork(const Module& m);
-/// The team size a program's kernels may use: `threads`, or 1 when its work is below
-/// `serial_work` per sizeable kernel (each may wake the team; at least one counted).
-int ProgramThreads(const Module& m, int threads, int64_t serial_work = kSmallProgramWork);
 
 /// Whether the node's result may be written over an operand of the same size at its last use.
 bool WritesInPlace(const Node& node, const std::vector<Shape>& operands);

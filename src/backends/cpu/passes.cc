@@ -4,7 +4,9 @@
 
 #include <unordered_map>
 
-#include "backends/cpu/ir.h"
+#include <algorithm>
+
+#include "backends/cpu/passes.h"
 
 namespace kiln::compute::cpu {
 
@@ -26,8 +28,9 @@ std::string Module::ToString() const {
         inst.IsTuple() ? fmt::format("tuple of {}", inst.tuple_shapes.size()) : inst.shape.ToString();
     const std::string epilogue =
         nodes[i].epilogue ? fmt::format("+Epilogue[{}]", nodes[i].epilogue->ToString()) : "";
-    s += fmt::format("  %{} = {}{}{}({}) : {}\n", i, nodes[i].fused ? "Fused:" : "",
-                     FormatOp(inst.op, inst.attrs), epilogue, fmt::join(ops, ", "), shape);
+    s += fmt::format("  %{} = {}{}{}({}) : {}\n", i,
+                     nodes[i].kind == NodeKind::kPrimitive ? "" : "Fused:", FormatOp(inst.op, inst.attrs),
+                     epilogue, fmt::join(ops, ", "), shape);
   }
   std::vector<std::string> outs;
   for (int o : outputs) outs.push_back(fmt::format("%{}", o));
@@ -81,7 +84,7 @@ void RebuildModule(Module& m, const NodeRewrite& rewrite) {
   m.nodes = std::move(nodes);
 }
 
-void EliminateDeadCode(Module& m) {
+PassReport EliminateDeadCode(Module& m) {
   std::vector<bool> live(m.nodes.size(), false);
   for (size_t i = 0; i < m.nodes.size(); ++i)
     if (m.nodes[i].inst.op == OpType::Parameter) live[i] = true;
@@ -92,10 +95,12 @@ void EliminateDeadCode(Module& m) {
   }
   std::vector<int> to(m.nodes.size());
   for (size_t i = 0; i < to.size(); ++i) to[i] = static_cast<int>(i);
+  const auto dropped = static_cast<int>(std::count(live.begin(), live.end(), false));
   Compact(m, live, std::move(to));
+  return {dropped, {}};
 }
 
-int EliminateCommonSubexpressions(Module& m) {
+PassReport EliminateCommonSubexpressions(Module& m) {
   const size_t n = m.nodes.size();
   std::vector<int> to(n);
   std::unordered_map<size_t, std::vector<int>> seen;  // hash -> representatives
@@ -104,7 +109,8 @@ int EliminateCommonSubexpressions(Module& m) {
     to[i] = static_cast<int>(i);
     Instruction& inst = m.nodes[i].inst;
     for (int& o : inst.operands) o = to[static_cast<size_t>(o)];
-    if (inst.op == OpType::Parameter || inst.IsTuple() || !inst.subprograms.empty() || m.nodes[i].fused)
+    if (inst.op == OpType::Parameter || inst.IsTuple() || !inst.subprograms.empty() ||
+        m.nodes[i].kind != NodeKind::kPrimitive)
       continue;
     size_t h = std::hash<int>{}(static_cast<int>(inst.op));
     for (int o : inst.operands) h = h * 1000003u ^ std::hash<int>{}(o);
@@ -123,7 +129,7 @@ int EliminateCommonSubexpressions(Module& m) {
     }
     if (!found) bucket.push_back(static_cast<int>(i));
   }
-  if (merged == 0) return 0;
+  if (merged == 0) return {};
   std::vector<bool> keep(n);
   for (size_t i = 0; i < n; ++i) keep[i] = to[i] == static_cast<int>(i);
   for (int& o : m.outputs) o = to[static_cast<size_t>(o)];
@@ -131,7 +137,7 @@ int EliminateCommonSubexpressions(Module& m) {
   for (size_t i = 0; i < n; ++i) identity[i] = to[i];
   // Operands were already redirected; Compact maps through `to` again (idempotent).
   Compact(m, keep, std::move(identity));
-  return merged;
+  return {merged, {}};
 }
 
 }  // namespace kiln::compute::cpu

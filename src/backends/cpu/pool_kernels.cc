@@ -6,7 +6,7 @@
 // indices read disjoint blocks. The axes in between are the windowed ones; their windows' taps
 // are precomputed once, at compile time, by the reference's own walk (ref::MakeWindowTaps), so
 // taps come in the reference's order. A window then runs over the inner block in SIMD vectors
-// (Highway: the best of AVX3 / AVX2 at run time, as hwy_fused.cc; `simd=scalar` runs scalar
+// (Highway: the best of AVX3 / AVX2 at run time, as fused_simd.cc; `simd=scalar` runs scalar
 // loops), its taps accumulated in registers. Windows split across the OpenMP team above
 // kPoolParallelWork; a split never changes what is combined in which order, so results do not
 // depend on the thread count.
@@ -380,7 +380,9 @@ void SelectAndScatterF32(const PoolPlan& p, bool max, bool overlap, BufferPool* 
 KernelChoice TryPoolKernel(CpuBackend& backend, int threads, const Node& node,
                            const std::vector<Shape>& operands) {
   const Instruction& inst = node.inst;
-  if (node.fused || (inst.op != OpType::ReduceWindow && inst.op != OpType::SelectAndScatter)) return {};
+  if (node.kind != NodeKind::kPrimitive ||
+      (inst.op != OpType::ReduceWindow && inst.op != OpType::SelectAndScatter))
+    return {};
   const OpAttributes& at = inst.attrs;
   const Shape& x = operands.at(0);
   if (x.dtype() != DType::Float32) return {};

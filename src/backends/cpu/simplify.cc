@@ -5,6 +5,7 @@
 // nodes (scalar constants) ahead of it. Duplicates the rewrites made are merged at the end;
 // nodes left unused are dropped by the DCE that follows.
 
+#include "backends/cpu/passes.h"
 #include "backends/cpu/simplify_rules.h"
 
 namespace kiln::compute::cpu {
@@ -18,7 +19,9 @@ constexpr int kMaxPasses = 4;
 
 /// Whether the rules may touch `node`: never the signature, tuple ops, barriers and their
 /// results, sub-program owners or fused groups.
-bool Rewritable(const Node& node) { return !node.fused && !simplify::Opaque(node.inst); }
+bool Rewritable(const Node& node) {
+  return node.kind == NodeKind::kPrimitive && !simplify::Opaque(node.inst);
+}
 
 /// One pass over `m`; returns how many nodes it rewrote.
 int SimplifyPass(Module& m) {
@@ -60,7 +63,7 @@ int SimplifyPass(Module& m) {
 
 }  // namespace
 
-int Simplify(Module& m) {
+PassReport Simplify(Module& m) {
   int total = 0;
   for (int pass = 0; pass < kMaxPasses; ++pass) {
     const int rewrites = SimplifyPass(m);
@@ -68,8 +71,8 @@ int Simplify(Module& m) {
     if (rewrites == 0) break;
   }
   // Folding makes equal constants and splats (0 * 1 and the 0 already there): merge them.
-  if (total > 0) total += EliminateCommonSubexpressions(m);
-  return total;
+  if (total > 0) total += EliminateCommonSubexpressions(m).count;
+  return {total, {}};
 }
 
 }  // namespace kiln::compute::cpu

@@ -200,45 +200,36 @@ Rewrite SimplifyPad(const Instruction& inst) {
 Rewrite SimplifyAlgebra(Builder& b, const Instruction& inst) {
   const std::vector<int>& ops = inst.operands;
   const DType dtype = inst.shape.dtype();
-  switch (inst.op) {
-    case OpType::Add:
-      if (IsAdditiveIdentity(b, ops[1], dtype)) return Rewrite::To(ops[0]);
-      if (IsAdditiveIdentity(b, ops[0], dtype)) return Rewrite::To(ops[1]);
-      return Rewrite::None();
-    case OpType::Sub:
-      // x - (+0.0) is x for every x (-0.0 - +0.0 = -0.0); x - (-0.0) is not.
-      if (AllElementsAre(b, ops[1], 0.0, IsFloat(dtype) ? ZeroSign::kPositive : ZeroSign::kAny))
-        return Rewrite::To(ops[0]);
-      return Rewrite::None();
-    case OpType::Mul:
-      if (AllElementsAre(b, ops[1], 1.0)) return Rewrite::To(ops[0]);
-      if (AllElementsAre(b, ops[0], 1.0)) return Rewrite::To(ops[1]);
-      return Rewrite::None();
-    case OpType::Div:
-      return AllElementsAre(b, ops[1], 1.0) ? Rewrite::To(ops[0]) : Rewrite::None();
-    case OpType::Neg:
-      return b.Def(ops[0]).op == OpType::Neg ? Rewrite::To(b.Def(ops[0]).operands[0]) : Rewrite::None();
-    case OpType::StopGradient:
-      return Rewrite::To(ops[0]);  // No gradients here: the identity at run time.
-    case OpType::Transpose:
-      return SimplifyTranspose(b, inst);
-    case OpType::Reshape:
-      return SimplifyReshape(b, inst);
-    case OpType::BroadcastInDim:
-      return SimplifyBroadcast(b, inst);
-    case OpType::ConvertDType:
-      return b.Def(ops[0]).shape.dtype() == dtype ? Rewrite::To(ops[0]) : Rewrite::None();
-    case OpType::Slice:
-      return SimplifySlice(b, inst);
-    case OpType::Reverse:
-      return SimplifyReverse(b, inst);
-    case OpType::Pad:
-      return SimplifyPad(inst);
-    case OpType::Concatenate:
-      return ops.size() == 1 ? Rewrite::To(ops[0]) : Rewrite::None();
-    default:
-      break;
+  const OpType op = inst.op;
+  if (op == OpType::Add) {
+    if (IsAdditiveIdentity(b, ops[1], dtype)) return Rewrite::To(ops[0]);
+    if (IsAdditiveIdentity(b, ops[0], dtype)) return Rewrite::To(ops[1]);
+    return Rewrite::None();
   }
+  if (op == OpType::Sub) {
+    // x - (+0.0) is x for every x (-0.0 - +0.0 = -0.0); x - (-0.0) is not.
+    if (AllElementsAre(b, ops[1], 0.0, IsFloat(dtype) ? ZeroSign::kPositive : ZeroSign::kAny))
+      return Rewrite::To(ops[0]);
+    return Rewrite::None();
+  }
+  if (op == OpType::Mul) {
+    if (AllElementsAre(b, ops[1], 1.0)) return Rewrite::To(ops[0]);
+    if (AllElementsAre(b, ops[0], 1.0)) return Rewrite::To(ops[1]);
+    return Rewrite::None();
+  }
+  if (op == OpType::Div) return AllElementsAre(b, ops[1], 1.0) ? Rewrite::To(ops[0]) : Rewrite::None();
+  if (op == OpType::Neg)
+    return b.Def(ops[0]).op == OpType::Neg ? Rewrite::To(b.Def(ops[0]).operands[0]) : Rewrite::None();
+  if (op == OpType::StopGradient) return Rewrite::To(ops[0]);  // No gradients here: the identity at run time.
+  if (op == OpType::Transpose) return SimplifyTranspose(b, inst);
+  if (op == OpType::Reshape) return SimplifyReshape(b, inst);
+  if (op == OpType::BroadcastInDim) return SimplifyBroadcast(b, inst);
+  if (op == OpType::ConvertDType)
+    return b.Def(ops[0]).shape.dtype() == dtype ? Rewrite::To(ops[0]) : Rewrite::None();
+  if (op == OpType::Slice) return SimplifySlice(b, inst);
+  if (op == OpType::Reverse) return SimplifyReverse(b, inst);
+  if (op == OpType::Pad) return SimplifyPad(inst);
+  if (op == OpType::Concatenate) return ops.size() == 1 ? Rewrite::To(ops[0]) : Rewrite::None();
   if (GetOpCategory(inst.op) == OpCategory::Reduce) return SimplifyReduce(b, inst);
   return Rewrite::None();
 }

@@ -35,17 +35,9 @@ class Builder {
 /// a parameter, constant, tuple element, barrier or control-flow op.
 inline bool Opaque(const Instruction& inst) {
   if (inst.IsTuple() || !inst.subprograms.empty()) return true;
-  switch (inst.op) {
-    case OpType::Parameter:
-    case OpType::Constant:
-    case OpType::GetTupleElement:
-    case OpType::OptimizationBarrier:
-    case OpType::While:
-    case OpType::If:
-      return true;
-    default:
-      return false;
-  }
+  const OpType op = inst.op;
+  return op == OpType::Parameter || op == OpType::Constant || op == OpType::GetTupleElement ||
+         op == OpType::OptimizationBarrier || op == OpType::While || op == OpType::If;
 }
 
 /// An instruction with no attributes set.

@@ -4,7 +4,7 @@
 // The sums run in float32 and round once to the half type, as the backend documents for half
 // precision (ref sums in double: the two agree but for a rare last-bit tie).
 
-#include "backends/cpu/ir.h"
+#include "backends/cpu/passes.h"
 
 namespace kiln::compute::cpu {
 
@@ -32,10 +32,10 @@ Instruction Convert(int x, const Shape& from, DType dtype) {
 
 }  // namespace
 
-int WidenHalfContractions(Module& m) {
+PassReport WidenHalfContractions(Module& m) {
   int widened = 0;
   RebuildModule(m, [&](Node& node, const std::vector<int>&, std::vector<Node>& nodes) {
-    if (node.fused || node.epilogue || !Widens(node.inst, nodes)) return -1;
+    if (node.kind != NodeKind::kPrimitive || node.epilogue || !Widens(node.inst, nodes)) return -1;
     const DType half = node.inst.shape.dtype();
     Instruction wide = std::move(node.inst);
     for (int& o : wide.operands)
@@ -46,7 +46,7 @@ int WidenHalfContractions(Module& m) {
     ++widened;
     return AppendNode(nodes, Convert(sum, wide_shape, half));
   });
-  return widened;
+  return {widened, {}};
 }
 
 }  // namespace kiln::compute::cpu

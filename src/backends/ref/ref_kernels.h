@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backends/common/scalar_math.h"
 #include "kiln/compute/fwd.h"
 #include "kiln/compute/program.h"
 #include "kiln/core/dtype.h"
@@ -152,25 +153,8 @@ T FromBits(Wide<T> w) {
 }
 
 /// Max and Min propagate NaN; between zeros Max prefers +0 and Min -0 (so both commute).
-template <typename C>
-C MaxOf(C a, C b) {
-  if constexpr (std::is_floating_point_v<C>) {
-    if (std::isnan(a)) return a;
-    if (std::isnan(b)) return b;
-    if (a == b) return std::signbit(a) ? b : a;
-  }
-  return a > b ? a : b;
-}
-
-template <typename C>
-C MinOf(C a, C b) {
-  if constexpr (std::is_floating_point_v<C>) {
-    if (std::isnan(a)) return a;
-    if (std::isnan(b)) return b;
-    if (a == b) return std::signbit(a) ? a : b;
-  }
-  return a < b ? a : b;
-}
+using common::MaxOf;
+using common::MinOf;
 
 // ---- Scalar conversions (ConvertDType's rules; Iota and the accumulators use them too) -------
 

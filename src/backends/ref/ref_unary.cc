@@ -37,11 +37,11 @@ Kernel FloatUnary(OpType op, DType dtype, int64_t n) {
       return MapFloat<T>(n, [](C x) { return std::fabs(x); });
     case OpType::Sign:
       // NaN stays NaN and zeros keep their sign; everything else is +-1.
-      return MapFloat<T>(n, [](C x) { return std::isnan(x) || x == 0 ? x : std::copysign(C(1), x); });
+      return MapFloat<T>(n, [](C x) { return common::Sign(x); });
     case OpType::Sqrt:
       return MapFloat<T>(n, [](C x) { return std::sqrt(x); });
     case OpType::Rsqrt:
-      return MapFloat<T>(n, [](C x) { return C(1) / std::sqrt(x); });
+      return MapFloat<T>(n, [](C x) { return common::Rsqrt(x); });
     case OpType::Exp:
       return MapFloat<T>(n, [](C x) { return std::exp(x); });
     case OpType::Expm1:
@@ -57,12 +57,7 @@ Kernel FloatUnary(OpType op, DType dtype, int64_t n) {
     case OpType::Tanh:
       return MapFloat<T>(n, [](C x) { return std::tanh(x); });
     case OpType::Logistic:
-      // 1 / (1 + e^-x) overflows e^-x for very negative x; the equal form e^x / (1 + e^x) does not.
-      return MapFloat<T>(n, [](C x) {
-        if (x >= 0) return C(1) / (C(1) + std::exp(-x));
-        const C e = std::exp(x);
-        return e / (C(1) + e);
-      });
+      return MapFloat<T>(n, [](C x) { return common::Logistic(x); });
     case OpType::Erf:
       return MapFloat<T>(n, [](C x) { return std::erf(x); });
     case OpType::Floor:

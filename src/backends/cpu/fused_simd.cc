@@ -1,10 +1,11 @@
 // The SIMD forms of the fused register machine's ops (Highway, dynamic dispatch over AVX3, AVX2
-// and EMU128). Exact ops match the reference kernels bit for bit; transcendentals use Highway's
-// contrib math (Exp, Expm1, Log, Log1p, Sin, Cos, Tanh) or our own (Logistic, Erf) within a few
-// ulps, and fall back to the scalar std:: function for lanes outside the range where the SIMD
-// form is accurate (overflow, subnormal results, NaN, huge arguments). Pow runs the scalar form.
-// Each op is defined once on a vector (Apply); the per-instruction passes (RunOp) and the vector
-// programs (RunProgram: the whole program per block of vectors held in registers) both use it.
+// and EMU128), and the fused machine's other SIMD primitives (fused_simd.h). Exact ops match the
+// reference kernels bit for bit; transcendentals use Highway's contrib math or our own forms
+// (Logistic, Erf, Tan, Cosh) within a few ulps, and run the op's scalar form (fused_ops.def) for
+// lanes outside the range where the SIMD form is accurate (overflow, subnormal results, NaN, huge
+// arguments). Pow runs the scalar form. Each op is defined once on a vector (Apply); the
+// per-instruction passes (RunOp) and the vector programs (RunProgram: the whole program per block
+// of vectors held in registers) both reach it through the cases fused_ops.def generates.
 
 // Targets: the best of AVX3 / AVX2 at run time; the portable baseline is EMU128 (HWY_SCALAR with
 // GCC < 12.3, where Highway marks EMU128 broken).
@@ -16,7 +17,7 @@
 #endif
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "backends/cpu/hwy_fused.cc"
+#define HWY_TARGET_INCLUDE "backends/cpu/fused_simd.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 // clang-format: the includes below must follow foreach_target.h.
 #include <algorithm>
@@ -25,8 +26,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "backends/cpu/fusion.h"
-#include "backends/ref/ref_kernels.h"
+#include "backends/cpu/fused_simd.h"
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "kiln/core/half.h"
@@ -38,7 +38,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 using D = hn::ScalableTag<float>;
 using V = hn::Vec<D>;
-constexpr size_t kMaxLanes = 64;
+constexpr size_t kMaxLanes = kMaxSimdLanes;
 
 /// out[i] = f(a[i]) over n elements; the tail runs through a padded stack vector.
 template <class F>
@@ -114,11 +114,10 @@ HWY_INLINE hn::Mask<D> InRange(D d, V x, float lo, float hi) {
   return hn::And(hn::Ge(x, hn::Set(d, lo)), hn::Le(x, hn::Set(d, hi)));
 }
 
-/// 1 / (1 + e^-x) as the reference computes it (e^x / (1 + e^x) for negative x).
-HWY_INLINE float ScalarLogistic(float x) {
-  if (x >= 0) return 1.0f / (1.0f + std::exp(-x));
-  const float e = std::exp(x);
-  return e / (1.0f + e);
+/// The scalar form of unary op kOp (fused_ops.def), for FixLanes.
+template <FOp kOp>
+HWY_INLINE float Scalar1(float x) {
+  return ScalarOp<kOp>(x, 0.0f, 0.0f);
 }
 
 /// Logistic from one Exp of -|x|: within 2 ulps where |x| <= 87.
@@ -127,7 +126,7 @@ HWY_INLINE V Logistic(D d, V x) {
   const V e = hn::Exp(d, hn::Neg(hn::Abs(x)));
   const V denom = hn::Add(one, e);
   const V r = hn::IfThenElse(hn::Ge(x, hn::Zero(d)), hn::Div(one, denom), hn::Div(e, denom));
-  return FixLanes(d, x, r, InRange(d, x, -87.0f, 87.0f), ScalarLogistic);
+  return FixLanes(d, x, r, InRange(d, x, -87.0f, 87.0f), Scalar1<FOp::kLogistic>);
 }
 
 /// erf(x): a minimax polynomial in x^2 for |x| < 0.921875, else 1 - exp(poly(|x|)) with the
@@ -155,7 +154,17 @@ HWY_INLINE V Erf(D d, V x) {
   r = hn::MulAdd(r, t, hn::Neg(t));
   const V large = hn::CopySign(hn::Sub(hn::Set(d, 1.0f), hn::Exp(d, r)), x);
   const V result = hn::IfThenElse(hn::Gt(hn::Abs(x), hn::Set(d, 0.921875f)), large, small);
-  return FixLanes(d, x, result, hn::Not(hn::IsNaN(x)), [](float v) { return std::erf(v); });
+  return FixLanes(d, x, result, hn::Not(hn::IsNaN(x)), Scalar1<FOp::kErf>);
+}
+
+/// tan(x) as sin(x) / cos(x), both from Highway's contrib math (its range reduction keeps the
+/// small cosine near odd multiples of pi/2 accurate relative to itself).
+HWY_INLINE V Tan(D d, V x) { return hn::Div(hn::Sin(d, x), hn::Cos(d, x)); }
+
+/// cosh(x) = (e^|x| + e^-|x|) / 2 from one Exp, for |x| <= 88 (where e^|x| is finite).
+HWY_INLINE V Cosh(D d, V x) {
+  const V e = hn::Exp(d, hn::Abs(x));
+  return hn::Mul(hn::Set(d, 0.5f), hn::Add(e, hn::Div(hn::Set(d, 1.0f), e)));
 }
 
 /// Max and Min as the reference: NaN propagates (the first operand's first), and between equal
@@ -224,25 +233,19 @@ HWY_INLINE V Apply(D d, V x, V y, V z) {
   } else if constexpr (kOp == FOp::kRsqrt) {
     return hn::Div(hn::Set(d, 1.0f), hn::Sqrt(x));
   } else if constexpr (kOp == FOp::kExp) {
-    return FixLanes(d, x, hn::Exp(d, x), InRange(d, x, -87.0f, 88.5f), [](float v) { return std::exp(v); });
+    return FixLanes(d, x, hn::Exp(d, x), InRange(d, x, -87.0f, 88.5f), Scalar1<kOp>);
   } else if constexpr (kOp == FOp::kExpm1) {
-    return FixLanes(d, x, KeepZero(d, x, hn::Expm1(d, x)), InRange(d, x, -87.0f, 88.5f),
-                    [](float v) { return std::expm1(v); });
+    return FixLanes(d, x, KeepZero(d, x, hn::Expm1(d, x)), InRange(d, x, -87.0f, 88.5f), Scalar1<kOp>);
   } else if constexpr (kOp == FOp::kLog) {
-    return FixLanes(d, x, hn::Log(d, x), InRange(d, x, 1.17549435e-38f, 3.40282347e38f),
-                    [](float v) { return std::log(v); });
+    return FixLanes(d, x, hn::Log(d, x), InRange(d, x, 1.17549435e-38f, 3.40282347e38f), Scalar1<kOp>);
   } else if constexpr (kOp == FOp::kLog1p) {
-    return FixLanes(d, x, KeepZero(d, x, hn::Log1p(d, x)), InRange(d, x, 0.0f, 3.40282347e38f),
-                    [](float v) { return std::log1p(v); });
+    return FixLanes(d, x, KeepZero(d, x, hn::Log1p(d, x)), InRange(d, x, 0.0f, 3.40282347e38f), Scalar1<kOp>);
   } else if constexpr (kOp == FOp::kSin) {
-    return FixLanes(d, x, KeepZero(d, x, hn::Sin(d, x)), InRange(d, x, -39000.0f, 39000.0f),
-                    [](float v) { return std::sin(v); });
+    return FixLanes(d, x, KeepZero(d, x, hn::Sin(d, x)), InRange(d, x, -39000.0f, 39000.0f), Scalar1<kOp>);
   } else if constexpr (kOp == FOp::kCos) {
-    return FixLanes(d, x, hn::Cos(d, x), InRange(d, x, -39000.0f, 39000.0f),
-                    [](float v) { return std::cos(v); });
+    return FixLanes(d, x, hn::Cos(d, x), InRange(d, x, -39000.0f, 39000.0f), Scalar1<kOp>);
   } else if constexpr (kOp == FOp::kTanh) {
-    return FixLanes(d, x, KeepZero(d, x, hn::Tanh(d, x)), hn::IsFinite(x),
-                    [](float v) { return std::tanh(v); });
+    return FixLanes(d, x, KeepZero(d, x, hn::Tanh(d, x)), hn::IsFinite(x), Scalar1<kOp>);
   } else if constexpr (kOp == FOp::kLogistic) {
     return Logistic(d, x);
   } else if constexpr (kOp == FOp::kErf) {
@@ -307,37 +310,32 @@ HWY_INLINE V Apply(D d, V x, V y, V z) {
   }
 }
 
-// The compute ops by arity.
-// clang-format off
-#define KILN_FUSED_UNARY(X) \
-  X(kNeg) X(kAbs) X(kSign) X(kSqrt) X(kRsqrt) X(kExp) X(kExpm1) X(kLog) X(kLog1p) X(kSin) X(kCos) \
-  X(kTanh) X(kLogistic) X(kErf) X(kFloor) X(kCeil) X(kRound) X(kIsFinite) X(kIsNaN) \
-  X(kLogicalNot) X(kNotZero) X(kRoundF16) X(kRoundBF16)
-#define KILN_FUSED_BINARY(X) \
-  X(kAdd) X(kSub) X(kMul) X(kDiv) X(kPow) X(kMax) X(kMin) X(kLogicalAnd) X(kLogicalOr) \
-  X(kLogicalXor) X(kEqual) X(kNotEqual) X(kLess) X(kLessOrEqual) X(kGreater) X(kGreaterOrEqual)
-// clang-format on
+/// One compute op over n elements, one pass.
+template <FOp kOp, int kArity>
+HWY_INLINE void RunOne(const float* a, const float* b, const float* c, float* out, size_t n) {
+  if constexpr (ScalarOnly(kOp)) {
+    RunFusedOpScalar(kOp, a, b, c, out, n);
+  } else if constexpr (kArity == 1) {
+    Map1(a, out, n, [](D d, V x) { return Apply<kOp>(d, x, x, x); });
+  } else if constexpr (kArity == 2) {
+    Map2(a, b, out, n, [](D d, V x, V y) { return Apply<kOp>(d, x, y, y); });
+  } else {
+    Map3(a, b, c, out, n, [](D d, V x, V y, V z) { return Apply<kOp>(d, x, y, z); });
+  }
+}
 
 /// One op over n elements, one pass.
 void RunOp(FOp op, const float* a, const float* b, const float* c, float* out, size_t n) {
   switch (op) {
-#define KILN_CASE1(OP)                                                               \
-  case FOp::OP:                                                                      \
-    if constexpr (ScalarOnly(FOp::OP)) return RunFusedOpScalar(op, a, b, c, out, n); \
-    return Map1(a, out, n, [](D d, V x) { return Apply<FOp::OP>(d, x, x, x); });
-#define KILN_CASE2(OP)                                                               \
-  case FOp::OP:                                                                      \
-    if constexpr (ScalarOnly(FOp::OP)) return RunFusedOpScalar(op, a, b, c, out, n); \
-    return Map2(a, b, out, n, [](D d, V x, V y) { return Apply<FOp::OP>(d, x, y, y); });
-    KILN_FUSED_UNARY(KILN_CASE1)
-    KILN_FUSED_BINARY(KILN_CASE2)
-#undef KILN_CASE1
-#undef KILN_CASE2
-    case FOp::kWhere:
-      return Map3(a, b, c, out, n, [](D d, V x, V y, V z) { return Apply<FOp::kWhere>(d, x, y, z); });
-    default:  // kInput / kImm.
-      return RunFusedOpScalar(op, a, b, c, out, n);
+#define KILN_FUSED_OP(Name, Arity, ...) \
+  case FOp::k##Name:                    \
+    return RunOne<FOp::k##Name, Arity>(a, b, c, out, n);
+#include "backends/cpu/fused_ops.def"
+    case FOp::kInput:
+    case FOp::kImm:
+      break;
   }
+  RunFusedOpScalar(op, a, b, c, out, n);  // Not a compute op: the scalar pass names it.
 }
 
 /// Four vectors (a block of the vector program, as separate values the compiler keeps in
@@ -378,6 +376,35 @@ HWY_INLINE T Fetch(D d, const VInstr& ins, int w, const T& acc, const float* con
   }
 }
 
+/// Op kOp on one vector (T = V) or four (T = Quad).
+template <FOp kOp, class T>
+HWY_INLINE T ApplyT(D d, const T& x, const T& y, const T& z) {
+  if constexpr (std::is_same_v<T, Quad>) {
+    return Quad{Apply<kOp>(d, x.v0, y.v0, z.v0), Apply<kOp>(d, x.v1, y.v1, z.v1),
+                Apply<kOp>(d, x.v2, y.v2, z.v2), Apply<kOp>(d, x.v3, y.v3, z.v3)};
+  } else {
+    return Apply<kOp>(d, x, y, z);
+  }
+}
+
+/// One instruction of a vector program: fetches only the operands its op reads (fewer live
+/// vectors, fewer spills), then applies the op.
+template <FOp kOp, int kArity, class T>
+HWY_INLINE T Step(D d, const VInstr& ins, const T& acc, const float* const* in, const float* slots,
+                  size_t at) {
+  const T x = Fetch<T>(d, ins, 0, acc, in, slots, at);
+  if constexpr (kArity == 1) {
+    return ApplyT<kOp, T>(d, x, x, x);
+  } else if constexpr (kArity == 2) {
+    const T y = Fetch<T>(d, ins, 1, acc, in, slots, at);
+    return ApplyT<kOp, T>(d, x, y, y);
+  } else {
+    const T y = Fetch<T>(d, ins, 1, acc, in, slots, at);
+    const T z = Fetch<T>(d, ins, 2, acc, in, slots, at);
+    return ApplyT<kOp, T>(d, x, y, z);
+  }
+}
+
 /// The whole program over one vector (T = V) or four (T = Quad) at element `at`, the result
 /// stored at `out`.
 template <class T>
@@ -391,41 +418,14 @@ HWY_INLINE void RunBlock(D d, const VProgram& prog, const float* const* in, floa
     acc = hn::Zero(d);
   }
   for (const VInstr& ins : prog.code) {
-    // Each case fetches only the operands its op reads: fewer live vectors, fewer spills.
     switch (ins.op) {
-#define KILN_APPLY(OP, X, Y, Z)                                                           \
-  if constexpr (std::is_same_v<T, Quad>) {                                                \
-    acc = Quad{Apply<FOp::OP>(d, X.v0, Y.v0, Z.v0), Apply<FOp::OP>(d, X.v1, Y.v1, Z.v1),  \
-               Apply<FOp::OP>(d, X.v2, Y.v2, Z.v2), Apply<FOp::OP>(d, X.v3, Y.v3, Z.v3)}; \
-  } else {                                                                                \
-    acc = Apply<FOp::OP>(d, X, Y, Z);                                                     \
-  }
-#define KILN_CASE1(OP)                                   \
-  case FOp::OP: {                                        \
-    const T x = Fetch<T>(d, ins, 0, acc, in, slots, at); \
-    KILN_APPLY(OP, x, x, x)                              \
-    break;                                               \
-  }
-#define KILN_CASE2(OP)                                   \
-  case FOp::OP: {                                        \
-    const T x = Fetch<T>(d, ins, 0, acc, in, slots, at); \
-    const T y = Fetch<T>(d, ins, 1, acc, in, slots, at); \
-    KILN_APPLY(OP, x, y, y)                              \
-    break;                                               \
-  }
-      KILN_FUSED_UNARY(KILN_CASE1)
-      KILN_FUSED_BINARY(KILN_CASE2)
-      case FOp::kWhere: {
-        const T x = Fetch<T>(d, ins, 0, acc, in, slots, at);
-        const T y = Fetch<T>(d, ins, 1, acc, in, slots, at);
-        const T z = Fetch<T>(d, ins, 2, acc, in, slots, at);
-        KILN_APPLY(kWhere, x, y, z)
-        break;
-      }
-#undef KILN_CASE1
-#undef KILN_CASE2
-#undef KILN_APPLY
-      default:
+#define KILN_FUSED_OP(Name, Arity, ...)                             \
+  case FOp::k##Name:                                                \
+    acc = Step<FOp::k##Name, Arity, T>(d, ins, acc, in, slots, at); \
+    break;
+#include "backends/cpu/fused_ops.def"
+      case FOp::kInput:
+      case FOp::kImm:
         break;
     }
     if (ins.save >= 0) {
@@ -486,47 +486,6 @@ void RunProgram(const VProgram& prog, const float* const* in, float* out, size_t
   std::memcpy(out + i, t, rest * sizeof(float));
 }
 
-/// Element i of `src` (Float16, BFloat16, Bool or Float32) as float32.
-HWY_INLINE float ScalarToF32(DType dtype, const uint8_t* src, size_t i) {
-  uint16_t bits = 0;
-  switch (dtype) {
-    case DType::Float16:
-      std::memcpy(&bits, src + 2 * i, 2);
-      return static_cast<float>(std::bit_cast<float16>(bits));
-    case DType::BFloat16:
-      std::memcpy(&bits, src + 2 * i, 2);
-      return static_cast<float>(std::bit_cast<bfloat16>(bits));
-    case DType::Float32: {
-      float f;
-      std::memcpy(&f, src + 4 * i, 4);
-      return f;
-    }
-    default:
-      return src[i] != 0 ? 1.0f : 0.0f;
-  }
-}
-
-/// Stores v as element i of `dst` in `dtype` (kiln's half conversions; Bool as v != 0).
-HWY_INLINE void ScalarFromF32(DType dtype, float v, uint8_t* dst, size_t i) {
-  uint16_t bits = 0;
-  switch (dtype) {
-    case DType::Float16:
-      bits = std::bit_cast<uint16_t>(float16(v));
-      std::memcpy(dst + 2 * i, &bits, 2);
-      return;
-    case DType::BFloat16:
-      bits = std::bit_cast<uint16_t>(bfloat16(v));
-      std::memcpy(dst + 2 * i, &bits, 2);
-      return;
-    case DType::Float32:
-      std::memcpy(dst + 4 * i, &v, 4);
-      return;
-    default:
-      dst[i] = v != 0 ? 1 : 0;
-      return;
-  }
-}
-
 /// dst[i] = src[i] as float32, for a Float16, BFloat16 or Bool source (Float32 is a copy).
 void ToF32(DType dtype, const uint8_t* src, float* dst, size_t n) {
   const D d;
@@ -546,7 +505,7 @@ void ToF32(DType dtype, const uint8_t* src, float* dst, size_t n) {
     std::memcpy(dst, src, n * sizeof(float));
     return;
   }
-  for (; i < n; ++i) dst[i] = ScalarToF32(dtype, src, i);
+  for (; i < n; ++i) dst[i] = LoadAsF32(dtype, src, static_cast<int64_t>(i));
 }
 
 /// dst[i] = src[i] rounded to the nearest Float16 or BFloat16 (ties to even; NaN stays NaN), or
@@ -576,7 +535,7 @@ void FromF32(DType dtype, const float* src, uint8_t* dst, size_t n) {
     }
   }
 #endif
-  for (; i < n; ++i) ScalarFromF32(dtype, src[i], dst, i);
+  for (; i < n; ++i) StoreFromF32(dtype, src[i], dst, static_cast<int64_t>(i));
 }
 
 /// dst[0, n) = v.
@@ -630,8 +589,9 @@ float ExtremeF32(bool is_max, const float* v, size_t n, float init) {
   HWY_ALIGN float lane[kMaxLanes];
   hn::Store(acc, d, lane);
   float r = init;
-  for (size_t k = 0; k < lanes && i > 0; ++k) r = is_max ? ref::MaxOf(r, lane[k]) : ref::MinOf(r, lane[k]);
-  for (; i < n; ++i) r = is_max ? ref::MaxOf(r, v[i]) : ref::MinOf(r, v[i]);
+  for (size_t k = 0; k < lanes && i > 0; ++k)
+    r = is_max ? common::MaxOf(r, lane[k]) : common::MinOf(r, lane[k]);
+  for (; i < n; ++i) r = is_max ? common::MaxOf(r, v[i]) : common::MinOf(r, v[i]);
   return r;
 }
 
@@ -644,7 +604,7 @@ void ExtremeIntoF32(bool is_max, float* acc, const float* v, size_t n) {
     const V a = hn::LoadU(d, acc + i), x = hn::LoadU(d, v + i);
     hn::StoreU(is_max ? MaxOf(a, x) : MinOf(a, x), d, acc + i);
   }
-  for (; i < n; ++i) acc[i] = is_max ? ref::MaxOf(acc[i], v[i]) : ref::MinOf(acc[i], v[i]);
+  for (; i < n; ++i) acc[i] = is_max ? common::MaxOf(acc[i], v[i]) : common::MinOf(acc[i], v[i]);
 }
 
 /// The compiled target's name.
@@ -682,9 +642,9 @@ void RunVProgramSimd(const VProgram& prog, const float* const* in, float* out, s
 bool UseVProgramSimd() { return HWY_DYNAMIC_DISPATCH(VectorProgramPays)(); }
 
 // Room for the largest block (4 vectors of at most 64 lanes) per register.
-size_t VProgram::SlotFloats() const { return static_cast<size_t>(std::max(num_regs, 1)) * 4 * 64; }
+size_t VProgram::SlotFloats() const { return static_cast<size_t>(std::max(num_regs, 1)) * 4 * kMaxSimdLanes; }
 
-size_t VProgram::TailFloats() const { return static_cast<size_t>(num_inputs + 1) * 64; }
+size_t VProgram::TailFloats() const { return static_cast<size_t>(num_inputs + 1) * kMaxSimdLanes; }
 
 const char* FusedSimdTarget() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
 

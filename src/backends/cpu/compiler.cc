@@ -1,0 +1,37 @@
+// The cpu compiler's driver: the pass pipeline and its report.
+
+#include "backends/cpu/compiler.h"
+
+#include <fmt/format.h>
+
+#include "backends/cpu/passes.h"
+
+namespace kiln::compute::cpu {
+
+CompiledModule CompileModule(const Program& program, const Options& options) {
+  CompiledModule out{FromProgram(program), {}};
+  Module& m = out.module;
+  EliminateDeadCode(m);
+  const PassReport merged = EliminateCommonSubexpressions(m);
+  const PassReport simplified = Simplify(m);
+  EliminateDeadCode(m);
+  const PassReport widened = WidenHalfContractions(m);
+  std::string fusion;
+  if (options.fusion) {
+    // Epilogues first: the elementwise pass would otherwise take the bias and activation.
+    fusion += CommuteReluWithMaxPool(m).log;
+    EliminateDeadCode(m);
+    fusion += FuseEpilogues(m).log;
+    EliminateDeadCode(m);
+    fusion += FuseElementwise(m).log;
+    EliminateDeadCode(m);
+    fusion += MergeFusedOutputs(m).log;
+  }
+  out.report = fmt::format(
+      "program ({} nodes after cleanups; {} common subexpressions merged, {} nodes simplified, {} "
+      "half-precision contractions widened to Float32)\n{}{}",
+      m.nodes.size(), merged.count, simplified.count, widened.count, m.ToString(), fusion);
+  return out;
+}
+
+}  // namespace kiln::compute::cpu

@@ -1,0 +1,77 @@
+#pragma once
+// The fused evaluator: runs a FusedSpec over pieces of its result, for the elementwise kernel
+// (fused_kernel.cc) and the fused reductions (fused_reduce.cc).
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "backends/cpu/fused_program.h"
+
+namespace kiln::compute::cpu {
+
+/// Runs a FusedSpec over pieces of its result (fused_kernel.cc), for the elementwise kernel and
+/// the fused reductions. Result elements are numbered row-major; the result is viewed as
+/// [rows, inner] with `inner` the longest run of trailing axes over which every input is either
+/// contiguous or constant, so that a piece inside one row reads each input through a plain
+/// pointer, a vectorised conversion or one broadcast value (other pieces gather by strides).
+class FusedEvaluator {
+ public:
+  /// Elements per piece: a register is one piece of floats (the file stays in L1).
+  static constexpr int64_t kTile = 1024;
+  /// Rows shorter than this are not worth a piece each: the view is then one flat row.
+  static constexpr int64_t kMinRow = 64;
+
+  FusedEvaluator(std::shared_ptr<const FusedSpec> spec, bool simd);
+
+  const FusedSpec& spec() const { return *spec_; }
+  /// Result elements.
+  int64_t size() const { return n_; }
+  /// The row length of the [rows, inner] view.
+  int64_t inner() const { return inner_; }
+  /// One thread's working memory: the register file (a piece of floats per register,
+  /// immediates filled) and which row each broadcast register holds.
+  struct Scratch {
+    std::vector<float> regs;
+    std::vector<int64_t> filled;  ///< Per input: 1 + the offset its register holds, 0 if none.
+    // The vector program's working memory (SIMD only).
+    std::vector<float> loads;  ///< Per input: a piece of converted or broadcast values.
+    std::vector<float> slots, tail, result;
+    std::vector<const float*> in, tail_in;
+    std::vector<const float*> extras;  ///< Where Eval left each extra result of the piece.
+  };
+  Scratch NewScratch() const;
+  /// Computes result elements [start, start + len) (len <= kTile) into float32 and returns where
+  /// they are: `direct` when it is not null and the program can write there, else a register.
+  const float* Eval(std::span<const uint8_t* const> in, int64_t start, int64_t len, Scratch& scratch,
+                    float* direct) const;
+  /// One compute instruction, SIMD or scalar.
+  void Op(FOp op, const float* a, const float* b, const float* c, float* out, size_t count) const;
+
+ private:
+  /// How an input is read within one row.
+  enum class Read : uint8_t { kGather, kContiguous, kBroadcast };
+  /// Input `input`'s values at [start, start + len): a pointer into its data, or `dst` filled.
+  void Load(size_t input, const uint8_t* data, int64_t start, int64_t len, float* dst, int64_t& filled,
+            const float** at) const;
+  /// The same by an index walk over the input's strides (any piece).
+  void Gather(size_t input, const uint8_t* data, int64_t start, int64_t len, float* dst) const;
+
+  /// Eval through the vector program.
+  const float* EvalVector(std::span<const uint8_t* const> in, int64_t start, int64_t len, Scratch& scratch,
+                          float* direct) const;
+
+  std::shared_ptr<const FusedSpec> spec_;
+  bool simd_ = true;
+  VProgram vprog_;  ///< Empty when the SIMD path runs the instructions one pass each.
+
+  int64_t n_ = 0, inner_ = 1;
+  std::vector<int64_t> out_strides_;
+  std::vector<Read> read_;                   ///< Per input.
+  std::vector<bool> keep_;                   ///< Per input: its register holds it all along.
+  std::vector<std::vector<int64_t>> outer_;  ///< Per input: its strides over the row axes.
+  size_t row_axes_ = 0;                      ///< Axes before the inner run.
+};
+
+}  // namespace kiln::compute::cpu

@@ -1,0 +1,62 @@
+#pragma once
+// The cpu compiler's passes over a Module, in the order CompileModule (compiler.h) runs them.
+// Each returns a PassReport: how many nodes it rewrote and, for the fusion passes, a readable
+// account of its decisions for KILN_CPU_DUMP.
+
+#include <string>
+
+#include "backends/cpu/ir.h"
+
+namespace kiln::compute::cpu {
+
+/// What a pass did.
+struct PassReport {
+  int count = 0;    ///< Nodes rewritten, merged or dropped.
+  std::string log;  ///< One line per decision ("  fused %7: ..."), empty for the cleanups.
+};
+
+/// Drops nodes no output needs (parameters stay: they are the signature) and renumbers. Counts
+/// the nodes dropped.
+PassReport EliminateDeadCode(Module& m);
+/// Merges nodes computing the same op with the same operands and attributes (never Parameters,
+/// tuple ops or ops with sub-programs, so nothing crosses an OptimizationBarrier), then drops
+/// the copies. Counts the nodes merged.
+PassReport EliminateCommonSubexpressions(Module& m);
+
+/// Constant folding and algebraic simplification (simplify.cc): never materialises a folded
+/// value over 64 KiB (broadcasts of scalars stay symbolic), never looks through an
+/// OptimizationBarrier. Counts the nodes rewritten.
+PassReport Simplify(Module& m);
+
+/// Half-precision contractions (widen.cc): a DotGeneral or ConvGeneral of Float16 or BFloat16
+/// operands and result becomes ConvertDType(the Float32 contraction of converted operands), so
+/// that it runs on the Float32 kernels. Counts the contractions rewritten.
+PassReport WidenHalfContractions(Module& m);
+
+/// ReduceWindow-max(Max(x, +0)) -> Max(ReduceWindow-max(x), +0) when the relu has no other
+/// reader (epilogue.cc): the relu then runs on the pooled values (a quarter of them for 2x2
+/// pooling), and the contraction before it keeps its bias epilogue. Max and relu commute (NaN
+/// propagates through both, -0 becomes +0 either way) when every window covers an operand
+/// element (no window only of padding). Float32. Returns a readable account of the rewrites.
+PassReport CommuteReluWithMaxPool(Module& m);
+
+/// Contraction epilogues (epilogue.cc): a Transpose that only swaps a DotGeneral's free axes
+/// becomes the DotGeneral with its operands swapped; an Add of a bias broadcast along the result's
+/// feature axis and then Max(x, +0) or Logistic move into the DotGeneral or ConvGeneral before them,
+/// when the intermediate values have no other reader. Float32 only. Returns a readable account
+/// of the rewrites (for KILN_CPU_DUMP).
+PassReport FuseEpilogues(Module& m);
+
+/// Multi-output fusion (fusion_merge.cc): a fused elementwise group whose result is a program output
+/// and is otherwise read only by another fused group of the same shape (element for element)
+/// is computed inside that group, which stores it as an extra result: an optimizer's new moments
+/// and its new parameter in one pass over memory. Runs last (no pass renumbers nodes after it).
+/// Returns a readable account.
+PassReport MergeFusedOutputs(Module& m);
+
+/// Elementwise fusion (fusion_group.cc, its programs from fusion_codegen.cc): replaces chains of elementwise
+/// ops (with their broadcasts and conversions) by fused nodes. Returns a readable account of the decisions
+/// (for KILN_CPU_DUMP).
+PassReport FuseElementwise(Module& m);
+
+}  // namespace kiln::compute::cpu
