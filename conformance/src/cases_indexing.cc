@@ -75,10 +75,15 @@ bool IndexingPrimitiveAccepts(OpType op, DType dtype) {
     case OpType::DynamicUpdateSlice:
       in = {s, one, scalar_index};
       break;
-    default:  // ArgSort, CumSum.
+    case OpType::ArgSort:
+    case OpType::CumSum:
       in = {s};
       at.axis = 0;
       break;
+#define KILN_LISTED_Indexing
+#define KILN_LISTED_SortScan
+#include "kiln/compute/op_cases.inc"
+      return false;
   }
   return ShapeRuleAccepts(op, in, at);
 }

@@ -230,9 +230,11 @@ Shape MovementShape(OpType op, const std::vector<Shape>& in, const OpAttributes&
     case OpType::Reverse:
       CheckAxes(op, at.axes, rank, "reversed");
       return x;
-    default:
-      Fail(op, "not a movement op");
+#define KILN_LISTED_Movement
+#include "kiln/compute/op_cases.inc"
+      break;
   }
+  Fail(op, "not a movement op");
 }
 
 }  // namespace

@@ -180,10 +180,6 @@ void CheckScalarIndices(OpType op, const std::vector<Shape>& in, size_t first, c
 
 Shape IndexingShape(OpType op, const std::vector<Shape>& in, const OpAttributes& at) {
   switch (op) {
-    case OpType::Gather:
-      return GatherShape(in, at.gather);
-    case OpType::Scatter:
-      return ScatterShape(in, at.scatter, at.reduce_kind);
     case OpType::DynamicSlice: {
       if (in.empty()) Fail(op, "needs an operand");
       const Shape& x = in[0];
@@ -209,9 +205,15 @@ Shape IndexingShape(OpType op, const std::vector<Shape>& in, const OpAttributes&
       CheckScalarIndices(op, in, 2, x);
       return x;
     }
-    default:
-      Fail(op, "not an indexing op");
+    case OpType::Gather:
+      return GatherShape(in, at.gather);
+    case OpType::Scatter:
+      return ScatterShape(in, at.scatter, at.reduce_kind);
+#define KILN_LISTED_Indexing
+#include "kiln/compute/op_cases.inc"
+      break;
   }
+  Fail(op, "not an indexing op");
 }
 
 Shape SortScanShape(OpType op, const std::vector<Shape>& in, const OpAttributes& at) {
