@@ -54,7 +54,9 @@ bool ConvPrimitiveAccepts(OpType op, DType dtype) {
       at.reduce_kind = ReduceKind::Max;
       in = {Shape(dtype, {2}), Shape(dtype, {2})};
       break;
-    default:
+#define KILN_LISTED_Convolution
+#define KILN_LISTED_Window
+#include "kiln/compute/op_cases.inc"
       return false;
   }
   return ShapeRuleAccepts(op, in, at);

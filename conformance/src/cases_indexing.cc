@@ -1,11 +1,8 @@
-// Rows for gathers, scatters, dynamic slices, sorting, scans and the softmax family
-// (graph/gather.h, graph/sort.h), and the primitive probes of the Indexing and SortScan families.
-// Expected values are written by hand (movement rows pick from Seq()); the softmax rows compute
-// theirs in double here. Every index dtype is tried with hostile start indices: clamped in
-// gathers and dynamic slices, dropped in scatters.
+// Rows for gathers, scatters, dynamic slices, sorting and scans (graph/gather.h, graph/sort.h),
+// and the primitive probes of the Indexing and SortScan families. Expected values are written by
+// hand (movement rows pick from Seq()). Every index dtype is tried with hostile start indices:
+// clamped in gathers and dynamic slices, dropped in scatters.
 
-#include <algorithm>
-#include <cmath>
 #include <limits>
 
 #include "internal.h"
@@ -20,8 +17,6 @@ using namespace kiln::graph;  // NOLINT
 
 void AddIndexingCatalogue(std::vector<CatalogueEntry>& entries) {
   const std::vector<OpType> sort = {OpType::ArgSort, OpType::Gather};
-  const std::vector<OpType> softmax = {OpType::ReduceMax, OpType::Sub, OpType::Exp, OpType::ReduceSum,
-                                       OpType::Div};
   entries.push_back({"Gather", {OpType::Gather}});
   entries.push_back({"GatherGeneral", {OpType::Gather}});
   entries.push_back({"GatherSlices", {OpType::Gather}});
@@ -40,13 +35,6 @@ void AddIndexingCatalogue(std::vector<CatalogueEntry>& entries) {
   entries.push_back({"TopK", sort});
   entries.push_back({"BottomK", sort});
   entries.push_back({"CumSum", {OpType::CumSum}});
-  entries.push_back({"Softmax", softmax, true});
-  std::vector<OpType> log_softmax = softmax;
-  log_softmax.push_back(OpType::Log);
-  entries.push_back({"LogSoftmax", log_softmax, true});
-  std::vector<OpType> masked = softmax;
-  masked.push_back(OpType::Where);
-  entries.push_back({"MaskedSoftmax", masked, true});
 }
 
 bool IndexingPrimitiveAccepts(OpType op, DType dtype) {
@@ -75,10 +63,15 @@ bool IndexingPrimitiveAccepts(OpType op, DType dtype) {
     case OpType::DynamicUpdateSlice:
       in = {s, one, scalar_index};
       break;
-    default:  // ArgSort, CumSum.
+    case OpType::ArgSort:
+    case OpType::CumSum:
       in = {s};
       at.axis = 0;
       break;
+#define KILN_LISTED_Indexing
+#define KILN_LISTED_SortScan
+#include "kiln/compute/op_cases.inc"
+      return false;
   }
   return ShapeRuleAccepts(op, in, at);
 }
@@ -273,69 +266,6 @@ void AddSortRows(CaseList& L, DType d) {
   }
 }
 
-/// Softmax of one row in double (entries with mask false are 0; all false: zeros).
-std::vector<double> SoftmaxRow(const std::vector<double>& x, const std::vector<bool>& mask, bool log) {
-  double max = -std::numeric_limits<double>::infinity();
-  for (size_t i = 0; i < x.size(); ++i)
-    if (mask[i]) max = std::max(max, x[i]);
-  double sum = 0;
-  for (size_t i = 0; i < x.size(); ++i)
-    if (mask[i]) sum += std::exp(x[i] - max);
-  std::vector<double> out;
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (log) {
-      out.push_back(x[i] - max - std::log(sum));
-    } else {
-      out.push_back(mask[i] && sum > 0 ? std::exp(x[i] - max) / sum : 0.0);
-    }
-  }
-  return out;
-}
-
-void AddSoftmaxRows(CaseList& L, DType d) {
-  const double inf = std::numeric_limits<double>::infinity();
-  const std::vector<double> a = {1, 2, 3}, b = {0, -inf, 0};
-  const std::vector<bool> all = {true, true, true};
-  auto rows = [&](const std::vector<std::vector<double>>& r, const std::vector<std::vector<bool>>& masks,
-                  bool log) {
-    std::vector<double> out;
-    for (size_t i = 0; i < r.size(); ++i) {
-      for (double v : SoftmaxRow(r[i], masks[i], log)) out.push_back(v);
-    }
-    return out;
-  };
-  const Tensor x = Rounded(d, {3, 3}, {1, 2, 3, 0, -inf, 0, 1000, 1000, 999});
-  std::vector<double> big_rounded = ToDoubles(x);
-  big_rounded.erase(big_rounded.begin(), big_rounded.begin() + 6);
-  const auto tol = Composite(d);
-  L.Add("Softmax", "rows_with_inf", d, P([](const std::vector<Node>& p) { return Softmax(p[0]); }), {x},
-        {Rounded(d, {3, 3}, rows({a, b, big_rounded}, {all, all, all}, false))}, tol);
-  L.Add("LogSoftmax", "rows_with_inf", d, P([](const std::vector<Node>& p) { return LogSoftmax(p[0]); }), {x},
-        {Rounded(d, {3, 3}, rows({a, b, big_rounded}, {all, all, all}, true))}, tol);
-  const Tensor y = V(d, {2, 2}, {1, 3, 2, 1});
-  Smooth(L.Add(
-      "Softmax", "axis0", d, P([](const std::vector<Node>& p) { return Softmax(p[0], {0}); }), {y},
-      {Rounded(d, {2, 2},
-               {SoftmaxRow({1, 2}, {true, true}, false)[0], SoftmaxRow({3, 1}, {true, true}, false)[0],
-                SoftmaxRow({1, 2}, {true, true}, false)[1], SoftmaxRow({3, 1}, {true, true}, false)[1]})},
-      tol));
-  Smooth(L.Add("LogSoftmax", "all_axes", d, P([](const std::vector<Node>& p) {
-                 return LogSoftmax(p[0], {0, 1});
-               }),
-               {y}, {Rounded(d, {2, 2}, SoftmaxRow({1, 3, 2, 1}, {true, true, true, true}, true))}, tol));
-  const std::vector<bool> m0 = {true, false, true}, m1 = {false, false, false}, m2 = {true, true, false};
-  const std::vector<double> c = {-inf, 0, 1};
-  L.Add("MaskedSoftmax", "masked_and_all_masked", d,
-        P([](const std::vector<Node>& p) { return MaskedSoftmax(p[0], p[1]); }),
-        {Rounded(d, {3, 3}, {1, 2, 3, 4, 5, 6, -inf, 0, 1}),
-         V(DType::Bool, {3, 3}, {1, 0, 1, 0, 0, 0, 1, 1, 0})},
-        {Rounded(d, {3, 3}, rows({a, {4, 5, 6}, c}, {m0, m1, m2}, false))}, tol);
-  L.Add("MaskedSoftmax", "broadcast_mask", d,
-        P([](const std::vector<Node>& p) { return MaskedSoftmax(p[0], p[1]); }),
-        {V(d, {2, 3}, {1, 2, 3, 3, 2, 1}), V(DType::Bool, {1, 3}, {1, 0, 1})},
-        {Rounded(d, {2, 3}, rows({a, {3, 2, 1}}, {m0, m0}, false))}, tol);
-}
-
 }  // namespace
 
 void AddIndexingCases(CaseList& L) {
@@ -344,7 +274,6 @@ void AddIndexingCases(CaseList& L) {
     AddScatterRows(L, d);
     AddSortRows(L, d);
   }
-  for (DType d : kFloats) AddSoftmaxRows(L, d);
 }
 
 }  // namespace kiln::conformance::internal

@@ -153,9 +153,13 @@ bool ControlPrimitiveAccepts(OpType op, DType dtype) {
       case OpType::If:
         graph::If(graph::Scalar(g, DType::Bool, true), identity, identity, {x});
         break;
-      default:  // OptimizationBarrier, GetTupleElement.
+      case OpType::OptimizationBarrier:
+      case OpType::GetTupleElement:
         graph::OptimizationBarrier({x});
         break;
+#define KILN_LISTED_Control
+#include "kiln/compute/op_cases.inc"
+        return false;
     }
     return true;
   } catch (const kiln::Error&) {

@@ -1,7 +1,11 @@
 // Rows for reductions: over chosen axes or all, kept axes, masked forms, empty reductions (the
-// identity), NaN propagation, ArgMax/ArgMin (Int32 by default, first index on ties).
+// identity), NaN propagation, ArgMax/ArgMin (Int32 by default, first index on ties), and the
+// softmax family (its expected values computed in double here).
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
+#include <vector>
 
 #include "internal.h"
 
@@ -22,6 +26,69 @@ Tensor B(std::vector<int64_t> dims, const std::vector<double>& v) {
 }
 Tensor I32(std::vector<int64_t> dims, const std::vector<double>& v) {
   return V(DType::Int32, std::move(dims), v);
+}
+
+/// Softmax of one row in double (entries with mask false are 0; all false: zeros).
+std::vector<double> SoftmaxRow(const std::vector<double>& x, const std::vector<bool>& mask, bool log) {
+  double max = -std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < x.size(); ++i)
+    if (mask[i]) max = std::max(max, x[i]);
+  double sum = 0;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (mask[i]) sum += std::exp(x[i] - max);
+  std::vector<double> out;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (log) {
+      out.push_back(x[i] - max - std::log(sum));
+    } else {
+      out.push_back(mask[i] && sum > 0 ? std::exp(x[i] - max) / sum : 0.0);
+    }
+  }
+  return out;
+}
+
+void AddSoftmaxRows(CaseList& L, DType d) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> a = {1, 2, 3}, b = {0, -inf, 0};
+  const std::vector<bool> all = {true, true, true};
+  auto rows = [&](const std::vector<std::vector<double>>& r, const std::vector<std::vector<bool>>& masks,
+                  bool log) {
+    std::vector<double> out;
+    for (size_t i = 0; i < r.size(); ++i) {
+      for (double v : SoftmaxRow(r[i], masks[i], log)) out.push_back(v);
+    }
+    return out;
+  };
+  const Tensor x = Rounded(d, {3, 3}, {1, 2, 3, 0, -inf, 0, 1000, 1000, 999});
+  std::vector<double> big_rounded = ToDoubles(x);
+  big_rounded.erase(big_rounded.begin(), big_rounded.begin() + 6);
+  const auto tol = Composite(d);
+  L.Add("Softmax", "rows_with_inf", d, P([](const std::vector<Node>& p) { return Softmax(p[0]); }), {x},
+        {Rounded(d, {3, 3}, rows({a, b, big_rounded}, {all, all, all}, false))}, tol);
+  L.Add("LogSoftmax", "rows_with_inf", d, P([](const std::vector<Node>& p) { return LogSoftmax(p[0]); }), {x},
+        {Rounded(d, {3, 3}, rows({a, b, big_rounded}, {all, all, all}, true))}, tol);
+  const Tensor y = V(d, {2, 2}, {1, 3, 2, 1});
+  Smooth(L.Add(
+      "Softmax", "axis0", d, P([](const std::vector<Node>& p) { return Softmax(p[0], {0}); }), {y},
+      {Rounded(d, {2, 2},
+               {SoftmaxRow({1, 2}, {true, true}, false)[0], SoftmaxRow({3, 1}, {true, true}, false)[0],
+                SoftmaxRow({1, 2}, {true, true}, false)[1], SoftmaxRow({3, 1}, {true, true}, false)[1]})},
+      tol));
+  Smooth(L.Add("LogSoftmax", "all_axes", d, P([](const std::vector<Node>& p) {
+                 return LogSoftmax(p[0], {0, 1});
+               }),
+               {y}, {Rounded(d, {2, 2}, SoftmaxRow({1, 3, 2, 1}, {true, true, true, true}, true))}, tol));
+  const std::vector<bool> m0 = {true, false, true}, m1 = {false, false, false}, m2 = {true, true, false};
+  const std::vector<double> c = {-inf, 0, 1};
+  L.Add("MaskedSoftmax", "masked_and_all_masked", d,
+        P([](const std::vector<Node>& p) { return MaskedSoftmax(p[0], p[1]); }),
+        {Rounded(d, {3, 3}, {1, 2, 3, 4, 5, 6, -inf, 0, 1}),
+         V(DType::Bool, {3, 3}, {1, 0, 1, 0, 0, 0, 1, 1, 0})},
+        {Rounded(d, {3, 3}, rows({a, {4, 5, 6}, c}, {m0, m1, m2}, false))}, tol);
+  L.Add("MaskedSoftmax", "broadcast_mask", d,
+        P([](const std::vector<Node>& p) { return MaskedSoftmax(p[0], p[1]); }),
+        {V(d, {2, 3}, {1, 2, 3, 3, 2, 1}), V(DType::Bool, {1, 3}, {1, 0, 1})},
+        {Rounded(d, {2, 3}, rows({a, {3, 2, 1}}, {m0, m0}, false))}, tol);
 }
 
 }  // namespace
@@ -234,6 +301,7 @@ void AddReduceCases(CaseList& L) {
     L.Add("ReduceBitwiseXor", "empty_is_zero", d, R(ReduceBitwiseXor, {1}), {W(d, {2, 0}, {})},
           {W(d, {2}, {0, 0})});
   }
+  for (DType d : kFloats) AddSoftmaxRows(L, d);
 }
 
 }  // namespace kiln::conformance::internal

@@ -68,10 +68,22 @@ std::vector<DType> KeyDTypes(const compute::Program& program, const compute::Ins
         v.push_back(operand(i));
       return v;
     }
-    default:
-      if (inst.operands.empty()) return {inst.shape.dtype()};
-      return {operand(0)};
+    case compute::OpCategory::Unary:
+    case compute::OpCategory::UnaryPredicate:
+    case compute::OpCategory::Binary:
+    case compute::OpCategory::Compare:
+    case compute::OpCategory::Reduce:
+    case compute::OpCategory::ArgReduce:
+    case compute::OpCategory::Movement:
+    case compute::OpCategory::Contraction:
+    case compute::OpCategory::Convolution:
+    case compute::OpCategory::Window:
+    case compute::OpCategory::Indexing:
+    case compute::OpCategory::SortScan:
+      break;
   }
+  if (inst.operands.empty()) return {inst.shape.dtype()};
+  return {operand(0)};
 }
 
 struct Counts {

@@ -5,7 +5,7 @@
 
 #include "grad_internal.h"
 #include "kiln/graph/conv.h"
-#include "kiln/graph/sort.h"
+#include "kiln/graph/ops.h"
 
 namespace kiln::conformance::internal {
 

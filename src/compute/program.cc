@@ -46,15 +46,16 @@ struct OpInfo {
   std::string_view name;
   int arity;
   OpCategory category;
+  DTypeClass dtypes;
   std::vector<Attr> attrs;
 };
 
 const std::vector<OpInfo>& OpTable() {
   static const std::vector<OpInfo> table = {
-#define KILN_OP(name, arity, category, ...) \
-  {#name, arity, OpCategory::category, [] { \
-     using enum Attr;                       \
-     return std::vector<Attr>{__VA_ARGS__}; \
+#define KILN_OP(name, arity, category, dtypes, ...)             \
+  {#name, arity, OpCategory::category, DTypeClass::dtypes, [] { \
+     using enum Attr;                                           \
+     return std::vector<Attr>{__VA_ARGS__};                     \
    }()},
 #include "kiln/compute/ops.def"
 #undef KILN_OP
@@ -219,6 +220,25 @@ bool AttributesEqual(OpType op, const OpAttributes& a, const OpAttributes& b) {
 }
 int OpArity(OpType op) { return Info(op).arity; }
 OpCategory GetOpCategory(OpType op) { return Info(op).category; }
+DTypeClass OpDTypeClass(OpType op) { return Info(op).dtypes; }
+
+bool InDTypeClass(DType dtype, DTypeClass dtypes) {
+  switch (dtypes) {
+    case DTypeClass::Float:
+      return IsFloat(dtype);
+    case DTypeClass::Bool:
+      return dtype == DType::Bool;
+    case DTypeClass::Int:
+      return IsInt(dtype) && !IsPacked(dtype);
+    case DTypeClass::Numeric:
+      return (IsFloat(dtype) || IsInt(dtype)) && !IsPacked(dtype);
+    case DTypeClass::Unpacked:
+      return IsValid(dtype) && !IsPacked(dtype);
+    case DTypeClass::Any:
+      return IsValid(dtype);
+  }
+  return false;
+}
 
 const std::vector<OpType>& AllOps() {
   static const std::vector<OpType> ops = [] {

@@ -14,62 +14,30 @@ namespace {
 
 [[noreturn]] void Fail(OpType op, const std::string& what) { detail::Throw("{}: {}", OpName(op), what); }
 
-bool IsNumeric(DType d) { return (IsFloat(d) || IsInt(d)) && !IsPacked(d); }
-bool IsPlainInt(DType d) { return IsInt(d) && !IsPacked(d); }
-
-void CheckDTypeClass(OpType op, DType d, bool ok, const char* wanted) {
-  if (!ok) Fail(op, fmt::format("operand dtype {} is not {}", d, wanted));
+/// What the error for a dtype outside `dtypes` says the op wants.
+const char* DTypeClassWanted(DTypeClass dtypes) {
+  switch (dtypes) {
+    case DTypeClass::Float:
+      return "a float dtype";
+    case DTypeClass::Bool:
+      return "Bool";
+    case DTypeClass::Int:
+      return "an integer dtype";
+    case DTypeClass::Numeric:
+      return "a numeric dtype (integer or float, not Bool or packed)";
+    case DTypeClass::Unpacked:
+      return "an unpacked dtype";
+    case DTypeClass::Any:
+      return "a valid dtype";
+  }
+  return "a valid dtype";
 }
 
-/// Checks the dtype an elementwise or reduction op accepts.
+/// Checks the dtype an elementwise, reduction or contraction op accepts: its DTypes column.
 void CheckElementDType(OpType op, DType d) {
-  switch (op) {
-    case OpType::Sqrt:
-    case OpType::Rsqrt:
-    case OpType::Exp:
-    case OpType::Expm1:
-    case OpType::Log:
-    case OpType::Log1p:
-    case OpType::Sin:
-    case OpType::Cos:
-    case OpType::Tanh:
-    case OpType::Logistic:
-    case OpType::Erf:
-    case OpType::Floor:
-    case OpType::Ceil:
-    case OpType::Round:
-    case OpType::IsFinite:
-    case OpType::IsNaN:
-    case OpType::Atan2:
-      return CheckDTypeClass(op, d, IsFloat(d), "a float dtype");
-    case OpType::LogicalNot:
-    case OpType::LogicalAnd:
-    case OpType::LogicalOr:
-    case OpType::LogicalXor:
-    case OpType::ReduceLogicalAnd:
-    case OpType::ReduceLogicalOr:
-    case OpType::ReduceLogicalXor:
-      return CheckDTypeClass(op, d, d == DType::Bool, "Bool");
-    case OpType::BitwiseNot:
-    case OpType::BitCount:
-    case OpType::Clz:
-    case OpType::BitwiseAnd:
-    case OpType::BitwiseOr:
-    case OpType::BitwiseXor:
-    case OpType::ShiftLeft:
-    case OpType::ShiftRightArithmetic:
-    case OpType::ShiftRightLogical:
-    case OpType::ReduceBitwiseAnd:
-    case OpType::ReduceBitwiseOr:
-    case OpType::ReduceBitwiseXor:
-      return CheckDTypeClass(op, d, IsPlainInt(d), "an integer dtype");
-    case OpType::StopGradient:
-    case OpType::Equal:
-    case OpType::NotEqual:
-      return CheckDTypeClass(op, d, IsValid(d) && !IsPacked(d), "an unpacked dtype");
-    default:
-      return CheckDTypeClass(op, d, IsNumeric(d), "a numeric dtype (integer or float, not Bool or packed)");
-  }
+  const DTypeClass dtypes = OpDTypeClass(op);
+  if (!InDTypeClass(d, dtypes))
+    Fail(op, fmt::format("operand dtype {} is not {}", d, DTypeClassWanted(dtypes)));
 }
 
 /// Normalises and checks a list of distinct axes of a rank-`rank` operand.
@@ -230,9 +198,11 @@ Shape MovementShape(OpType op, const std::vector<Shape>& in, const OpAttributes&
     case OpType::Reverse:
       CheckAxes(op, at.axes, rank, "reversed");
       return x;
-    default:
-      Fail(op, "not a movement op");
+#define KILN_LISTED_Movement
+#include "kiln/compute/op_cases.inc"
+      break;
   }
+  Fail(op, "not a movement op");
 }
 
 }  // namespace
@@ -240,9 +210,8 @@ Shape MovementShape(OpType op, const std::vector<Shape>& in, const OpAttributes&
 Shape InferShape(OpType op, const std::vector<Shape>& in, const OpAttributes& at) {
   CheckArity(op, in);
   const OpCategory category = GetOpCategory(op);
-  // Packed sub-byte dtypes are storage only.
-  if (op != OpType::Parameter && op != OpType::Constant && op != OpType::Reshape &&
-      op != OpType::ConvertDType) {
+  // Packed sub-byte dtypes are storage only: only the ops of DTypes Any take them.
+  if (OpDTypeClass(op) != DTypeClass::Any) {
     for (const Shape& s : in) {
       if (IsPacked(s.dtype()))
         Fail(op, fmt::format("{} is a packed storage-only dtype; convert it first", s.dtype()));
@@ -262,7 +231,8 @@ Shape InferShape(OpType op, const std::vector<Shape>& in, const OpAttributes& at
         return at.literal.shape();
       }
       // Iota.
-      if (!IsNumeric(at.shape.dtype())) Fail(op, fmt::format("dtype of {} is not numeric", at.shape));
+      if (!InDTypeClass(at.shape.dtype(), DTypeClass::Numeric))
+        Fail(op, fmt::format("dtype of {} is not numeric", at.shape));
       if (at.axis < 0 || at.axis >= at.shape.Rank())
         Fail(op, fmt::format("axis {} out of range for {}", at.axis, at.shape));
       return at.shape;
@@ -298,7 +268,8 @@ Shape InferShape(OpType op, const std::vector<Shape>& in, const OpAttributes& at
     }
     case OpCategory::ArgReduce: {
       CheckElementDType(op, in[0].dtype());
-      if (!IsPlainInt(at.dtype)) Fail(op, fmt::format("index dtype {} is not an integer dtype", at.dtype));
+      if (!InDTypeClass(at.dtype, DTypeClass::Int))
+        Fail(op, fmt::format("index dtype {} is not an integer dtype", at.dtype));
       if (at.axis < 0 || at.axis >= in[0].Rank())
         Fail(op, fmt::format("axis {} out of range for {}", at.axis, in[0]));
       std::vector<int64_t> dims = in[0].Dimensions();

@@ -111,10 +111,15 @@ std::vector<Shape> InferTupleShapes(OpType op, const std::vector<Shape>& operand
       CheckValues(op, a, "branch result");
       return a;
     }
-    default:  // OptimizationBarrier.
+    case OpType::OptimizationBarrier:
       CheckValues(op, operands, "operand");
       return operands;
+    case OpType::GetTupleElement:
+#define KILN_LISTED_Control
+#include "kiln/compute/op_cases.inc"
+      break;
   }
+  Fail(op, "is not a tuple-producing op");
 }
 
 Shape InferTupleElementShape(const std::vector<Shape>& tuple_shapes, const OpAttributes& attrs) {

@@ -14,10 +14,9 @@ namespace {
 
 [[noreturn]] void Fail(OpType op, const std::string& what) { detail::Throw("{}: {}", OpName(op), what); }
 
-bool IsNumeric(DType d) { return (IsFloat(d) || IsInt(d)) && !IsPacked(d); }
-
 void CheckNumeric(OpType op, DType d) {
-  if (!IsNumeric(d)) Fail(op, fmt::format("operand dtype {} is not a numeric dtype (integer or float)", d));
+  if (!InDTypeClass(d, DTypeClass::Numeric))
+    Fail(op, fmt::format("operand dtype {} is not a numeric dtype (integer or float)", d));
 }
 
 /// `values` of an attribute with one entry per window axis (empty: all `fill`); each at least `min`.

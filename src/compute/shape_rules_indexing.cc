@@ -15,13 +15,10 @@ namespace {
 
 [[noreturn]] void Fail(OpType op, const std::string& what) { detail::Throw("{}: {}", OpName(op), what); }
 
-bool IsPlainInt(DType d) { return IsInt(d) && !IsPacked(d); }
-bool IsNumeric(DType d) { return (IsFloat(d) || IsInt(d)) && !IsPacked(d); }
-
 std::string List(const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
 
 void CheckIndexDType(OpType op, const Shape& indices, const char* what) {
-  if (!IsPlainInt(indices.dtype()))
+  if (!InDTypeClass(indices.dtype(), DTypeClass::Int))
     Fail(op, fmt::format("{} must have an integer dtype, got {}", what, indices));
 }
 
@@ -122,7 +119,7 @@ Shape ScatterShape(const std::vector<Shape>& in, const ScatterDims& s, ReduceKin
     case ReduceKind::Sum:
     case ReduceKind::Max:
     case ReduceKind::Min:
-      if (!IsNumeric(x.dtype()))
+      if (!InDTypeClass(x.dtype(), DTypeClass::Numeric))
         Fail(op, fmt::format("combining with Sum, Max or Min needs a numeric dtype, got {}", x.dtype()));
       break;
     default:
@@ -171,7 +168,7 @@ void CheckScalarIndices(OpType op, const std::vector<Shape>& in, size_t first, c
     Fail(op,
          fmt::format("needs one start index per axis of {} ({}), got {}", x, x.Rank(), in.size() - first));
   for (size_t i = first; i < in.size(); ++i) {
-    if (!in[i].IsScalar() || !IsPlainInt(in[i].dtype()))
+    if (!in[i].IsScalar() || !InDTypeClass(in[i].dtype(), DTypeClass::Int))
       Fail(op, fmt::format("start index {} must be an integer scalar, got {}", i - first, in[i]));
   }
 }
@@ -180,10 +177,6 @@ void CheckScalarIndices(OpType op, const std::vector<Shape>& in, size_t first, c
 
 Shape IndexingShape(OpType op, const std::vector<Shape>& in, const OpAttributes& at) {
   switch (op) {
-    case OpType::Gather:
-      return GatherShape(in, at.gather);
-    case OpType::Scatter:
-      return ScatterShape(in, at.scatter, at.reduce_kind);
     case OpType::DynamicSlice: {
       if (in.empty()) Fail(op, "needs an operand");
       const Shape& x = in[0];
@@ -209,14 +202,20 @@ Shape IndexingShape(OpType op, const std::vector<Shape>& in, const OpAttributes&
       CheckScalarIndices(op, in, 2, x);
       return x;
     }
-    default:
-      Fail(op, "not an indexing op");
+    case OpType::Gather:
+      return GatherShape(in, at.gather);
+    case OpType::Scatter:
+      return ScatterShape(in, at.scatter, at.reduce_kind);
+#define KILN_LISTED_Indexing
+#include "kiln/compute/op_cases.inc"
+      break;
   }
+  Fail(op, "not an indexing op");
 }
 
 Shape SortScanShape(OpType op, const std::vector<Shape>& in, const OpAttributes& at) {
   const Shape& x = in[0];
-  if (!IsNumeric(x.dtype()))
+  if (!InDTypeClass(x.dtype(), DTypeClass::Numeric))
     Fail(op, fmt::format("operand dtype {} is not a numeric dtype (integer or float)", x.dtype()));
   if (at.axis < 0 || at.axis >= x.Rank()) Fail(op, fmt::format("axis {} out of range for {}", at.axis, x));
   if (op == OpType::ArgSort) {

@@ -1,5 +1,5 @@
 // Graph frontend: reductions (the primitives, means, log-sum-exp, variance, masked and kept-axes
-// reductions) and ArgMax/ArgMin.
+// reductions), ArgMax/ArgMin and the softmax family.
 
 #include <algorithm>
 #include <cstdint>
@@ -216,5 +216,56 @@ Node ArgReduce(const char* op, OpType type, Node x, int axis, DType dtype) {
 
 Node ArgMax(Node x, int axis, DType dtype) { return ArgReduce("ArgMax", OpType::ArgMax, x, axis, dtype); }
 Node ArgMin(Node x, int axis, DType dtype) { return ArgReduce("ArgMin", OpType::ArgMin, x, axis, dtype); }
+
+// ---- The softmax family: shifted by the (gradient-stopped) maximum ----------------------------
+
+namespace {
+
+/// Validated softmax axes (as ints for ReduceAndKeep).
+std::vector<int> SoftmaxAxes(const char* op, Node x, const std::vector<int>& axes) {
+  CheckNodes(op, {x});
+  ops_internal::CheckFloat(op, x);
+  return AsInts(ops_internal::NormalizeAxes(op, axes, x.shape(), true));
+}
+
+Node KeptMax(Node x, const std::vector<int>& axes) {
+  return StopGradient(ReduceAndKeep(
+      x, [](Node v, const std::vector<int>& ax) { return ReduceMax(v, ax); }, axes));
+}
+
+Node KeptSum(Node x, const std::vector<int>& axes) {
+  return ReduceAndKeep(
+      x, [](Node v, const std::vector<int>& ax) { return ReduceSum(v, ax); }, axes);
+}
+
+}  // namespace
+
+Node Softmax(Node x, const std::vector<int>& axes) {
+  const std::vector<int> ax = SoftmaxAxes("Softmax", x, axes);
+  Node e = Exp(Sub(x, KeptMax(x, ax)));
+  return Div(e, KeptSum(e, ax));
+}
+
+Node LogSoftmax(Node x, const std::vector<int>& axes) {
+  const std::vector<int> ax = SoftmaxAxes("LogSoftmax", x, axes);
+  Node shifted = Sub(x, KeptMax(x, ax));
+  return Sub(shifted, Log(KeptSum(Exp(shifted), ax)));
+}
+
+Node MaskedSoftmax(Node x, Node mask, const std::vector<int>& axes) {
+  const char* op = "MaskedSoftmax";
+  const std::vector<int> ax = SoftmaxAxes(op, x, axes);
+  CheckNodes(op, {x, mask});
+  if (mask.dtype() != DType::Bool) kiln::detail::Throw("{}: mask must be Bool, got {}", op, mask.shape());
+  if (!mask.shape().IsScalar() && mask.rank() != x.rank())
+    kiln::detail::Throw("{}: mask {} must be a scalar or have the rank of {}", op, mask.shape(), x.shape());
+  mask = ops_internal::BroadcastTo(op, mask, x.shape().Dimensions());
+  // The max over the unmasked positions; none (or only -inf): shift by 0 instead.
+  Node max = KeptMax(Where(mask, x, ops_internal::Lowest(x.graph(), x.dtype())), ax);
+  max = Where(IsFinite(max), max, ScalarLike(max, 0));
+  Node e = Where(mask, Exp(Sub(x, max)), ScalarLike(x, 0));
+  Node sum = KeptSum(e, ax);
+  return Div(e, Where(IsZero(sum), ScalarLike(sum, 1), sum));
+}
 
 }  // namespace kiln::graph

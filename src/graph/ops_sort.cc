@@ -1,6 +1,5 @@
-// Graph frontend: sorting, top-k, cumulative sums and the softmax family
-// (include/kiln/graph/sort.h). Sort, TopK and the like are ArgSort followed by a gather along the
-// axis (TakeAlongAxis); the softmax family shifts by the (gradient-stopped) maximum.
+// Graph frontend: sorting, top-k and cumulative sums (include/kiln/graph/sort.h). Sort, TopK and
+// the like are ArgSort followed by a gather along the axis (TakeAlongAxis).
 
 #include <cstdint>
 #include <limits>
@@ -71,24 +70,6 @@ ValuesAndIndices Extremes(const char* op, Node x, int64_t k, int axis, bool desc
   return {TakeAlongAxisNamed(op, x, indices, a), indices};
 }
 
-/// Validated softmax axes (as ints for ReduceAndKeep).
-std::vector<int> SoftmaxAxes(const char* op, Node x, const std::vector<int>& axes) {
-  CheckNodes(op, {x});
-  ops_internal::CheckFloat(op, x);
-  const std::vector<int64_t> n = ops_internal::NormalizeAxes(op, axes, x.shape(), true);
-  return {n.begin(), n.end()};
-}
-
-Node KeptMax(Node x, const std::vector<int>& axes) {
-  return StopGradient(ReduceAndKeep(
-      x, [](Node v, const std::vector<int>& ax) { return ReduceMax(v, ax); }, axes));
-}
-
-Node KeptSum(Node x, const std::vector<int>& axes) {
-  return ReduceAndKeep(
-      x, [](Node v, const std::vector<int>& ax) { return ReduceSum(v, ax); }, axes);
-}
-
 }  // namespace
 
 Node ArgSort(Node x, int axis, bool descending) { return ArgSortNamed("ArgSort", x, axis, descending); }
@@ -130,34 +111,6 @@ Node CumSum(Node x, int axis, bool reverse) {
   attrs.axis = NormalizeAxis("CumSum", axis, x.rank(), x.shape());
   attrs.reverse = reverse;
   return Emit("CumSum", OpType::CumSum, {x}, std::move(attrs));
-}
-
-Node Softmax(Node x, const std::vector<int>& axes) {
-  const std::vector<int> ax = SoftmaxAxes("Softmax", x, axes);
-  Node e = Exp(Sub(x, KeptMax(x, ax)));
-  return Div(e, KeptSum(e, ax));
-}
-
-Node LogSoftmax(Node x, const std::vector<int>& axes) {
-  const std::vector<int> ax = SoftmaxAxes("LogSoftmax", x, axes);
-  Node shifted = Sub(x, KeptMax(x, ax));
-  return Sub(shifted, Log(KeptSum(Exp(shifted), ax)));
-}
-
-Node MaskedSoftmax(Node x, Node mask, const std::vector<int>& axes) {
-  const char* op = "MaskedSoftmax";
-  const std::vector<int> ax = SoftmaxAxes(op, x, axes);
-  CheckNodes(op, {x, mask});
-  if (mask.dtype() != DType::Bool) kiln::detail::Throw("{}: mask must be Bool, got {}", op, mask.shape());
-  if (!mask.shape().IsScalar() && mask.rank() != x.rank())
-    kiln::detail::Throw("{}: mask {} must be a scalar or have the rank of {}", op, mask.shape(), x.shape());
-  mask = ops_internal::BroadcastTo(op, mask, x.shape().Dimensions());
-  // The max over the unmasked positions; none (or only -inf): shift by 0 instead.
-  Node max = KeptMax(Where(mask, x, ops_internal::Lowest(x.graph(), x.dtype())), ax);
-  max = Where(IsFinite(max), max, ScalarLike(max, 0));
-  Node e = Where(mask, Exp(Sub(x, max)), ScalarLike(x, 0));
-  Node sum = KeptSum(e, ax);
-  return Div(e, Where(IsZero(sum), ScalarLike(sum, 1), sum));
 }
 
 }  // namespace kiln::graph

@@ -12,6 +12,7 @@
 #include <random>
 #include <streambuf>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "core/check.h"
@@ -73,14 +74,15 @@ class FdOutBuf : public std::streambuf {
   int error_ = 0;
 };
 
-// Closes the descriptor and removes the temporary file unless the rename happened.
+// While a StagedFile is written: closes the descriptor and removes the temporary file unless
+// kept.
 struct TempFile {
   std::string name;
   int fd = -1;
-  bool renamed = false;
+  bool keep = false;
   ~TempFile() {
     if (fd >= 0) ::close(fd);
-    if (!renamed) ::unlink(name.c_str());
+    if (!keep) ::unlink(name.c_str());
   }
 };
 
@@ -92,40 +94,37 @@ uint64_t RandomSuffix() {
          (counter.fetch_add(1) * 0x9E3779B97F4A7C15ull);
 }
 
-// Makes the rename durable: fsync the directory holding `path`.
-void SyncDirectory(const std::string& path) {
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  const std::string dir = parent.empty() ? std::string(".") : parent.string();
+/// fsyncs the directory `dir`: 0, or the errno of the failed step (`opened` tells whether opening
+/// it succeeded). EINVAL from fsync (file systems that cannot fsync directories) counts as done:
+/// nothing more can be done there.
+int FsyncDirectory(const std::string& dir, bool& opened) {
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) {
-    detail::Throw(
-        "writing '{}': the file was written, but opening its directory '{}' to fsync it failed ({}), "
-        "so its durability is not guaranteed",
-        path, dir, ErrnoText(errno));
-  }
+  opened = fd >= 0;
+  if (fd < 0) return errno;
   const int rc = ::fsync(fd);
   const int err = errno;
   ::close(fd);
-  // Some file systems cannot fsync directories (EINVAL): nothing more can be done there.
-  if (rc != 0 && err != EINVAL) {
-    detail::Throw(
-        "writing '{}': the file was written, but fsync of its directory '{}' failed ({}), so its "
-        "durability is not guaranteed",
-        path, dir, ErrnoText(err));
-  }
+  return rc != 0 && err != EINVAL ? err : 0;
+}
+
+/// The directory holding `path` ("." for a bare file name).
+std::string DirectoryOf(const std::string& path) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  return parent.empty() ? std::string(".") : parent.string();
 }
 
 }  // namespace
 
-void WriteFileAtomically(const std::string& path, const std::function<void(std::ostream&)>& write) {
+StagedFile::StagedFile(std::string path, const std::function<void(std::ostream&)>& write)
+    : path_(std::move(path)) {
   TempFile temp;
   for (int attempt = 0; temp.fd < 0; ++attempt) {
-    temp.name = fmt::format("{}.tmp.{}.{:016x}", path, ::getpid(), RandomSuffix());
+    temp.name = fmt::format("{}.tmp.{}.{:016x}", path_, ::getpid(), RandomSuffix());
     temp.fd = ::open(temp.name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (temp.fd < 0 && (errno != EEXIST || attempt >= 10)) {
       const int err = errno;
-      temp.renamed = true;  // Nothing was created: nothing to remove.
-      detail::Throw("cannot write '{}': creating the temporary file '{}' failed: {}", path, temp.name,
+      temp.keep = true;  // Nothing was created: nothing to remove.
+      detail::Throw("cannot write '{}': creating the temporary file '{}' failed: {}", path_, temp.name,
                     ErrnoText(err));
     }
   }
@@ -136,26 +135,62 @@ void WriteFileAtomically(const std::string& path, const std::function<void(std::
     out.flush();
     if (!out) {
       const int err = buffer.error();
-      detail::Throw("cannot write '{}': writing the temporary file '{}' failed: {}", path, temp.name,
+      detail::Throw("cannot write '{}': writing the temporary file '{}' failed: {}", path_, temp.name,
                     err != 0 ? ErrnoText(err) : std::string("the stream was left in a failed state"));
     }
   }
   if (::fsync(temp.fd) != 0) {
-    detail::Throw("cannot write '{}': fsync of the temporary file '{}' failed: {}", path, temp.name,
+    detail::Throw("cannot write '{}': fsync of the temporary file '{}' failed: {}", path_, temp.name,
                   ErrnoText(errno));
   }
   const int rc = ::close(temp.fd);
   temp.fd = -1;
   if (rc != 0) {
-    detail::Throw("cannot write '{}': closing the temporary file '{}' failed: {}", path, temp.name,
+    detail::Throw("cannot write '{}': closing the temporary file '{}' failed: {}", path_, temp.name,
                   ErrnoText(errno));
   }
-  if (::rename(temp.name.c_str(), path.c_str()) != 0) {
-    detail::Throw("cannot write '{}': renaming the temporary file '{}' over it failed: {}", path, temp.name,
+  temp.keep = true;
+  temp_ = temp.name;
+}
+
+StagedFile::~StagedFile() {
+  if (!committed_) ::unlink(temp_.c_str());
+}
+
+void StagedFile::Commit() {
+  if (::rename(temp_.c_str(), path_.c_str()) != 0) {
+    detail::Throw("cannot write '{}': renaming the temporary file '{}' over it failed: {}", path_, temp_,
                   ErrnoText(errno));
   }
-  temp.renamed = true;
-  SyncDirectory(path);
+  committed_ = true;
+}
+
+void SyncDirectory(const std::string& dir) {
+  bool opened = false;
+  const int err = FsyncDirectory(dir, opened);
+  if (err == 0) return;
+  if (!opened) detail::Throw("cannot fsync the directory '{}': opening it failed: {}", dir, ErrnoText(err));
+  detail::Throw("cannot fsync the directory '{}': {}", dir, ErrnoText(err));
+}
+
+void WriteFileAtomically(const std::string& path, const std::function<void(std::ostream&)>& write) {
+  StagedFile file(path, write);
+  file.Commit();
+  const std::string dir = DirectoryOf(path);
+  bool opened = false;
+  const int err = FsyncDirectory(dir, opened);
+  if (err != 0 && !opened) {
+    detail::Throw(
+        "writing '{}': the file was written, but opening its directory '{}' to fsync it failed ({}), "
+        "so its durability is not guaranteed",
+        path, dir, ErrnoText(err));
+  }
+  if (err != 0) {
+    detail::Throw(
+        "writing '{}': the file was written, but fsync of its directory '{}' failed ({}), so its "
+        "durability is not guaranteed",
+        path, dir, ErrnoText(err));
+  }
 }
 
 }  // namespace kiln::io

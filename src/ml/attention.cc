@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/check.h"
-#include "kiln/graph/sort.h"
+#include "kiln/graph/ops.h"
 #include "kiln/ml/layers.h"
 
 namespace kiln::nn {

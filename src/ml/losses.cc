@@ -3,7 +3,7 @@
 #include "kiln/ml/losses.h"
 
 #include "core/check.h"
-#include "kiln/graph/sort.h"
+#include "kiln/graph/ops.h"
 
 namespace kiln::losses {
 

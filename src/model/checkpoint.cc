@@ -3,17 +3,13 @@
 
 #include "kiln/model/checkpoint.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 
 #include "core/check.h"
+#include "io/atomic_file.h"
 #include "io/json.h"
 #include "kiln/io/safetensors.h"
 #include "model/model_internal.h"
@@ -91,21 +87,6 @@ int64_t SeqOf(const std::string& file) {
   const std::string digits = file.substr(12, dash - 12);
   if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) return -1;
   return std::stoll(digits);
-}
-
-/// fsyncs a file or folder; kiln::Error naming it.
-void Sync(const std::string& path, bool directory) {
-  const int fd = ::open(path.c_str(), directory ? (O_RDONLY | O_DIRECTORY) : O_RDONLY);
-  if (fd < 0) detail::Throw("checkpoint: cannot open {} to sync it: {}", path, std::strerror(errno));
-  const int r = ::fsync(fd);
-  const int err = errno;
-  ::close(fd);
-  if (r != 0) detail::Throw("checkpoint: fsync of {} failed: {}", path, std::strerror(err));
-}
-
-void Rename(const std::string& from, const std::string& to) {
-  if (std::rename(from.c_str(), to.c_str()) != 0)
-    detail::Throw("checkpoint: cannot rename {} to {}: {}", from, to, std::strerror(errno));
 }
 
 Json ParamJson(const model::ParamValue& v) {
@@ -324,7 +305,7 @@ std::string Handler::Save() {
     const std::string file = f.path().filename().string();
     const int64_t s = SeqOf(file.substr(0, file.find('.')));
     if (s >= 0) seq = std::max(seq, s + 1);
-    if (file.size() > 4 && file.ends_with(".tmp")) leftovers.push_back(f.path());
+    if (s >= 0 && file.find(".tmp") != std::string::npos) leftovers.push_back(f.path());
   }
   for (const fs::path& p : leftovers) fs::remove(p, ec);
   int64_t step = 0;
@@ -358,35 +339,28 @@ std::string Handler::Save() {
     p.Set("key", Json::String(key));
     params.Push(std::move(p));
   }
-  // 1. Both files under temporary names, each fsynced.
-  int64_t size = 0;
-  {
-    std::ofstream out(weights + ".tmp", std::ios::binary | std::ios::trunc);
-    if (!out) detail::Throw("checkpoint: cannot write {}.tmp: {}", weights, std::strerror(errno));
-    size = io::WriteSafetensors(out, tensors, {{"kiln.step", std::to_string(step)}});
-    out.flush();
-    if (!out) detail::Throw("checkpoint: writing {}.tmp failed: {}", weights, std::strerror(errno));
+  try {
+    // 1. Both files under temporary names, each fsynced.
+    int64_t size = 0;
+    io::StagedFile weights_file(weights, [&](std::ostream& out) {
+      size = io::WriteSafetensors(out, tensors, {{"kiln.step", std::to_string(step)}});
+    });
+    Point("weights written");
+    record.Set("weights_size", Json::Int(size));
+    record.Set("tensors", std::move(info));
+    record.Set("params", std::move(params));
+    io::StagedFile record_file(record_path, [&](std::ostream& out) { out << record.Dump() << "\n"; });
+    Point("record written");
+    // 2. The weights first, then the record that commits them; then the folder.
+    weights_file.Commit();
+    Point("weights renamed");
+    record_file.Commit();
+    Point("record renamed");
+    io::SyncDirectory(dir);
+    Point("folder synced");
+  } catch (const Error& e) {
+    detail::Throw("checkpoint: saving {} in {}: {}", name, dir, e.message());
   }
-  Sync(weights + ".tmp", false);
-  Point("weights written");
-  record.Set("weights_size", Json::Int(size));
-  record.Set("tensors", std::move(info));
-  record.Set("params", std::move(params));
-  {
-    std::ofstream out(record_path + ".tmp", std::ios::binary | std::ios::trunc);
-    out << record.Dump() << "\n";
-    out.flush();
-    if (!out) detail::Throw("checkpoint: writing {}.tmp failed: {}", record_path, std::strerror(errno));
-  }
-  Sync(record_path + ".tmp", false);
-  Point("record written");
-  // 2. The weights first, then the record that commits them; then the folder.
-  Rename(weights + ".tmp", weights);
-  Point("weights renamed");
-  Rename(record_path + ".tmp", record_path);
-  Point("record renamed");
-  Sync(dir, true);
-  Point("folder synced");
   // 3. Keep the newest n: each old record goes before its weights.
   if (config_.keep_ > 0) {
     std::vector<std::string> all = ListCheckpoints();
@@ -396,7 +370,11 @@ std::string Handler::Save() {
       fs::remove(fs::path(dir) / (all[i] + ".safetensors"), ec);
       Point("old weights deleted");
     }
-    Sync(dir, true);
+    try {
+      io::SyncDirectory(dir);
+    } catch (const Error& e) {
+      detail::Throw("checkpoint: deleting old checkpoints in {}: {}", dir, e.message());
+    }
   }
   return name;
 }

@@ -90,6 +90,26 @@ TEST(ConformanceTable, NotApplicableFollowsTheShapeRules) {
   EXPECT_TRUE(conformance::Applicable(entry("Reciprocal"), DType::Uint16));
 }
 
+TEST(ConformanceTable, DTypeColumnHoldsWhatTheShapeRulesAccept) {
+  // A DTypes entry of ops.def narrower than its op's shape rule (the families that check their
+  // own dtypes: Iota, convolution, windows, sorting) fails here.
+  int accepted = 0;
+  for (OpType op : compute::AllOps()) {
+    for (DType d : kAllDTypes) {
+      if (!conformance::PrimitiveAccepts(op, d)) continue;
+      ++accepted;
+      EXPECT_TRUE(compute::InDTypeClass(d, compute::OpDTypeClass(op)))
+          << compute::OpName(op) << " accepts " << DTypeName(d);
+    }
+  }
+  EXPECT_GT(accepted, 0);
+  EXPECT_EQ(compute::OpDTypeClass(OpType::Log1p), compute::DTypeClass::Float);
+  EXPECT_EQ(compute::OpDTypeClass(OpType::ConvGeneral), compute::DTypeClass::Numeric);
+  EXPECT_FALSE(compute::InDTypeClass(DType::Int4, compute::DTypeClass::Int));
+  EXPECT_TRUE(compute::InDTypeClass(DType::Int4, compute::DTypeClass::Any));
+  EXPECT_FALSE(compute::InDTypeClass(DType::Bool, compute::DTypeClass::Numeric));
+}
+
 // ---- The suite on every registered backend ------------------------------------------------------------
 
 std::vector<std::string> BackendConfigs() {

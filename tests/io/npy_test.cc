@@ -599,6 +599,28 @@ TEST(AtomicFile, FailuresLeaveTheOldFileAndNoTemporary) {
   EXPECT_TRUE(ReadNpy(path).Equal(good));
 }
 
+TEST(AtomicFile, StagedFilesCommitInTheirOwnOrder) {
+  TempDir dir;
+  const std::string a = dir / "a.bin", b = dir / "b.bin";
+  {
+    StagedFile first(a, [](std::ostream& out) { out << "one"; });
+    StagedFile second(b, [](std::ostream& out) { out << "two"; });
+    EXPECT_EQ(Entries(dir).size(), 2u);  // Two temporaries; no file before its Commit.
+    EXPECT_FALSE(fs::exists(a));
+    second.Commit();
+    EXPECT_EQ(ReadText(b), "two");
+    EXPECT_FALSE(fs::exists(a));
+  }  // `first` was never committed: its temporary goes.
+  EXPECT_EQ(Entries(dir), std::vector<std::string>{"b.bin"});
+  SyncDirectory(dir.str());
+  try {
+    SyncDirectory(dir / "missing");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find(dir / "missing"), std::string::npos) << e.message();
+  }
+}
+
 TEST(AtomicFile, MissingDirectoryIsAnError) {
   const std::string path = "/nonexistent-kiln-dir/sub/out.npy";
   try {

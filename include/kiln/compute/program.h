@@ -49,12 +49,27 @@ enum class OpCategory {
   Control,         ///< While, If, OptimizationBarrier (tuple results), GetTupleElement.
 };
 
+/// The element dtypes an op takes (the DTypes column of ops.def): its operands' dtype (the values'
+/// for Where, the result's for Iota).
+enum class DTypeClass {
+  Float,     ///< Float16, BFloat16, Float32, Float64.
+  Bool,      ///< Bool alone.
+  Int,       ///< Signed and unsigned integers, not the packed ones.
+  Numeric,   ///< Integers and floats, not Bool or the packed integers.
+  Unpacked,  ///< Every dtype but the packed storage-only ones.
+  Any,       ///< Every dtype, packed ones included: ops that only hold or reinterpret bytes.
+};
+
 /// The op's name as in ops.def ("Add", "DotGeneral"...).
 std::string_view OpName(OpType op);
 /// Operand count from ops.def (-1 for variadic ops).
 int OpArity(OpType op);
 /// The op's family (the Category column of ops.def).
 OpCategory GetOpCategory(OpType op);
+/// The element dtypes the op takes (the DTypes column of ops.def).
+DTypeClass OpDTypeClass(OpType op);
+/// Whether `dtype` belongs to `dtypes`.
+bool InDTypeClass(DType dtype, DTypeClass dtypes);
 /// The op with its attributes, as printed in listings: "Slice{starts=[0], limits=[2], strides=[1]}".
 std::string FormatOp(OpType op, const struct OpAttributes& attrs);
 /// Whether `a` and `b` agree on every attribute slot `op` uses (what common-subexpression

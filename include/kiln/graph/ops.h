@@ -287,6 +287,13 @@ Node MaskedReduceMin(Node x, Node mask, const std::vector<int>& axes = {});
 Node ArgMax(Node x, int axis, DType dtype = DType::Int32);
 /// Index of the minimum along `axis`, in `dtype` (first on ties; NaN counts as the minimum).
 Node ArgMin(Node x, int axis, DType dtype = DType::Int32);
+/// exp(x) / sum(exp(x)) over `axes`, computed stably (shifted by the max). Float dtypes.
+Node Softmax(Node x, const std::vector<int>& axes = {-1});
+/// log(Softmax(x)), computed stably.
+Node LogSoftmax(Node x, const std::vector<int>& axes = {-1});
+/// Softmax over the positions where `mask` (Bool, broadcastable to x) is true; masked-out
+/// positions get 0, and a fully masked row gives zeros.
+Node MaskedSoftmax(Node x, Node mask, const std::vector<int>& axes = {-1});
 
 // ---- Shape ------------------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// Sorting, top-k, cumulative sums and the softmax family (GoMLX's names).
+/// Sorting, top-k and cumulative sums (GoMLX's names).
 
 #include <cstdint>
 #include <vector>
@@ -33,13 +33,5 @@ ValuesAndIndices BottomK(Node x, int64_t k, int axis = -1);
 
 /// Inclusive running sum along `axis` (from the end when `reverse`); integers wrap.
 Node CumSum(Node x, int axis, bool reverse = false);
-
-/// exp(x) / sum(exp(x)) over `axes`, computed stably (shifted by the max). Float dtypes.
-Node Softmax(Node x, const std::vector<int>& axes = {-1});
-/// log(Softmax(x)), computed stably.
-Node LogSoftmax(Node x, const std::vector<int>& axes = {-1});
-/// Softmax over the positions where `mask` (Bool, broadcastable to x) is true; masked-out
-/// positions get 0, and a fully masked row gives zeros.
-Node MaskedSoftmax(Node x, Node mask, const std::vector<int>& axes = {-1});
 
 }  // namespace kiln::graph

@@ -1,21 +1,15 @@
 #pragma once
 /// @file
-/// Loss functions (kiln::losses), all of the type train::LossFn: labels first, as in GoMLX, then
-/// predictions; each returns a scalar, the mean over examples (axis 0) of the per-example loss.
+/// Loss functions (kiln::losses), all of the type train::LossFn (kiln/train/trainer.h): labels
+/// first, as in GoMLX, then predictions; each returns a scalar, the mean over examples (axis 0)
+/// of the per-example loss.
 /// Optional per-example weights ([batch] or [batch, 1], float) come as labels[1] and a mask
 /// ([batch] or [batch, 1], Bool) as labels[2] (an invalid Node skips the weights): the result is
 /// then sum(weight·mask·loss) / sum(weight·mask) (0 when nothing is selected).
 
-#include <functional>
 #include <vector>
 
 #include "kiln/graph/ops.h"
-
-namespace kiln::train {
-/// A loss: (labels, predictions) -> scalar.
-using LossFn = std::function<graph::Node(const std::vector<graph::Node>& labels,
-                                         const std::vector<graph::Node>& predictions)>;
-}  // namespace kiln::train
 
 namespace kiln::losses {
 

@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "kiln/graph/ops.h"
-#include "kiln/graph/sort.h"
 
 namespace kiln::nn {
 

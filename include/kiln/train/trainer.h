@@ -16,7 +16,7 @@
 
 #include "kiln/compute/fwd.h"
 #include "kiln/data/dataset.h"
-#include "kiln/ml/losses.h"
+#include "kiln/graph/graph.h"
 #include "kiln/ml/metrics.h"
 #include "kiln/ml/optimizers.h"
 #include "kiln/model/store.h"
@@ -26,6 +26,9 @@ namespace kiln::train {
 /// The model: scope, the dataset's spec and the inputs in, predictions out.
 using ModelFn = std::function<std::vector<graph::Node>(model::Scope scope, const std::any& spec,
                                                        std::vector<graph::Node> inputs)>;
+/// A loss: (labels, predictions) -> scalar, labels first as in GoMLX (kiln::losses' functions).
+using LossFn = std::function<graph::Node(const std::vector<graph::Node>& labels,
+                                         const std::vector<graph::Node>& predictions)>;
 
 /// Adds `term` (a float scalar) to the loss of the graph `scope` is bound to (regularizers do;
 /// the trainer adds the terms to the loss it differentiates).

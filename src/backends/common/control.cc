@@ -50,9 +50,12 @@ TupleKernel MakeControlKernel(const Instruction& inst, std::vector<std::shared_p
         for (const BufferPtr& o : operands) results.push_back(ops.copy(o));
         return results;
       };
-    default:
-      detail::Throw("{} is not a tuple op", OpName(inst.op));
+    case OpType::GetTupleElement:
+#define KILN_LISTED_Control
+#include "kiln/compute/op_cases.inc"
+      break;
   }
+  detail::Throw("{} is not a tuple op", OpName(inst.op));
 }
 
 }  // namespace kiln::compute::common

@@ -120,9 +120,20 @@ Kernel FloatBinary(OpType op, DType dtype, int64_t n) {
       return ZipFloat<T>(n, [](C a, C b) { return MinOf(a, b); });
     case OpType::Atan2:
       return ZipFloat<T>(n, [](C y, C x) { return std::atan2(y, x); });
-    default:
-      NoKernel(op, dtype);
+    case OpType::LogicalAnd:
+    case OpType::LogicalOr:
+    case OpType::LogicalXor:
+    case OpType::BitwiseAnd:
+    case OpType::BitwiseOr:
+    case OpType::BitwiseXor:
+    case OpType::ShiftLeft:
+    case OpType::ShiftRightArithmetic:
+    case OpType::ShiftRightLogical:
+#define KILN_LISTED_Binary
+#include "kiln/compute/op_cases.inc"
+      break;
   }
+  NoKernel(op, dtype);
 }
 
 template <typename T>
@@ -156,9 +167,15 @@ Kernel IntBinary(OpType op, DType dtype, int64_t n) {
       return Zip<T, T>(n, [](T a, T b) { return ShiftRightLogical(a, b); });
     case OpType::ShiftRightArithmetic:
       return Zip<T, T>(n, [](T a, T b) { return ShiftRightArithmetic(a, b); });
-    default:
-      NoKernel(op, dtype);
+    case OpType::Atan2:
+    case OpType::LogicalAnd:
+    case OpType::LogicalOr:
+    case OpType::LogicalXor:
+#define KILN_LISTED_Binary
+#include "kiln/compute/op_cases.inc"
+      break;
   }
+  NoKernel(op, dtype);
 }
 
 /// Comparisons in the compute type (NaN compares false, except NotEqual), Bool results.
@@ -180,9 +197,11 @@ Kernel Compare(OpType op, DType dtype, int64_t n) {
       return cmp([](auto a, auto b) { return a > b; });
     case OpType::GreaterOrEqual:
       return cmp([](auto a, auto b) { return a >= b; });
-    default:
-      NoKernel(op, dtype);
+#define KILN_LISTED_Compare
+#include "kiln/compute/op_cases.inc"
+      break;
   }
+  NoKernel(op, dtype);
 }
 
 /// Bool operands: any non-zero byte is true; results are 0 or 1.
@@ -201,9 +220,31 @@ Kernel BoolBinary(OpType op, int64_t n) {
       return logical([](bool a, bool b) { return a != b; });
     case OpType::Equal:
       return logical([](bool a, bool b) { return a == b; });
-    default:
-      NoKernel(op, DType::Bool);
+    case OpType::Add:
+    case OpType::Sub:
+    case OpType::Mul:
+    case OpType::Div:
+    case OpType::Rem:
+    case OpType::Pow:
+    case OpType::Max:
+    case OpType::Min:
+    case OpType::Atan2:
+    case OpType::BitwiseAnd:
+    case OpType::BitwiseOr:
+    case OpType::BitwiseXor:
+    case OpType::ShiftLeft:
+    case OpType::ShiftRightArithmetic:
+    case OpType::ShiftRightLogical:
+    case OpType::Less:
+    case OpType::LessOrEqual:
+    case OpType::Greater:
+    case OpType::GreaterOrEqual:
+#define KILN_LISTED_Binary
+#define KILN_LISTED_Compare
+#include "kiln/compute/op_cases.inc"
+      break;
   }
+  NoKernel(op, DType::Bool);
 }
 
 /// Where(cond, a, b): copies the chosen element's bits (E is an unsigned type of its size).

@@ -49,9 +49,18 @@ Reuse ReuseOf(const Instruction& inst, const std::vector<Shape>& operands) {
       // through the same memory would break strict aliasing.
       return inst.op == OpType::Bitcast || operands[0].dtype() == inst.shape.dtype() ? Reuse::Alias
                                                                                      : Reuse::None;
-    default:
+    case OpCategory::Leaf:
+    case OpCategory::Reduce:
+    case OpCategory::ArgReduce:
+    case OpCategory::Contraction:
+    case OpCategory::Convolution:
+    case OpCategory::Window:
+    case OpCategory::Indexing:
+    case OpCategory::SortScan:
+    case OpCategory::Control:
       return Reuse::None;
   }
+  return Reuse::None;
 }
 
 /// A value during one execution.

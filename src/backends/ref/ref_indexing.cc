@@ -239,6 +239,38 @@ Kernel SliceKernel(std::shared_ptr<const SlicePlan> p, bool update) {
   };
 }
 
+/// DynamicSlice and DynamicUpdateSlice.
+Kernel MakeSliceKernel(const Instruction& inst, const std::vector<Shape>& operands) {
+  const OpType op = inst.op;
+  const Shape& x = operands.at(0);
+  const DType dtype = x.dtype();
+  const bool update = op == OpType::DynamicUpdateSlice;
+  SlicePlan p;
+  p.first_index = update ? 2 : 1;
+  const std::vector<int64_t>& box = update ? operands.at(1).Dimensions() : inst.attrs.sizes;
+  for (int a = 0; a < x.Rank(); ++a) {
+    const auto i = static_cast<size_t>(a);
+    p.readers.push_back(ReaderFor(op, operands.at(static_cast<size_t>(p.first_index) + i).dtype()));
+    p.limits.push_back(x.Dimensions()[i] - box[i]);
+  }
+  p.operand_strides = RowMajorStrides(x.Dimensions());
+  p.box_offsets_operand = BoxOffsets(box, p.operand_strides);
+  p.operand_bytes = x.ByteSize();
+  auto plan = std::make_shared<const SlicePlan>(std::move(p));
+  switch (DTypeBits(dtype)) {
+    case 8:
+      return SliceKernel<uint8_t>(plan, update);
+    case 16:
+      return SliceKernel<uint16_t>(plan, update);
+    case 32:
+      return SliceKernel<uint32_t>(plan, update);
+    case 64:
+      return SliceKernel<uint64_t>(plan, update);
+    default:
+      NoKernel(op, dtype);
+  }
+}
+
 }  // namespace
 
 Kernel MakeIndexingKernel(const Instruction& inst, const std::vector<Shape>& operands) {
@@ -274,36 +306,13 @@ Kernel MakeIndexingKernel(const Instruction& inst, const std::vector<Shape>& ope
       });
     }
     case OpType::DynamicSlice:
-    case OpType::DynamicUpdateSlice: {
-      const bool update = op == OpType::DynamicUpdateSlice;
-      SlicePlan p;
-      p.first_index = update ? 2 : 1;
-      const std::vector<int64_t>& box = update ? operands.at(1).Dimensions() : inst.attrs.sizes;
-      for (int a = 0; a < x.Rank(); ++a) {
-        const auto i = static_cast<size_t>(a);
-        p.readers.push_back(ReaderFor(op, operands.at(static_cast<size_t>(p.first_index) + i).dtype()));
-        p.limits.push_back(x.Dimensions()[i] - box[i]);
-      }
-      p.operand_strides = RowMajorStrides(x.Dimensions());
-      p.box_offsets_operand = BoxOffsets(box, p.operand_strides);
-      p.operand_bytes = x.ByteSize();
-      auto plan = std::make_shared<const SlicePlan>(std::move(p));
-      switch (DTypeBits(dtype)) {
-        case 8:
-          return SliceKernel<uint8_t>(plan, update);
-        case 16:
-          return SliceKernel<uint16_t>(plan, update);
-        case 32:
-          return SliceKernel<uint32_t>(plan, update);
-        case 64:
-          return SliceKernel<uint64_t>(plan, update);
-        default:
-          NoKernel(op, dtype);
-      }
-    }
-    default:
-      NoKernel(op, dtype);
+    case OpType::DynamicUpdateSlice:
+      return MakeSliceKernel(inst, operands);
+#define KILN_LISTED_Indexing
+#include "kiln/compute/op_cases.inc"
+      break;
   }
+  NoKernel(op, dtype);
 }
 
 }  // namespace kiln::compute::ref

@@ -128,9 +128,12 @@ std::vector<BoxCopy> PlanBoxes(const Instruction& inst, const std::vector<Shape>
     }
     case OpType::Pad:
       return {PadBox(x, inst.shape, at.padding)};
-    default:
-      NoKernel(inst.op, x.dtype());
+    case OpType::Reshape:
+#define KILN_LISTED_Movement
+#include "kiln/compute/op_cases.inc"
+      break;
   }
+  NoKernel(inst.op, x.dtype());
 }
 
 }  // namespace

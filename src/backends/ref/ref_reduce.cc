@@ -79,9 +79,17 @@ Kernel FloatReduce(OpType op, DType dtype, std::shared_ptr<const ReducePlan> pla
             return MinOf(acc, v);
           },
           finish);
-    default:
-      NoKernel(op, dtype);
+    case OpType::ReduceLogicalAnd:
+    case OpType::ReduceLogicalOr:
+    case OpType::ReduceLogicalXor:
+    case OpType::ReduceBitwiseAnd:
+    case OpType::ReduceBitwiseOr:
+    case OpType::ReduceBitwiseXor:
+#define KILN_LISTED_Reduce
+#include "kiln/compute/op_cases.inc"
+      break;
   }
+  NoKernel(op, dtype);
 }
 
 template <typename T>
@@ -111,9 +119,14 @@ Kernel IntReduce(OpType op, DType dtype, std::shared_ptr<const ReducePlan> plan)
     case OpType::ReduceBitwiseXor:
       return ReduceWith<T, T>(
           plan, W(0), [](W acc, T x) { return W(acc ^ ToBits(x)); }, to_t);
-    default:
-      NoKernel(op, dtype);
+    case OpType::ReduceLogicalAnd:
+    case OpType::ReduceLogicalOr:
+    case OpType::ReduceLogicalXor:
+#define KILN_LISTED_Reduce
+#include "kiln/compute/op_cases.inc"
+      break;
   }
+  NoKernel(op, dtype);
 }
 
 Kernel BoolReduce(OpType op, std::shared_ptr<const ReducePlan> plan) {
@@ -128,9 +141,18 @@ Kernel BoolReduce(OpType op, std::shared_ptr<const ReducePlan> plan) {
     case OpType::ReduceLogicalXor:
       return ReduceWith<uint8_t, uint8_t>(
           plan, false, [](bool acc, uint8_t x) { return acc != (x != 0); }, finish);
-    default:
-      NoKernel(op, DType::Bool);
+    case OpType::ReduceSum:
+    case OpType::ReduceProduct:
+    case OpType::ReduceMax:
+    case OpType::ReduceMin:
+    case OpType::ReduceBitwiseAnd:
+    case OpType::ReduceBitwiseOr:
+    case OpType::ReduceBitwiseXor:
+#define KILN_LISTED_Reduce
+#include "kiln/compute/op_cases.inc"
+      break;
   }
+  NoKernel(op, DType::Bool);
 }
 
 /// ArgMax/ArgMin along one axis: the operand is [outer, dim, inner], the result [outer, inner].

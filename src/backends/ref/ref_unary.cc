@@ -71,9 +71,17 @@ Kernel FloatUnary(OpType op, DType dtype, int64_t n) {
       return Map<T, uint8_t>(n, [](T x) { return static_cast<uint8_t>(std::isfinite(Load(x))); });
     case OpType::IsNaN:
       return Map<T, uint8_t>(n, [](T x) { return static_cast<uint8_t>(std::isnan(Load(x))); });
-    default:
-      NoKernel(op, dtype);
+    case OpType::LogicalNot:
+    case OpType::BitwiseNot:
+    case OpType::BitCount:
+    case OpType::Clz:
+    case OpType::StopGradient:
+#define KILN_LISTED_Unary
+#define KILN_LISTED_UnaryPredicate
+#include "kiln/compute/op_cases.inc"
+      break;
   }
+  NoKernel(op, dtype);
 }
 
 template <typename T>
@@ -102,9 +110,30 @@ Kernel IntUnary(OpType op, DType dtype, int64_t n) {
     case OpType::Clz:
       // In the operand's own width: Clz of 0 is the width.
       return Map<T, T>(n, [](T x) { return static_cast<T>(std::countl_zero(static_cast<U>(x))); });
-    default:
-      NoKernel(op, dtype);
+    case OpType::Sqrt:
+    case OpType::Rsqrt:
+    case OpType::Exp:
+    case OpType::Expm1:
+    case OpType::Log:
+    case OpType::Log1p:
+    case OpType::Sin:
+    case OpType::Cos:
+    case OpType::Tanh:
+    case OpType::Logistic:
+    case OpType::Erf:
+    case OpType::Floor:
+    case OpType::Ceil:
+    case OpType::Round:
+    case OpType::LogicalNot:
+    case OpType::StopGradient:
+    case OpType::IsFinite:
+    case OpType::IsNaN:
+#define KILN_LISTED_Unary
+#define KILN_LISTED_UnaryPredicate
+#include "kiln/compute/op_cases.inc"
+      break;
   }
+  NoKernel(op, dtype);
 }
 
 }  // namespace
