@@ -16,9 +16,11 @@ void AddUnaryFloatCases(CaseList& L) {
     const char* name;
     Node (*fn)(Node);
   };
-  const Fn fns[] = {{"Sqrt", Sqrt}, {"Rsqrt", Rsqrt},     {"Exp", Exp}, {"Expm1", Expm1},
-                    {"Log", Log},   {"Log1p", Log1p},     {"Sin", Sin}, {"Cos", Cos},
-                    {"Tanh", Tanh}, {"Sigmoid", Sigmoid}, {"Erf", Erf}};
+  const Fn fns[] = {{"Sqrt", Sqrt}, {"Rsqrt", Rsqrt},     {"Exp", Exp},     {"Expm1", Expm1},
+                    {"Log", Log},   {"Log1p", Log1p},     {"Sin", Sin},     {"Cos", Cos},
+                    {"Tanh", Tanh}, {"Sigmoid", Sigmoid}, {"Erf", Erf},     {"Tan", Tan},
+                    {"Asin", Asin}, {"Acos", Acos},       {"Atan", Atan},   {"Sinh", Sinh},
+                    {"Cosh", Cosh}, {"Asinh", Asinh},     {"Acosh", Acosh}, {"Atanh", Atanh}};
   for (const Fn& f : fns) {
     const std::string x = std::string(f.name) + ".x", y = std::string(f.name) + ".y";
     for (DType d : kFloats) {
@@ -33,6 +35,18 @@ void AddUnaryFloatCases(CaseList& L) {
     Smooth(L.Add("Exp", "zero", d, Fn1(Exp), {V(d, {2}, {0, -0.0})}, {V(d, {2}, {1, 1})}));
     Smooth(L.Add("Log", "one", d, Fn1(Log), {V(d, {1}, {1})}, {V(d, {1}, {0})}));
     Smooth(L.Add("Tanh", "zero", d, Fn1(Tanh), {V(d, {1}, {0})}, {V(d, {1}, {0})}));
+    // Exact points of the trigonometric and hyperbolic functions; odd ones keep the sign of zero.
+    for (auto [name, fn] : {std::pair<const char*, Node (*)(Node)>{"Tan", Tan},
+                            {"Asin", Asin},
+                            {"Atan", Atan},
+                            {"Sinh", Sinh},
+                            {"Asinh", Asinh},
+                            {"Atanh", Atanh}})
+      Smooth(L.Add(name, "zeros", d, Fn1(fn), {V(d, {2}, {0, -0.0})}, {V(d, {2}, {0, -0.0})}));
+    // The ends of Acos's and Acosh's domains: exact values, infinite slopes (no gradient check).
+    L.Add("Acos", "one", d, Fn1(Acos), {V(d, {1}, {1})}, {V(d, {1}, {0})});
+    L.Add("Acosh", "one", d, Fn1(Acosh), {V(d, {1}, {1})}, {V(d, {1}, {0})});
+    Smooth(L.Add("Cosh", "zero", d, Fn1(Cosh), {V(d, {2}, {0, -0.0})}, {V(d, {2}, {1, 1})}));
     Smooth(L.Add("Sigmoid", "zero", d, Fn1(Sigmoid), {V(d, {1}, {0})}, {V(d, {1}, {0.5})}));
   }
 

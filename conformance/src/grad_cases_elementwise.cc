@@ -19,21 +19,18 @@ struct UnaryRow {
 void AddElementwiseGrads(std::vector<GradCase>& out) {
   GradList L(out, "elementwise");
   const UnaryRow unary[] = {
-      {"Neg", graph::Neg, -2, 2},
-      {"Abs", graph::Abs, 0.1, 2},  // one side of the kink
-      {"Sqrt", graph::Sqrt, 0.2, 3},
-      {"Rsqrt", graph::Rsqrt, 0.2, 3},
-      {"Exp", graph::Exp, -2, 2},
-      {"Expm1", graph::Expm1, -2, 2},
-      {"Log", graph::Log, 0.2, 3},
-      {"Log1p", graph::Log1p, -0.5, 2},
-      {"Sin", graph::Sin, -3, 3},
-      {"Cos", graph::Cos, -3, 3},
-      {"Tanh", graph::Tanh, -2, 2},
-      {"Sigmoid", graph::Sigmoid, -3, 3},
-      {"Erf", graph::Erf, -2, 2},
-      {"Square", graph::Square, -2, 2},
-      {"Reciprocal", graph::Reciprocal, 0.3, 2},
+      {"Neg", graph::Neg, -2, 2},       {"Abs", graph::Abs, 0.1, 2},  // one side of the kink
+      {"Sqrt", graph::Sqrt, 0.2, 3},    {"Rsqrt", graph::Rsqrt, 0.2, 3},
+      {"Exp", graph::Exp, -2, 2},       {"Expm1", graph::Expm1, -2, 2},
+      {"Log", graph::Log, 0.2, 3},      {"Log1p", graph::Log1p, -0.5, 2},
+      {"Sin", graph::Sin, -3, 3},       {"Cos", graph::Cos, -3, 3},
+      {"Tanh", graph::Tanh, -2, 2},     {"Sigmoid", graph::Sigmoid, -3, 3},
+      {"Erf", graph::Erf, -2, 2},       {"Tan", graph::Tan, -1.2, 1.2},
+      {"Asin", graph::Asin, -0.8, 0.8}, {"Acos", graph::Acos, -0.8, 0.8},
+      {"Atan", graph::Atan, -3, 3},     {"Sinh", graph::Sinh, -2, 2},
+      {"Cosh", graph::Cosh, -2, 2},     {"Asinh", graph::Asinh, -3, 3},
+      {"Acosh", graph::Acosh, 1.2, 3},  {"Atanh", graph::Atanh, -0.8, 0.8},
+      {"Square", graph::Square, -2, 2}, {"Reciprocal", graph::Reciprocal, 0.3, 2},
   };
   for (const UnaryRow& u : unary) {
     L.Add(std::string(u.name) + "/matrix", Fn1(u.fn), {L.Rand({2, 3}, u.lo, u.hi)});

@@ -63,7 +63,7 @@ const std::vector<OpInfo>& OpTable() {
   return table;
 }
 
-static_assert(kNumOps == 87, "ops.def changed: update the op count, the shape rules and every kernel table");
+static_assert(kNumOps == 96, "ops.def changed: update the op count, the shape rules and every kernel table");
 
 std::string Ints(const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
 

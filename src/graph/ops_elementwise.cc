@@ -168,7 +168,16 @@ Node Log(Node x) { return Emit("Log", OpType::Log, {x}); }
 Node Log1p(Node x) { return Emit("Log1p", OpType::Log1p, {x}); }
 Node Sin(Node x) { return Emit("Sin", OpType::Sin, {x}); }
 Node Cos(Node x) { return Emit("Cos", OpType::Cos, {x}); }
+Node Tan(Node x) { return Emit("Tan", OpType::Tan, {x}); }
+Node Asin(Node x) { return Emit("Asin", OpType::Asin, {x}); }
+Node Acos(Node x) { return Emit("Acos", OpType::Acos, {x}); }
+Node Atan(Node x) { return Emit("Atan", OpType::Atan, {x}); }
+Node Sinh(Node x) { return Emit("Sinh", OpType::Sinh, {x}); }
+Node Cosh(Node x) { return Emit("Cosh", OpType::Cosh, {x}); }
 Node Tanh(Node x) { return Emit("Tanh", OpType::Tanh, {x}); }
+Node Asinh(Node x) { return Emit("Asinh", OpType::Asinh, {x}); }
+Node Acosh(Node x) { return Emit("Acosh", OpType::Acosh, {x}); }
+Node Atanh(Node x) { return Emit("Atanh", OpType::Atanh, {x}); }
 Node Sigmoid(Node x) { return Emit("Sigmoid", OpType::Logistic, {x}); }
 Node Erf(Node x) { return Emit("Erf", OpType::Erf, {x}); }
 Node Floor(Node x) { return Emit("Floor", OpType::Floor, {x}); }

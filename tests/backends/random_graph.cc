@@ -14,9 +14,11 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <limits>
 #include <numeric>
 #include <random>
+#include <utility>
 
 #include "core/check.h"
 #include "kiln/core/error.h"
@@ -74,6 +76,12 @@ class Generator {
   Node Unround(Node x) { return graph::ScalarLike(x, Real(-0.5, 0.5)); }
   /// |x| + 0.5: positive, for Log, Rsqrt, Div...
   static Node Positive(Node x) { return graph::AddScalar(graph::Abs(x), 0.5); }
+  /// One of `fns` (name, function) on x, chosen at random; its name joins the steps.
+  Node Smooth(Node x, std::initializer_list<std::pair<const char*, Node (*)(Node)>> fns) {
+    const auto& [name, fn] = fns.begin()[Int(0, static_cast<int64_t>(fns.size()) - 1)];
+    steps_.push_back(name);
+    return fn(x);
+  }
 
   // ---- Ops by family ----
   Node Unary(Node x);
@@ -261,14 +269,22 @@ Node Generator::Unary(Node x) {
       steps_.push_back("Cos");
       return graph::Cos(graph::Clip(x, -10, 10));
     case 5:
-      steps_.push_back("Tanh");
-      return graph::Tanh(x);
+      return Smooth(x, {{"Tanh", graph::Tanh},
+                        {"Atan", graph::Atan},
+                        {"Asinh", graph::Asinh},
+                        {"Sinh", [](Node v) { return graph::Sinh(graph::Clip(v, -4, 4)); }},
+                        {"Cosh", [](Node v) { return graph::Cosh(graph::Clip(v, -4, 4)); }},
+                        {"Tan", [](Node v) { return graph::Tan(graph::Clip(v, -1.25, 1.25)); }}});
     case 6:
       steps_.push_back("Sigmoid");
       return graph::Sigmoid(x);
     case 7:
-      steps_.push_back("Erf");
-      return graph::Erf(x);
+      // Functions of a bounded domain, on arguments inside it.
+      return Smooth(x, {{"Erf", graph::Erf},
+                        {"Asin", [](Node v) { return graph::Asin(graph::Clip(v, -0.875, 0.875)); }},
+                        {"Acos", [](Node v) { return graph::Acos(graph::Clip(v, -0.875, 0.875)); }},
+                        {"Acosh", [](Node v) { return graph::Acosh(graph::Abs(v) + 1.125); }},
+                        {"Atanh", [](Node v) { return graph::Atanh(graph::Clip(v, -0.875, 0.875)); }}});
     case 8:
       steps_.push_back("Exp");
       return graph::Exp(graph::Clip(x, -8, 8));

@@ -124,6 +124,11 @@ TEST(RefUnaryTest, FloatMathMatchesCmath) {
       {OpType::Tanh, [](float v) { return std::tanh(v); }},
       {OpType::Erf, [](float v) { return std::erf(v); }},
       {OpType::Logistic, [](float v) { return 1 / (1 + std::exp(-v)); }},
+      {OpType::Tan, [](float v) { return std::tan(v); }},
+      {OpType::Atan, [](float v) { return std::atan(v); }},
+      {OpType::Sinh, [](float v) { return std::sinh(v); }},
+      {OpType::Cosh, [](float v) { return std::cosh(v); }},
+      {OpType::Asinh, [](float v) { return std::asinh(v); }},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(compute::OpName(c.op));

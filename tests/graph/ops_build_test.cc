@@ -194,7 +194,10 @@ TEST(OpsUnary, ShapesAndPrimitives) {
       {Expm1, OpType::Expm1}, {Log, OpType::Log},          {Log1p, OpType::Log1p},
       {Sin, OpType::Sin},     {Cos, OpType::Cos},          {Tanh, OpType::Tanh},
       {Erf, OpType::Erf},     {Floor, OpType::Floor},      {Ceil, OpType::Ceil},
-      {Round, OpType::Round}, {Sigmoid, OpType::Logistic}, {StopGradient, OpType::StopGradient}};
+      {Round, OpType::Round}, {Sigmoid, OpType::Logistic}, {StopGradient, OpType::StopGradient},
+      {Tan, OpType::Tan},     {Asin, OpType::Asin},        {Acos, OpType::Acos},
+      {Atan, OpType::Atan},   {Sinh, OpType::Sinh},        {Cosh, OpType::Cosh},
+      {Asinh, OpType::Asinh}, {Acosh, OpType::Acosh},      {Atanh, OpType::Atanh}};
   for (const auto& [fn, op] : ops) {
     Node y = fn(x);
     EXPECT_EQ(y.op(), op);

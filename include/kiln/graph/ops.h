@@ -114,7 +114,16 @@ Node Log(Node x);         ///< Natural logarithm (float dtypes).
 Node Log1p(Node x);       ///< log(1 + x), accurate near 0 (float dtypes).
 Node Sin(Node x);         ///< Sine, x in radians (float dtypes).
 Node Cos(Node x);         ///< Cosine, x in radians (float dtypes).
+Node Tan(Node x);         ///< Tangent, x in radians (float dtypes).
+Node Asin(Node x);        ///< Arcsine in [-pi/2, pi/2]; NaN outside [-1, 1] (float dtypes).
+Node Acos(Node x);        ///< Arccosine in [0, pi]; NaN outside [-1, 1] (float dtypes).
+Node Atan(Node x);        ///< Arctangent in (-pi/2, pi/2) (float dtypes).
+Node Sinh(Node x);        ///< Hyperbolic sine (float dtypes).
+Node Cosh(Node x);        ///< Hyperbolic cosine (float dtypes).
 Node Tanh(Node x);        ///< Hyperbolic tangent (float dtypes).
+Node Asinh(Node x);       ///< Inverse hyperbolic sine (float dtypes).
+Node Acosh(Node x);       ///< Inverse hyperbolic cosine, x >= 1; NaN below 1 (float dtypes).
+Node Atanh(Node x);       ///< Inverse hyperbolic tangent, |x| < 1; +-inf at +-1 (float dtypes).
 Node Sigmoid(Node x);     ///< The logistic function 1 / (1 + e^-x) (float dtypes).
 Node Erf(Node x);         ///< The error function (float dtypes).
 Node Floor(Node x);       ///< Largest integer value <= x (float dtypes).

@@ -105,7 +105,7 @@ void ReluInPlace(float* x, int64_t n, int threads) {
 #pragma omp parallel for simd num_threads(team) if (team > 1) schedule(static)
   for (int64_t i = 0; i < n; ++i) {
     const float v = x[i];
-    x[i] = (v > 0.0f) | (v != v) ? v : 0.0f;
+    x[i] = ((v > 0.0f) | (v != v)) ? v : 0.0f;
   }
 }
 

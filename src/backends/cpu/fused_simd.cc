@@ -244,6 +244,25 @@ HWY_INLINE V Apply(D d, V x, V y, V z) {
     return FixLanes(d, x, KeepZero(d, x, hn::Sin(d, x)), InRange(d, x, -39000.0f, 39000.0f), Scalar1<kOp>);
   } else if constexpr (kOp == FOp::kCos) {
     return FixLanes(d, x, hn::Cos(d, x), InRange(d, x, -39000.0f, 39000.0f), Scalar1<kOp>);
+  } else if constexpr (kOp == FOp::kTan) {
+    return FixLanes(d, x, KeepZero(d, x, Tan(d, x)), InRange(d, x, -39000.0f, 39000.0f), Scalar1<kOp>);
+  } else if constexpr (kOp == FOp::kAsin) {
+    return FixLanes(d, x, KeepZero(d, x, hn::Asin(d, x)), InRange(d, x, -1.0f, 1.0f), Scalar1<kOp>);
+  } else if constexpr (kOp == FOp::kAcos) {
+    return FixLanes(d, x, hn::Acos(d, x), InRange(d, x, -1.0f, 1.0f), Scalar1<kOp>);
+  } else if constexpr (kOp == FOp::kAtan) {
+    return FixLanes(d, x, KeepZero(d, x, hn::Atan(d, x)), hn::IsFinite(x), Scalar1<kOp>);
+  } else if constexpr (kOp == FOp::kSinh) {
+    return FixLanes(d, x, KeepZero(d, x, hn::Sinh(d, x)), InRange(d, x, -88.0f, 88.0f), Scalar1<kOp>);
+  } else if constexpr (kOp == FOp::kCosh) {
+    return FixLanes(d, x, Cosh(d, x), InRange(d, x, -88.0f, 88.0f), Scalar1<kOp>);
+  } else if constexpr (kOp == FOp::kAsinh) {
+    return FixLanes(d, x, KeepZero(d, x, hn::Asinh(d, x)), hn::IsFinite(x), Scalar1<kOp>);
+  } else if constexpr (kOp == FOp::kAcosh) {
+    return FixLanes(d, x, hn::Acosh(d, x), InRange(d, x, 1.0f, 3.40282347e38f), Scalar1<kOp>);
+  } else if constexpr (kOp == FOp::kAtanh) {
+    return FixLanes(d, x, KeepZero(d, x, hn::Atanh(d, x)), hn::Lt(hn::Abs(x), hn::Set(d, 1.0f)),
+                    Scalar1<kOp>);
   } else if constexpr (kOp == FOp::kTanh) {
     return FixLanes(d, x, KeepZero(d, x, hn::Tanh(d, x)), hn::IsFinite(x), Scalar1<kOp>);
   } else if constexpr (kOp == FOp::kLogistic) {
@@ -344,6 +363,32 @@ struct Quad {
   V v0, v1, v2, v3;
 };
 
+/// One vector (T = V) or four consecutive ones (T = Quad) loaded from p.
+template <class T>
+HWY_INLINE T LoadT(D d, const float* p) {
+  if constexpr (std::is_same_v<T, Quad>) {
+    const size_t lanes = hn::Lanes(d);
+    return Quad{hn::LoadU(d, p), hn::LoadU(d, p + lanes), hn::LoadU(d, p + 2 * lanes),
+                hn::LoadU(d, p + 3 * lanes)};
+  } else {
+    return hn::LoadU(d, p);
+  }
+}
+
+/// Stores one vector or four consecutive ones at p.
+template <class T>
+HWY_INLINE void StoreT(D d, const T& v, float* p) {
+  if constexpr (std::is_same_v<T, Quad>) {
+    const size_t lanes = hn::Lanes(d);
+    hn::StoreU(v.v0, d, p);
+    hn::StoreU(v.v1, d, p + lanes);
+    hn::StoreU(v.v2, d, p + 2 * lanes);
+    hn::StoreU(v.v3, d, p + 3 * lanes);
+  } else {
+    hn::StoreU(v, d, p);
+  }
+}
+
 /// Operand `w` of `ins` at element `at` of the piece (`acc` for an unused operand), for K = 1 or
 /// 4 vectors.
 template <class T>
@@ -368,12 +413,7 @@ HWY_INLINE T Fetch(D d, const VInstr& ins, int w, const T& acc, const float* con
     default:
       return acc;
   }
-  if constexpr (std::is_same_v<T, Quad>) {
-    return Quad{hn::LoadU(d, p), hn::LoadU(d, p + lanes), hn::LoadU(d, p + 2 * lanes),
-                hn::LoadU(d, p + 3 * lanes)};
-  } else {
-    return hn::LoadU(d, p);
-  }
+  return LoadT<T>(d, p);
 }
 
 /// Op kOp on one vector (T = V) or four (T = Quad).
@@ -428,35 +468,10 @@ HWY_INLINE void RunBlock(D d, const VProgram& prog, const float* const* in, floa
       case FOp::kImm:
         break;
     }
-    if (ins.save >= 0) {
-      float* p = slots + static_cast<size_t>(ins.save) * 4 * lanes;
-      if constexpr (std::is_same_v<T, Quad>) {
-        hn::StoreU(acc.v0, d, p);
-        hn::StoreU(acc.v1, d, p + lanes);
-        hn::StoreU(acc.v2, d, p + 2 * lanes);
-        hn::StoreU(acc.v3, d, p + 3 * lanes);
-      } else {
-        hn::StoreU(acc, d, p);
-      }
-    }
+    if (ins.save >= 0) StoreT(d, acc, slots + static_cast<size_t>(ins.save) * 4 * lanes);
   }
-  if (prog.result_src == VSrc::kSlot) {
-    const float* p = slots + size_t{prog.result_idx} * 4 * lanes;
-    if constexpr (std::is_same_v<T, Quad>) {
-      acc = Quad{hn::LoadU(d, p), hn::LoadU(d, p + lanes), hn::LoadU(d, p + 2 * lanes),
-                 hn::LoadU(d, p + 3 * lanes)};
-    } else {
-      acc = hn::LoadU(d, p);
-    }
-  }
-  if constexpr (std::is_same_v<T, Quad>) {
-    hn::StoreU(acc.v0, d, out);
-    hn::StoreU(acc.v1, d, out + lanes);
-    hn::StoreU(acc.v2, d, out + 2 * lanes);
-    hn::StoreU(acc.v3, d, out + 3 * lanes);
-  } else {
-    hn::StoreU(acc, d, out);
-  }
+  if (prog.result_src == VSrc::kSlot) acc = LoadT<T>(d, slots + size_t{prog.result_idx} * 4 * lanes);
+  StoreT(d, acc, out);
 }
 
 /// Whether the vector program pays on this target: with 32 vector registers a block of four

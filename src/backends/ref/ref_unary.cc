@@ -54,8 +54,26 @@ Kernel FloatUnary(OpType op, DType dtype, int64_t n) {
       return MapFloat<T>(n, [](C x) { return std::sin(x); });
     case OpType::Cos:
       return MapFloat<T>(n, [](C x) { return std::cos(x); });
+    case OpType::Tan:
+      return MapFloat<T>(n, [](C x) { return std::tan(x); });
+    case OpType::Asin:
+      return MapFloat<T>(n, [](C x) { return std::asin(x); });
+    case OpType::Acos:
+      return MapFloat<T>(n, [](C x) { return std::acos(x); });
+    case OpType::Atan:
+      return MapFloat<T>(n, [](C x) { return std::atan(x); });
+    case OpType::Sinh:
+      return MapFloat<T>(n, [](C x) { return std::sinh(x); });
+    case OpType::Cosh:
+      return MapFloat<T>(n, [](C x) { return std::cosh(x); });
     case OpType::Tanh:
       return MapFloat<T>(n, [](C x) { return std::tanh(x); });
+    case OpType::Asinh:
+      return MapFloat<T>(n, [](C x) { return std::asinh(x); });
+    case OpType::Acosh:
+      return MapFloat<T>(n, [](C x) { return std::acosh(x); });
+    case OpType::Atanh:
+      return MapFloat<T>(n, [](C x) { return std::atanh(x); });
     case OpType::Logistic:
       return MapFloat<T>(n, [](C x) { return common::Logistic(x); });
     case OpType::Erf:
@@ -118,6 +136,15 @@ Kernel IntUnary(OpType op, DType dtype, int64_t n) {
     case OpType::Log1p:
     case OpType::Sin:
     case OpType::Cos:
+    case OpType::Tan:
+    case OpType::Asin:
+    case OpType::Acos:
+    case OpType::Atan:
+    case OpType::Sinh:
+    case OpType::Cosh:
+    case OpType::Asinh:
+    case OpType::Acosh:
+    case OpType::Atanh:
     case OpType::Tanh:
     case OpType::Logistic:
     case OpType::Erf:

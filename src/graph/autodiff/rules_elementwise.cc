@@ -31,6 +31,39 @@ V LogRule(const VJPContext& c) { return {c.Adjoint() / c.X(0)}; }
 V Log1pRule(const VJPContext& c) { return {c.Adjoint() / (c.X(0) + 1)}; }
 V SinRule(const VJPContext& c) { return {c.Adjoint() * Cos(c.X(0))}; }
 V CosRule(const VJPContext& c) { return {Neg(c.Adjoint() * Sin(c.X(0)))}; }
+// d tan = 1 + tan^2.
+V TanRule(const VJPContext& c) {
+  Node y = c.Y();
+  return {c.Adjoint() * (1 + y * y)};
+}
+// d asin = 1 / sqrt(1 - x^2), d acos its negation, d atan = 1 / (1 + x^2).
+V AsinRule(const VJPContext& c) {
+  Node x = c.X(0);
+  return {c.Adjoint() * Rsqrt(1 - x * x)};
+}
+V AcosRule(const VJPContext& c) {
+  Node x = c.X(0);
+  return {Neg(c.Adjoint() * Rsqrt(1 - x * x))};
+}
+V AtanRule(const VJPContext& c) {
+  Node x = c.X(0);
+  return {c.Adjoint() / (1 + x * x)};
+}
+V SinhRule(const VJPContext& c) { return {c.Adjoint() * Cosh(c.X(0))}; }
+V CoshRule(const VJPContext& c) { return {c.Adjoint() * Sinh(c.X(0))}; }
+// d asinh = 1 / sqrt(x^2 + 1), d acosh = 1 / sqrt(x^2 - 1), d atanh = 1 / (1 - x^2).
+V AsinhRule(const VJPContext& c) {
+  Node x = c.X(0);
+  return {c.Adjoint() * Rsqrt(x * x + 1)};
+}
+V AcoshRule(const VJPContext& c) {
+  Node x = c.X(0);
+  return {c.Adjoint() * Rsqrt(x * x - 1)};
+}
+V AtanhRule(const VJPContext& c) {
+  Node x = c.X(0);
+  return {c.Adjoint() / (1 - x * x)};
+}
 V TanhRule(const VJPContext& c) {
   Node y = c.Y();
   return {c.Adjoint() * (1 - y * y)};
@@ -110,7 +143,16 @@ void RegisterElementwiseRules(RuleTable& t) {
   t.Set(OpType::Log1p, Log1pRule);
   t.Set(OpType::Sin, SinRule);
   t.Set(OpType::Cos, CosRule);
+  t.Set(OpType::Tan, TanRule);
+  t.Set(OpType::Asin, AsinRule);
+  t.Set(OpType::Acos, AcosRule);
+  t.Set(OpType::Atan, AtanRule);
+  t.Set(OpType::Sinh, SinhRule);
+  t.Set(OpType::Cosh, CoshRule);
   t.Set(OpType::Tanh, TanhRule);
+  t.Set(OpType::Asinh, AsinhRule);
+  t.Set(OpType::Acosh, AcoshRule);
+  t.Set(OpType::Atanh, AtanhRule);
   t.Set(OpType::Logistic, LogisticRule);
   t.Set(OpType::Erf, ErfRule);
   for (OpType op : {OpType::Sign, OpType::Floor, OpType::Ceil, OpType::Round})
