@@ -51,7 +51,7 @@ inline constexpr const Row& RowOf(FOp op) { return kRows[static_cast<size_t>(op)
 inline constexpr const char* FOpName(FOp op) { return fused_table::RowOf(op).name; }
 /// Operand count of a compute op (0 for kInput and kImm).
 inline constexpr int FOpArity(FOp op) { return fused_table::RowOf(op).arity; }
-/// Whether `op` is computed by an approximation (Exp, Log, Tanh, Erf...): dearer than an
+/// Whether `op` is computed by an approximation (the Transcendental column): dearer than an
 /// arithmetic op, and within an ulp bound of the reference.
 inline constexpr bool FOpTranscendental(FOp op) { return fused_table::RowOf(op).transcendental; }
 /// Whether the op's float result is exact for half-typed operands (no rounding step needed).
