@@ -1,10 +1,10 @@
-// The cpu compiler's cleanup passes over a Module: dead code and common subexpressions.
+// The cpu compiler's Module (copied from a Program, listed, rebuilt node by node) and its cleanup
+// passes: dead code and common subexpressions.
 
 #include <fmt/format.h>
 
-#include <unordered_map>
-
 #include <algorithm>
+#include <unordered_map>
 
 #include "backends/cpu/passes.h"
 
