@@ -58,8 +58,6 @@ inline constexpr bool FOpTranscendental(FOp op) { return fused_table::RowOf(op).
 inline constexpr bool FOpExactOnHalf(FOp op) { return fused_table::RowOf(op).exact_on_half; }
 /// Cost per element in cheap ops (a load counts 1, an immediate 0).
 inline constexpr int FOpCost(FOp op) { return fused_table::RowOf(op).cost; }
-/// The number of FOps, kInput and kImm included.
-inline constexpr size_t kNumFOps = sizeof(fused_table::kRows) / sizeof(fused_table::kRows[0]);
 
 /// The register-machine op computing graph op `op` on operands whose first is Bool
 /// (`bool_operands`) or a float type; nullopt when the machine has none.
