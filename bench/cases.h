@@ -16,5 +16,7 @@ void RegisterTinyCases();
 void RegisterModelCases();
 void RegisterTrainerCases();
 void RegisterInteropCases();
+/// dynamic/...: the batch axis dynamic against the static build, side by side; first-call cost.
+void RegisterDynamicCases();
 
 }  // namespace kiln::bench

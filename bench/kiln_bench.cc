@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   kiln::bench::RegisterModelCases();
   kiln::bench::RegisterTrainerCases();
   kiln::bench::RegisterInteropCases();
+  kiln::bench::RegisterDynamicCases();
   benchmark::AddCustomContext("kiln_backend", kiln::bench::Backend()->Description());
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -84,7 +84,8 @@ Node Logits(Model model, const std::vector<Node>& p, Node x) {
   }
   Node h = graph::MaxPool(Relu(Conv(x, p[0], p[1]))).Window(2).Done();
   h = graph::MaxPool(Relu(Conv(h, p[2], p[3]))).Window(2).Done();
-  h = graph::Reshape(h, {h.shape().Dimensions()[0], -1});
+  h = graph::DynamicReshape(h,
+                            {graph::DimensionSpecFor(h, 0), graph::InferredDim()});  // Batch may be dynamic.
   h = Relu(Dense(h, p[4], p[5]));
   return Dense(h, p[6], p[7]);
 }

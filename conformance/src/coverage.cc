@@ -99,7 +99,7 @@ void FillMatrix(Report& report, const compute::BackendCapabilities& caps, const 
   std::map<std::pair<compute::OpType, DType>, Counts> by_primitive;
   for (size_t i = 0; i < cases.size(); ++i) {
     const Outcome& o = outcomes[i];
-    if (o.status == Outcome::Status::kNotRun) continue;
+    if (o.status == Outcome::Status::kNotRun || o.status == Outcome::Status::kStaticOnly) continue;
     Counts& f = by_function[{cases[i].op, cases[i].dtype}];
     const bool pass = o.status == Outcome::Status::kPass, fail = o.status == Outcome::Status::kFail;
     f.passed += pass;

@@ -156,7 +156,7 @@ bool ControlPrimitiveAccepts(OpType op, DType dtype);
 
 /// What happened to one row.
 struct Outcome {
-  enum class Status { kNotRun, kPass, kFail, kSkip } status = Status::kNotRun;
+  enum class Status { kNotRun, kPass, kFail, kSkip, kStaticOnly } status = Status::kNotRun;
   std::shared_ptr<const compute::Program> program;  // Set once the graph was built.
 };
 

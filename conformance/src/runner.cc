@@ -107,7 +107,7 @@ std::string ToleranceText(const Tolerance& t) {
 
 // Runs one row; fills `failure` when it fails.
 Outcome RunOne(const compute::BackendPtr& backend, const compute::BackendCapabilities& caps, const Case& c,
-               std::string& failure) {
+               const RunOptions& options, std::string& failure) {
   Outcome out;
   auto fail = [&](const std::string& what) {
     out.status = Outcome::Status::kFail;
@@ -122,11 +122,29 @@ Outcome RunOne(const compute::BackendPtr& backend, const compute::BackendCapabil
   graph::Graph g(c.name);
   std::vector<graph::Node> params;
   std::vector<graph::Node> outputs;
+  const bool dynamic = options.dynamic_leading_axis;
   try {
-    for (size_t i = 0; i < c.inputs.size(); ++i) params.push_back(g.Parameter(c.inputs[i].shape()));
+    for (size_t i = 0; i < c.inputs.size(); ++i) {
+      const Shape& s = c.inputs[i].shape();
+      // A size-1 axis stays static: it broadcasts, which a dynamic axis does not.
+      if (!dynamic || s.Rank() == 0 || s.Dim(0) == 1) {
+        params.push_back(g.Parameter(s));
+        continue;
+      }
+      std::vector<int64_t> dims = s.Dimensions();
+      std::vector<std::string> names(dims.size());
+      names[0] = fmt::format("n{}", dims[0]);
+      dims[0] = Shape::kDynamic;
+      params.push_back(g.Parameter(Shape::MakeDynamic(s.dtype(), dims, names)));
+    }
     outputs = c.build(g, params);
     out.program = g.Build(outputs);
   } catch (const std::exception& e) {
+    if (dynamic) {
+      out.status = Outcome::Status::kStaticOnly;
+      failure = ErrorText(e);
+      return out;
+    }
     return fail(fmt::format("building the graph threw: {}\n  {}", ErrorText(e), header()));
   }
   // Skip what the backend declares absent (in sub-programs too; a tuple op by its results).
@@ -159,18 +177,20 @@ Outcome RunOne(const compute::BackendPtr& backend, const compute::BackendCapabil
   try {
     std::unique_ptr<compute::Executable> exe = backend->Compile(out.program);
     std::vector<compute::BufferPtr> buffers;
+    std::vector<Shape> shapes, out_shapes;
     for (const Tensor& t : c.inputs) {
       inputs.push_back(t.Clone());
       buffers.push_back(inputs.back().DeviceBuffer(backend, 0));
+      shapes.push_back(t.shape());
     }
-    std::vector<compute::BufferPtr> raw = exe->Execute(buffers, std::vector<bool>(buffers.size(), false), 0);
-    if (raw.size() != out.program->Outputs().size()) {
+    std::vector<compute::BufferPtr> raw =
+        exe->ExecuteWithShapes(buffers, shapes, std::vector<bool>(buffers.size(), false), 0, out_shapes);
+    if (raw.size() != out.program->Outputs().size() || out_shapes.size() != raw.size()) {
       return fail(fmt::format("Execute returned {} outputs, the program has {}\n  {}", raw.size(),
                               out.program->Outputs().size(), header()));
     }
     for (size_t i = 0; i < raw.size(); ++i) {
-      results.push_back(
-          Tensor::FromBuffer(backend, 0, out.program->OutputShape(static_cast<int>(i)), std::move(raw[i])));
+      results.push_back(Tensor::FromBuffer(backend, 0, out_shapes[i], std::move(raw[i])));
     }
   } catch (const std::exception& e) {
     return fail(fmt::format("compiling or running threw: {}\n  {}\n  program:\n{}", ErrorText(e), header(),
@@ -234,7 +254,7 @@ Report RunCases(const compute::BackendPtr& backend, const std::vector<Case>& cas
     if (!Selected(c, options)) continue;
     ++report.rows_run;
     std::string failure;
-    outcomes[i] = RunOne(backend, caps, c, failure);
+    outcomes[i] = RunOne(backend, caps, c, options, failure);
     switch (outcomes[i].status) {
       case Outcome::Status::kPass:
         ++report.rows_passed;
@@ -246,6 +266,9 @@ Report RunCases(const compute::BackendPtr& backend, const std::vector<Case>& cas
         report.failures.push_back(Failure{c.op, c.name, c.dtype, failure});
         if (options.log != nullptr)
           *options.log << "conformance FAIL " << c.name << "\n  " << failure << "\n";
+        break;
+      case Outcome::Status::kStaticOnly:
+        report.static_only.push_back(Failure{c.op, c.name, c.dtype, failure});
         break;
       case Outcome::Status::kNotRun:
         break;

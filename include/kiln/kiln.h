@@ -3,6 +3,7 @@
 /// kiln: the umbrella header. `#include <kiln/kiln.h>` brings in the whole public API.
 
 #include "kiln/compute/backend.h"
+#include "kiln/compute/dynamic.h"
 #include "kiln/compute/program.h"
 #include "kiln/compute/shape_inference.h"
 #include "kiln/core/dtype.h"
@@ -11,6 +12,7 @@
 #include "kiln/core/shape.h"
 #include "kiln/core/tensor.h"
 #include "kiln/core/version.h"
+#include "kiln/data/bucket.h"
 #include "kiln/data/csv.h"
 #include "kiln/data/dataset.h"
 #include "kiln/data/image_folder.h"
@@ -20,6 +22,7 @@
 #include "kiln/data/parallel.h"
 #include "kiln/graph/control_flow.h"
 #include "kiln/graph/conv.h"
+#include "kiln/graph/dynamic.h"
 #include "kiln/graph/exec.h"
 #include "kiln/graph/gather.h"
 #include "kiln/graph/gradient.h"

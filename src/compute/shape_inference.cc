@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 
+#include "compute/shape_dims.h"
 #include "compute/shape_rules.h"
 #include "core/check.h"
 
@@ -60,12 +61,28 @@ void CheckArity(OpType op, const std::vector<Shape>& operands) {
   }
 }
 
-void CheckSameShape(OpType op, const Shape& a, const Shape& b) {
+/// The common shape of operands that must have equal dimensions (a dynamic axis meets a static
+/// one, checked when the program runs); `what` names them in errors.
+std::vector<Axis> UnifyDims(OpType op, const Shape& a, const Shape& b, const char* what) {
+  bool ok = a.Rank() == b.Rank();
+  std::vector<Axis> axes;
+  for (int i = 0; ok && i < a.Rank(); ++i) {
+    Axis axis;
+    ok = UnifyAxes(AxisOf(a, i), AxisOf(b, i), axis);
+    axes.push_back(axis);
+  }
+  if (!ok) Fail(op, fmt::format(fmt::runtime(what), a, b));
+  return axes;
+}
+
+Shape SameShape(OpType op, const Shape& a, const Shape& b) {
   if (a.dtype() != b.dtype())
     Fail(op, fmt::format("operands have different dtypes, {} and {}", a.dtype(), b.dtype()));
-  if (a.Dimensions() != b.Dimensions())
-    Fail(op, fmt::format("operands have different shapes, {} and {}", a, b));
+  return ShapeOf(a.dtype(), UnifyDims(op, a, b, "operands have different shapes, {} and {}"));
 }
+
+/// Whether a static axis of size `want` can hold `got`: equal, or `got` dynamic.
+bool Fits(const Axis& got, int64_t want) { return got.Dynamic() || got.size == want; }
 
 Shape DotShape(const std::vector<Shape>& in, const OpAttributes& at) {
   const OpType op = OpType::DotGeneral;
@@ -82,50 +99,126 @@ Shape DotShape(const std::vector<Shape>& in, const OpAttributes& at) {
   CheckAxes(op, lhs_all, a.Rank(), "lhs");
   CheckAxes(op, rhs_all, b.Rank(), "rhs");
   for (size_t i = 0; i < at.lhs_contracting.size(); ++i) {
-    const int64_t da = a.Dimensions()[static_cast<size_t>(at.lhs_contracting[i])];
-    const int64_t db = b.Dimensions()[static_cast<size_t>(at.rhs_contracting[i])];
-    if (da != db)
+    const Axis da = AxisOf(a, at.lhs_contracting[i]);
+    const Axis db = AxisOf(b, at.rhs_contracting[i]);
+    Axis unused;
+    if (!UnifyAxes(da, db, unused))
       Fail(op,
            fmt::format("contracting dimensions differ: {} (lhs axis {}) and {} (rhs axis {}) for {} and {}",
-                       da, at.lhs_contracting[i], db, at.rhs_contracting[i], a, b));
+                       da.ToString(), at.lhs_contracting[i], db.ToString(), at.rhs_contracting[i], a, b));
   }
-  std::vector<int64_t> dims;
+  std::vector<Axis> dims;
   for (size_t i = 0; i < at.lhs_batch.size(); ++i) {
-    const int64_t da = a.Dimensions()[static_cast<size_t>(at.lhs_batch[i])];
-    const int64_t db = b.Dimensions()[static_cast<size_t>(at.rhs_batch[i])];
-    if (da != db) Fail(op, fmt::format("batch dimensions differ: {} and {} for {} and {}", da, db, a, b));
-    dims.push_back(da);
+    const Axis da = AxisOf(a, at.lhs_batch[i]);
+    const Axis db = AxisOf(b, at.rhs_batch[i]);
+    Axis axis;
+    if (!UnifyAxes(da, db, axis))
+      Fail(op, fmt::format("batch dimensions differ: {} and {} for {} and {}", da.ToString(), db.ToString(),
+                           a, b));
+    dims.push_back(axis);
   }
-  auto free_axes = [](const Shape& s, const std::vector<int64_t>& used, std::vector<int64_t>& out) {
+  auto free_axes = [](const Shape& s, const std::vector<int64_t>& used, std::vector<Axis>& out) {
     for (int ax = 0; ax < s.Rank(); ++ax) {
-      if (std::find(used.begin(), used.end(), ax) == used.end())
-        out.push_back(s.Dimensions()[static_cast<size_t>(ax)]);
+      if (std::find(used.begin(), used.end(), ax) == used.end()) out.push_back(AxisOf(s, ax));
     }
   };
   free_axes(a, lhs_all, dims);
   free_axes(b, rhs_all, dims);
-  return Shape(a.dtype(), dims);
+  return ShapeOf(a.dtype(), dims);
+}
+
+/// Reshape's check of element counts: equal when both are static; with dynamic axes, an error
+/// only where the counts differ whatever the sizes (same dynamic names, other static product).
+void CheckReshapeCount(OpType op, const Shape& x, const Shape& to) {
+  if (!x.IsDynamic() && !to.IsDynamic()) {
+    if (to.Size() != x.Size())
+      Fail(op,
+           fmt::format("cannot reshape {} ({} elements) to {} ({} elements)", x, x.Size(), to, to.Size()));
+    return;
+  }
+  const Monomial a = MonomialOf(x), b = MonomialOf(to);
+  if (a.names == b.names && a.coefficient != b.coefficient)
+    Fail(op, fmt::format("cannot reshape {} to {}: their element counts differ for every size of the "
+                         "dynamic axes",
+                         x, to));
+}
+
+Shape SliceShape(OpType op, const Shape& x, const OpAttributes& at) {
+  const int rank = x.Rank();
+  if (static_cast<int>(at.starts.size()) != rank || static_cast<int>(at.limits.size()) != rank ||
+      static_cast<int>(at.strides.size()) != rank) {
+    Fail(op, fmt::format("starts, limits and strides must have {} entries for {}", rank, x));
+  }
+  std::vector<Axis> dims;
+  for (int a = 0; a < rank; ++a) {
+    const auto i = static_cast<size_t>(a);
+    const Axis axis = AxisOf(x, a);
+    const int64_t start = at.starts[i], limit = at.limits[i], stride = at.strides[i];
+    // A dynamic axis may be sliced to its end (limit kDynamic) or to a static limit, checked
+    // when the program runs.
+    const bool to_end = axis.Dynamic() && limit == Shape::kDynamic;
+    const bool bad =
+        start < 0 || stride < 1 || (!to_end && (start > limit || (!axis.Dynamic() && limit > axis.size)));
+    if (bad) {
+      Fail(op, fmt::format("axis {} of {}: range [{}, {}) with stride {} is invalid", a, x, start,
+                           limit == Shape::kDynamic ? std::string("end") : std::to_string(limit), stride));
+    }
+    if (!to_end) {
+      dims.push_back(Axis{(limit - start + stride - 1) / stride, ""});
+    } else if (start == 0 && stride == 1) {
+      dims.push_back(axis);
+    } else {
+      dims.push_back(DerivedAxis(fmt::format("{}[{}::{}]", Term(axis.name), start, stride)));
+    }
+  }
+  return ShapeOf(x.dtype(), dims);
+}
+
+Shape PadShape(OpType op, const Shape& x, const Shape& fill, const OpAttributes& at) {
+  const int rank = x.Rank();
+  if (fill.dtype() != x.dtype() || !fill.IsScalar())
+    Fail(op, fmt::format("the fill value must be a scalar {}, got {}", x.dtype(), fill));
+  if (static_cast<int>(at.padding.size()) != rank)
+    Fail(op, fmt::format("{} padding entries for {}", at.padding.size(), x));
+  std::vector<Axis> dims;
+  for (int a = 0; a < rank; ++a) {
+    const PadAxis& p = at.padding[static_cast<size_t>(a)];
+    const Axis axis = AxisOf(x, a);
+    if (p.interior < 0) Fail(op, fmt::format("negative interior padding on axis {}", a));
+    if (axis.Dynamic()) {
+      if (p.low == 0 && p.high == 0 && p.interior == 0) {
+        dims.push_back(axis);
+      } else if (p.interior == 0) {
+        dims.push_back(DerivedAxis(fmt::format("{}{:+}", Term(axis.name), p.low + p.high)));
+      } else {
+        dims.push_back(DerivedAxis(fmt::format("pad({},{},{},{})", axis.name, p.low, p.high, p.interior)));
+      }
+      continue;
+    }
+    const int64_t n = axis.size;
+    const int64_t size = p.low + p.high + n + std::max<int64_t>(n - 1, 0) * p.interior;
+    if (size < 0) Fail(op, fmt::format("axis {} of {} would have negative size {}", a, x, size));
+    dims.push_back(Axis{size, ""});
+  }
+  return ShapeOf(x.dtype(), dims);
 }
 
 Shape MovementShape(OpType op, const std::vector<Shape>& in, const OpAttributes& at) {
   const Shape& x = in[0];
   const int rank = x.Rank();
-  const auto& d = x.Dimensions();
   switch (op) {
     case OpType::Reshape:
       if (at.shape.dtype() != x.dtype())
         Fail(op, fmt::format("target {} has another dtype than {}", at.shape, x));
-      if (at.shape.Size() != x.Size())
-        Fail(op, fmt::format("cannot reshape {} ({} elements) to {} ({} elements)", x, x.Size(), at.shape,
-                             at.shape.Size()));
+      CheckReshapeCount(op, x, at.shape);
       return at.shape;
     case OpType::Transpose: {
       if (static_cast<int>(at.permutation.size()) != rank)
         Fail(op, fmt::format("permutation of {} axes for {}", at.permutation.size(), x));
       CheckAxes(op, at.permutation, rank, "permutation");
-      std::vector<int64_t> dims;
-      for (int64_t p : at.permutation) dims.push_back(d[static_cast<size_t>(p)]);
-      return Shape(x.dtype(), dims);
+      std::vector<Axis> dims;
+      for (int64_t p : at.permutation) dims.push_back(AxisOf(x, p));
+      return ShapeOf(x.dtype(), dims);
     }
     case OpType::BroadcastInDim: {
       const Shape& out = at.shape;
@@ -138,8 +231,11 @@ Shape MovementShape(OpType op, const std::vector<Shape>& in, const OpAttributes&
           Fail(op,
                fmt::format("axes [{}] must be increasing output axes of {}", fmt::join(at.axes, ", "), out));
         }
-        if (d[i] != 1 && d[i] != out.Dimensions()[static_cast<size_t>(a)]) {
-          Fail(op, fmt::format("cannot broadcast {} to {}: operand axis {} has size {}", x, out, i, d[i]));
+        // A dynamic operand axis may be 1 or the target's size, checked when the program runs.
+        const Axis from = AxisOf(x, static_cast<int64_t>(i)), to = AxisOf(out, a);
+        if (!from.Dynamic() && from.size != 1 && !Fits(to, from.size)) {
+          Fail(op,
+               fmt::format("cannot broadcast {} to {}: operand axis {} has size {}", x, out, i, from.size));
         }
       }
       return out;
@@ -147,54 +243,38 @@ Shape MovementShape(OpType op, const std::vector<Shape>& in, const OpAttributes&
     case OpType::Concatenate: {
       if (in.empty()) Fail(op, "needs at least one operand");
       if (at.axis < 0 || at.axis >= rank) Fail(op, fmt::format("axis {} out of range for {}", at.axis, x));
-      std::vector<int64_t> dims = d;
+      std::vector<Axis> dims = AxesOf(x);
+      std::vector<std::string> parts = {AxisOf(x, at.axis).ToString()};
+      int64_t total = dims[static_cast<size_t>(at.axis)].size;
+      bool dynamic = dims[static_cast<size_t>(at.axis)].Dynamic();
       for (size_t k = 1; k < in.size(); ++k) {
         const Shape& y = in[k];
         if (y.dtype() != x.dtype() || y.Rank() != rank)
           Fail(op, fmt::format("operands {} and {} differ in dtype or rank", x, y));
         for (int a = 0; a < rank; ++a) {
-          if (a != at.axis && y.Dimensions()[static_cast<size_t>(a)] != d[static_cast<size_t>(a)]) {
+          if (a == at.axis) continue;
+          if (!UnifyAxes(dims[static_cast<size_t>(a)], AxisOf(y, a), dims[static_cast<size_t>(a)])) {
             Fail(op, fmt::format("operands {} and {} differ on axis {} (only the concatenation axis {} may)",
                                  x, y, a, at.axis));
           }
         }
-        dims[static_cast<size_t>(at.axis)] += y.Dimensions()[static_cast<size_t>(at.axis)];
+        const Axis part = AxisOf(y, at.axis);
+        dynamic = dynamic || part.Dynamic();
+        if (!part.Dynamic()) total += part.size;
+        parts.push_back(part.ToString());
       }
-      return Shape(x.dtype(), dims);
+      if (!dynamic) {
+        dims[static_cast<size_t>(at.axis)] = Axis{total, ""};
+      } else {
+        for (std::string& p : parts) p = Term(p);
+        dims[static_cast<size_t>(at.axis)] = DerivedAxis(fmt::format("{}", fmt::join(parts, "+")));
+      }
+      return ShapeOf(x.dtype(), dims);
     }
-    case OpType::Slice: {
-      if (static_cast<int>(at.starts.size()) != rank || static_cast<int>(at.limits.size()) != rank ||
-          static_cast<int>(at.strides.size()) != rank) {
-        Fail(op, fmt::format("starts, limits and strides must have {} entries for {}", rank, x));
-      }
-      std::vector<int64_t> dims;
-      for (int a = 0; a < rank; ++a) {
-        const auto i = static_cast<size_t>(a);
-        if (at.starts[i] < 0 || at.starts[i] > at.limits[i] || at.limits[i] > d[i] || at.strides[i] < 1) {
-          Fail(op, fmt::format("axis {} of {}: range [{}, {}) with stride {} is invalid", a, x, at.starts[i],
-                               at.limits[i], at.strides[i]));
-        }
-        dims.push_back((at.limits[i] - at.starts[i] + at.strides[i] - 1) / at.strides[i]);
-      }
-      return Shape(x.dtype(), dims);
-    }
-    case OpType::Pad: {
-      const Shape& fill = in[1];
-      if (fill.dtype() != x.dtype() || !fill.IsScalar())
-        Fail(op, fmt::format("the fill value must be a scalar {}, got {}", x.dtype(), fill));
-      if (static_cast<int>(at.padding.size()) != rank)
-        Fail(op, fmt::format("{} padding entries for {}", at.padding.size(), x));
-      std::vector<int64_t> dims;
-      for (int a = 0; a < rank; ++a) {
-        const PadAxis& p = at.padding[static_cast<size_t>(a)];
-        const int64_t n = d[static_cast<size_t>(a)];
-        if (p.interior < 0) Fail(op, fmt::format("negative interior padding on axis {}", a));
-        const int64_t size = p.low + p.high + n + std::max<int64_t>(n - 1, 0) * p.interior;
-        if (size < 0) Fail(op, fmt::format("axis {} of {} would have negative size {}", a, x, size));
-        dims.push_back(size);
-      }
-      return Shape(x.dtype(), dims);
-    }
+    case OpType::Slice:
+      return SliceShape(op, x, at);
+    case OpType::Pad:
+      return PadShape(op, x, in[1], at);
     case OpType::Reverse:
       CheckAxes(op, at.axes, rank, "reversed");
       return x;
@@ -203,6 +283,15 @@ Shape MovementShape(OpType op, const std::vector<Shape>& in, const OpAttributes&
       break;
   }
   Fail(op, "not a movement op");
+}
+
+/// The axes of `x` but those in `removed`.
+std::vector<Axis> AxesWithout(const Shape& x, const std::vector<int64_t>& removed) {
+  std::vector<Axis> dims;
+  for (int a = 0; a < x.Rank(); ++a) {
+    if (std::find(removed.begin(), removed.end(), a) == removed.end()) dims.push_back(AxisOf(x, a));
+  }
+  return dims;
 }
 
 }  // namespace
@@ -216,9 +305,6 @@ Shape InferShape(OpType op, const std::vector<Shape>& in, const OpAttributes& at
       if (IsPacked(s.dtype()))
         Fail(op, fmt::format("{} is a packed storage-only dtype; convert it first", s.dtype()));
     }
-  }
-  for (const Shape& s : in) {
-    if (s.IsDynamic()) Fail(op, fmt::format("operand {} has dynamic axes, which no backend runs", s));
   }
   switch (category) {
     case OpCategory::Leaf:
@@ -242,39 +328,33 @@ Shape InferShape(OpType op, const std::vector<Shape>& in, const OpAttributes& at
     case OpCategory::UnaryPredicate:
       CheckElementDType(op, in[0].dtype());
       return in[0].WithDType(DType::Bool);
-    case OpCategory::Binary:
-      CheckSameShape(op, in[0], in[1]);
+    case OpCategory::Binary: {
+      const Shape common = SameShape(op, in[0], in[1]);
       CheckElementDType(op, in[0].dtype());
-      return in[0];
-    case OpCategory::Compare:
-      CheckSameShape(op, in[0], in[1]);
+      return common;
+    }
+    case OpCategory::Compare: {
+      const Shape common = SameShape(op, in[0], in[1]);
       CheckElementDType(op, in[0].dtype());
-      return in[0].WithDType(DType::Bool);
-    case OpCategory::Select:
+      return common.WithDType(DType::Bool);
+    }
+    case OpCategory::Select: {
       if (in[0].dtype() != DType::Bool) Fail(op, fmt::format("condition must be Bool, got {}", in[0]));
-      CheckSameShape(op, in[1], in[2]);
-      if (in[0].Dimensions() != in[1].Dimensions())
-        Fail(op, fmt::format("condition {} and values {} differ in shape", in[0], in[1]));
-      return in[1];
-    case OpCategory::Reduce: {
+      const Shape values = SameShape(op, in[1], in[2]);
+      return ShapeOf(values.dtype(),
+                     UnifyDims(op, in[0], values, "condition {} and values {} differ in shape"));
+    }
+    case OpCategory::Reduce:
       CheckElementDType(op, in[0].dtype());
       CheckAxes(op, at.axes, in[0].Rank(), "reduced");
-      std::vector<int64_t> dims;
-      for (int a = 0; a < in[0].Rank(); ++a) {
-        if (std::find(at.axes.begin(), at.axes.end(), a) == at.axes.end())
-          dims.push_back(in[0].Dimensions()[static_cast<size_t>(a)]);
-      }
-      return Shape(in[0].dtype(), dims);
-    }
+      return ShapeOf(in[0].dtype(), AxesWithout(in[0], at.axes));
     case OpCategory::ArgReduce: {
       CheckElementDType(op, in[0].dtype());
       if (!InDTypeClass(at.dtype, DTypeClass::Int))
         Fail(op, fmt::format("index dtype {} is not an integer dtype", at.dtype));
       if (at.axis < 0 || at.axis >= in[0].Rank())
         Fail(op, fmt::format("axis {} out of range for {}", at.axis, in[0]));
-      std::vector<int64_t> dims = in[0].Dimensions();
-      dims.erase(dims.begin() + at.axis);
-      return Shape(at.dtype, dims);
+      return ShapeOf(at.dtype, AxesWithout(in[0], {at.axis}));
     }
     case OpCategory::Movement:
       return MovementShape(op, in, at);
@@ -286,28 +366,37 @@ Shape InferShape(OpType op, const std::vector<Shape>& in, const OpAttributes& at
       if (x.dtype() == DType::Bool || at.dtype == DType::Bool) Fail(op, "cannot bitcast from or to Bool");
       if (IsPacked(at.dtype)) Fail(op, fmt::format("cannot bitcast to the packed dtype {}", at.dtype));
       const int from = DTypeBits(x.dtype()), to = DTypeBits(at.dtype);
-      std::vector<int64_t> dims = x.Dimensions();
-      if (from == to) return Shape(at.dtype, dims);
+      std::vector<Axis> dims = AxesOf(x);
+      if (from == to) return ShapeOf(at.dtype, dims);
       if (from > to) {
-        dims.push_back(from / to);
-        return Shape(at.dtype, dims);
+        dims.push_back(Axis{from / to, ""});
+        return ShapeOf(at.dtype, dims);
       }
-      if (dims.empty() || dims.back() != to / from) {
+      if (dims.empty() || dims.back().size != to / from) {
         Fail(op, fmt::format("bitcasting {} to {} needs a last axis of size {}", x, at.dtype, to / from));
       }
       dims.pop_back();
-      return Shape(at.dtype, dims);
+      return ShapeOf(at.dtype, dims);
     }
     case OpCategory::Contraction:
       return DotShape(in, at);
+    // The rules of these families are written for static shapes; dynamic operands go through
+    // trial sizes (shape_dims.h).
     case OpCategory::Convolution:
-      return ConvolutionShape(op, in, at);
+      // A kernel's size decides the result's: a dynamic one cannot be inferred by trial sizes
+      // (the output size clamps at zero).
+      if (in.size() == 2 && in[1].IsDynamic())
+        Fail(op, fmt::format("the kernel {} has dynamic axes; kernels must be static", in[1]));
+      return InferWithTrialSizes(op, in,
+                                 [&](const std::vector<Shape>& s) { return ConvolutionShape(op, s, at); });
     case OpCategory::Window:
-      return WindowShape(op, in, at);
+      return InferWithTrialSizes(op, in, [&](const std::vector<Shape>& s) { return WindowShape(op, s, at); });
     case OpCategory::Indexing:
-      return IndexingShape(op, in, at);
+      return InferWithTrialSizes(op, in,
+                                 [&](const std::vector<Shape>& s) { return IndexingShape(op, s, at); });
     case OpCategory::SortScan:
-      return SortScanShape(op, in, at);
+      return InferWithTrialSizes(op, in,
+                                 [&](const std::vector<Shape>& s) { return SortScanShape(op, s, at); });
     case OpCategory::Control:
       return ControlShape(op, in, at);
   }

@@ -30,14 +30,15 @@ std::vector<Shape> OutputShapes(const Program& p) {
   return v;
 }
 
-void CheckValues(OpType op, const std::vector<Shape>& values, const char* what) {
+void CheckValues(OpType op, const std::vector<Shape>& values, const char* what, bool allow_dynamic = false) {
   for (size_t i = 0; i < values.size(); ++i) {
     const Shape& s = values[i];
     if (!s.Ok())
       Fail(op, fmt::format("{} {} has an invalid shape (a tuple must go through GetTupleElement)", what, i));
     if (IsPacked(s.dtype()))
       Fail(op, fmt::format("{} {} is of the packed storage-only dtype {}", what, i, s.dtype()));
-    if (s.IsDynamic()) Fail(op, fmt::format("{} {} has dynamic axes, which no backend runs", what, i));
+    if (s.IsDynamic() && !allow_dynamic)
+      Fail(op, fmt::format("{} {} has dynamic axes; {} takes static shapes only", what, i, OpName(op)));
   }
 }
 
@@ -112,7 +113,7 @@ std::vector<Shape> InferTupleShapes(OpType op, const std::vector<Shape>& operand
       return a;
     }
     case OpType::OptimizationBarrier:
-      CheckValues(op, operands, "operand");
+      CheckValues(op, operands, "operand", /*allow_dynamic=*/true);
       return operands;
     case OpType::GetTupleElement:
 #define KILN_LISTED_Control

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <list>
+#include <map>
 #include <mutex>
 
 #include "core/check.h"
+#include "graph/exec_internal.h"
 #include "kiln/compute/backend.h"
 
 namespace kiln::graph {
@@ -20,6 +22,49 @@ Tensor DonateTensorBuffer(Tensor tensor, const compute::BackendPtr& backend, int
   tensor.MarkForDonation();
   return tensor;
 }
+
+namespace exec_internal {
+
+std::vector<Shape> DynamicSignature(const std::string& name,
+                                    const std::vector<std::vector<std::string>>& axes,
+                                    const std::string& batch, const std::vector<Shape>& shapes,
+                                    bool dynamic_backend) {
+  std::map<std::string, std::pair<int64_t, std::string>> seen;  // Name -> size, where first seen.
+  std::vector<Shape> signature;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Shape& s = shapes[i];
+    std::vector<std::string> names;
+    if (i < axes.size() && !axes[i].empty()) {
+      names = axes[i];
+    } else if (!batch.empty() && s.Rank() >= 1) {
+      names.assign(static_cast<size_t>(s.Rank()), "");
+      names[0] = batch;
+    } else {
+      signature.push_back(s);
+      continue;
+    }
+    if (static_cast<int>(names.size()) != s.Rank()) {
+      kiln::detail::Throw(
+          "exec \"{}\": input {} has shape {} (rank {}), but WithDynamicAxes names {} axes for it", name, i,
+          s, s.Rank(), names.size());
+    }
+    std::vector<int64_t> dims = s.Dimensions();
+    for (size_t a = 0; a < names.size(); ++a) {
+      if (names[a].empty()) continue;
+      const std::string where = fmt::format("input {} axis {}", i, a);
+      auto [it, fresh] = seen.emplace(names[a], std::make_pair(dims[a], where));
+      if (!fresh && it->second.first != dims[a]) {
+        kiln::detail::Throw("exec \"{}\": dynamic axis \"{}\" has size {} at {}, but {} at {}", name,
+                            names[a], dims[a], where, it->second.first, it->second.second);
+      }
+      dims[a] = Shape::kDynamic;
+    }
+    signature.push_back(dynamic_backend ? Shape::MakeDynamic(s.dtype(), std::move(dims), names) : s);
+  }
+  return signature;
+}
+
+}  // namespace exec_internal
 
 namespace {
 
@@ -41,7 +86,9 @@ struct Exec::State {
   std::mutex mu;
   size_t max_cache = 32;
   int builds = 0;
-  std::list<std::shared_ptr<CacheEntry>> lru;  // Most recently used first.
+  std::vector<std::vector<std::string>> dynamic_axes;  // Per input, as WithDynamicAxes took them.
+  std::string dynamic_batch;                           // WithDynamicBatch's axis name, or "".
+  std::list<std::shared_ptr<CacheEntry>> lru;          // Most recently used first.
 
   std::shared_ptr<CacheEntry> Get(const std::vector<Shape>& shapes) {
     std::lock_guard lock(mu);
@@ -91,20 +138,59 @@ int Exec::NumBuilds() const {
 }
 
 Exec& Exec::WithDynamicAxes(const std::vector<std::vector<std::string>>& axes_per_input) {
-  if (!state_->backend->Capabilities().HasDynamicShapes()) {
-    kiln::detail::Throw(
-        "exec \"{}\": WithDynamicAxes needs a backend with dynamic shapes; backend \"{}\" has none (it "
-        "recompiles per input shape)",
-        state_->name, state_->backend->Name());
+  State& st = *state_;
+  if (st.num_inputs >= 0 && static_cast<int>(axes_per_input.size()) > st.num_inputs) {
+    kiln::detail::Throw("exec \"{}\": WithDynamicAxes names axes for {} inputs, but its function takes {}",
+                        st.name, axes_per_input.size(), st.num_inputs);
   }
-  (void)axes_per_input;
-  kiln::detail::Throw("exec \"{}\": dynamic axes are not supported: inputs have static shapes", state_->name);
+  std::lock_guard lock(st.mu);
+  st.dynamic_axes = axes_per_input;
+  st.lru.clear();
+  return *this;
+}
+
+Exec& Exec::WithDynamicBatch(const std::string& name) {
+  std::lock_guard lock(state_->mu);
+  state_->dynamic_batch = name;
+  state_->lru.clear();
+  return *this;
+}
+
+Exec& Exec::WithDynamicAxesSpecs(const std::vector<Shape>& specs) {
+  std::vector<std::vector<std::string>> axes;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    std::vector<std::string> names;
+    bool any = false;
+    for (int a = 0; a < specs[i].Rank(); ++a) {
+      std::string n;
+      if (specs[i].Dim(a) == Shape::kDynamic) {
+        n = specs[i].AxisName(a);
+        if (n.empty()) n = fmt::format("input{}_axis{}", i, a);
+        any = true;
+      }
+      names.push_back(n);
+    }
+    axes.push_back(any ? names : std::vector<std::string>{});
+  }
+  return WithDynamicAxes(axes);
+}
+
+std::vector<Shape> Exec::SignatureOf(const std::vector<Shape>& shapes) const {
+  std::vector<std::vector<std::string>> axes;
+  std::string batch;
+  {
+    std::lock_guard lock(state_->mu);
+    axes = state_->dynamic_axes;
+    batch = state_->dynamic_batch;
+  }
+  return exec_internal::DynamicSignature(state_->name, axes, batch, shapes,
+                                         state_->backend->Capabilities().HasDynamicShapes());
 }
 
 const compute::BackendPtr& Exec::backend() const { return state_->backend; }
 
 std::shared_ptr<const compute::Program> Exec::ProgramFor(const std::vector<Shape>& input_shapes) {
-  return state_->Get(input_shapes)->program;
+  return state_->Get(SignatureOf(input_shapes))->program;
 }
 
 std::vector<Tensor> Exec::CallTensors(const std::vector<Tensor>& inputs) {
@@ -120,7 +206,7 @@ std::vector<Tensor> Exec::CallTensors(const std::vector<Tensor>& inputs) {
     }
     shapes.push_back(inputs[i].shape());
   }
-  std::shared_ptr<CacheEntry> entry = st.Get(shapes);
+  std::shared_ptr<CacheEntry> entry = st.Get(SignatureOf(shapes));
 
   const int device = 0;
   std::vector<compute::BufferPtr> buffers;
@@ -135,16 +221,17 @@ std::vector<Tensor> Exec::CallTensors(const std::vector<Tensor>& inputs) {
       donated.push_back(false);
     }
   }
-  std::vector<compute::BufferPtr> out = entry->executable->Execute(buffers, donated, device);
+  std::vector<Shape> out_shapes;
+  std::vector<compute::BufferPtr> out =
+      entry->executable->ExecuteWithShapes(buffers, shapes, donated, device, out_shapes);
   const compute::Program& program = *entry->program;
-  if (out.size() != program.Outputs().size()) {
+  if (out.size() != program.Outputs().size() || out_shapes.size() != out.size()) {
     kiln::detail::Throw("exec \"{}\": backend returned {} outputs for {}", st.name, out.size(),
                         program.Outputs().size());
   }
   std::vector<Tensor> results;
   for (size_t i = 0; i < out.size(); ++i) {
-    results.push_back(
-        Tensor::FromBuffer(st.backend, device, program.OutputShape(static_cast<int>(i)), std::move(out[i])));
+    results.push_back(Tensor::FromBuffer(st.backend, device, out_shapes[i], std::move(out[i])));
   }
   return results;
 }

@@ -43,6 +43,16 @@ Node Graph::Parameter(const Shape& shape, const std::string& name) {
   compute::OpAttributes attrs;
   attrs.index = static_cast<int64_t>(parameters_.size());
   attrs.shape = shape;
+  if (shape.IsDynamic()) {
+    // Every dynamic axis of a graph has a name: what its size is found by when the program runs.
+    std::vector<std::string> names;
+    for (int a = 0; a < shape.Rank(); ++a) {
+      std::string n = shape.AxisName(a);
+      if (n.empty() && shape.Dim(a) == Shape::kDynamic) n = fmt::format("p{}.{}", attrs.index, a);
+      names.push_back(n);
+    }
+    attrs.shape = Shape::MakeDynamic(shape.dtype(), shape.Dimensions(), std::move(names));
+  }
   Node node = AddOp(compute::OpType::Parameter, {}, std::move(attrs));
   parameters_.push_back(node.id());
   parameter_names_.push_back(name);

@@ -137,7 +137,6 @@ Tensor ScalarTensor(DType dtype, const ScalarValue& v) {
 /// a node's shape reference would dangle once the graph grows.
 Node Filled(const char* op, Graph& g, Shape shape, ScalarValue value) {
   if (!shape.Ok()) kiln::detail::Throw("{}: invalid shape", op);
-  if (shape.IsDynamic()) kiln::detail::Throw("{}: {} has dynamic axes, which no backend runs", op, shape);
   const DType dtype = shape.dtype();
   if (IsPacked(dtype)) {
     const DType wide = IsUnsigned(dtype) ? DType::Uint8 : DType::Int8;
@@ -146,7 +145,7 @@ Node Filled(const char* op, Graph& g, Shape shape, ScalarValue value) {
   compute::OpAttributes attrs;
   attrs.literal = ScalarTensor(dtype, value);
   Node scalar = ops_internal::EmitLeaf(op, g, OpType::Constant, std::move(attrs));
-  return ops_internal::BroadcastTo(op, scalar, shape.Dimensions());
+  return ops_internal::BroadcastTo(op, scalar, shape);
 }
 
 }  // namespace

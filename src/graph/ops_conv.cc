@@ -31,8 +31,20 @@ std::vector<int64_t> Expand(const char* op, const char* what, const std::vector<
   return {values.begin(), values.end()};
 }
 
-/// Padding giving output size ceil(size / stride) for a window spanning `span` elements.
-PadAxis SamePadding(int64_t size, int64_t span, int64_t stride) {
+/// Padding giving output size ceil(size / stride) for a window spanning `span` elements. On a
+/// dynamic axis (size kDynamic) only stride 1 pads independently of the size.
+PadAxis SamePadding(const char* op, int64_t size, int64_t span, int64_t stride) {
+  if (size == Shape::kDynamic) {
+    if (stride != 1) {
+      kiln::detail::Throw(
+          "{}: PadSame with stride {} on a dynamic spatial axis: the padding depends on its size (use stride "
+          "1 "
+          "or explicit padding)",
+          op, stride);
+    }
+    const int64_t total = std::max<int64_t>(span - 1, 0);
+    return {total / 2, total - total / 2, 0};
+  }
   const int64_t out = (size + stride - 1) / stride;
   const int64_t total = std::max<int64_t>((out - 1) * stride + span - size, 0);
   return {total / 2, total - total / 2, 0};
@@ -172,8 +184,13 @@ Node ConvBuilder::Done() const {
     for (size_t i = 0; i < n; ++i) {
       const int64_t size = x_.shape().Dimensions()[static_cast<size_t>(d.input_spatial[i])];
       const int64_t k = kernel_.shape().Dimensions()[static_cast<size_t>(d.kernel_spatial[i])];
-      const int64_t dilated_size = size == 0 ? 0 : (size - 1) * input_dilations[i] + 1;
-      padding.push_back(SamePadding(dilated_size, k == 0 ? 0 : (k - 1) * dilations[i] + 1, strides[i]));
+      if (k == Shape::kDynamic)
+        kiln::detail::Throw("Convolve: PadSame needs the kernel's spatial axes static, got {}",
+                            kernel_.shape());
+      const int64_t dilated_size = size == Shape::kDynamic ? size
+                                   : size == 0             ? 0
+                                                           : (size - 1) * input_dilations[i] + 1;
+      padding.push_back(SamePadding(op, dilated_size, k == 0 ? 0 : (k - 1) * dilations[i] + 1, strides[i]));
     }
   } else if (!padding.empty() && padding.size() != n) {
     kiln::detail::Throw("Convolve: Padding has {} entries for {} spatial axes", padding.size(), n);
@@ -283,7 +300,7 @@ Node PoolBuilder::Done() const {
     const auto a = static_cast<size_t>(spatial[i]);
     window[a] = win[i];
     strides[a] = str[i];
-    if (same_) padding[a] = SamePadding(x_.shape().Dimensions()[a], win[i], str[i]);
+    if (same_) padding[a] = SamePadding("Pool", x_.shape().Dimensions()[a], win[i], str[i]);
   }
   compute::ReduceKind kind = compute::ReduceKind::Sum;
   if (kind_ == Kind::kMax) kind = compute::ReduceKind::Max;

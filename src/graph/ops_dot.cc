@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "compute/shape_dims.h"
 #include "graph/ops_internal.h"
 #include "kiln/graph/ops.h"
 
@@ -45,13 +46,17 @@ std::vector<int64_t> Range(int64_t n) {
   return r;
 }
 
+/// Sizes that may be equal: equal, or one of them dynamic (checked when the program runs).
+bool MayEqual(int64_t a, int64_t b) { return a == b || a == Shape::kDynamic || b == Shape::kDynamic; }
+
 /// x broadcast to `dims`, x's axes mapped to the trailing axes (left-padding with new axes).
-Node BroadcastTrailing(const char* op, Node x, const std::vector<int64_t>& dims) {
-  if (x.shape().Dimensions() == dims) return x;
+Node BroadcastTrailing(const char* op, Node x, const std::vector<compute::Axis>& dims) {
+  const Shape target = compute::ShapeOf(x.dtype(), dims);
+  if (x.shape() == target) return x;
   compute::OpAttributes attrs;
   const int64_t offset = static_cast<int64_t>(dims.size()) - x.rank();
   for (int a = 0; a < x.rank(); ++a) attrs.axes.push_back(offset + a);
-  attrs.shape = Shape(x.dtype(), dims);
+  attrs.shape = target;
   return Emit(op, OpType::BroadcastInDim, {x}, std::move(attrs));
 }
 
@@ -77,11 +82,11 @@ Node DotBuilder::Product() const {
         "(use MatMul to broadcast batch axes, or Dot(a, b).General)",
         ra, rb));
   }
-  if (ka != kb)
+  if (!MayEqual(ka, kb))
     fail(fmt::format("the contracted axes differ in size ({} in the first, {} in the second)", ka, kb));
   if (plain) return DotGeneral(op, a_, b_, {ra - 1}, {rb == 1 ? 0 : rb - 2}, {}, {});
   for (int i = 0; i < ra - 2; ++i) {
-    if (sa.Dim(i) != sb.Dim(i))
+    if (!MayEqual(sa.Dim(i), sb.Dim(i)))
       fail(fmt::format("batch axis {} differs ({} and {}); use MatMul to broadcast batch axes", i, sa.Dim(i),
                        sb.Dim(i)));
   }
@@ -131,13 +136,18 @@ Node MatMul(Node a, Node b) {
   // A vector is promoted to a matrix ([k] -> [1, k] on the left, [k, 1] on the right).
   const bool a_vector = sa.Rank() == 1, b_vector = sb.Rank() == 1;
   const int64_t ka = sa.Dim(-1), kb = b_vector ? sb.Dim(0) : sb.Dim(-2);
-  if (ka != kb) {
+  if (!MayEqual(ka, kb)) {
     kiln::detail::Throw("MatMul: cannot multiply {} and {}: the contracted axes differ in size ({} and {})",
                         sa, sb, ka, kb);
   }
-  Node A = a_vector ? ops_internal::ReshapeTo(op, a, {1, ka}) : a;
-  Node B = b_vector ? ops_internal::ReshapeTo(op, b, {kb, 1}) : b;
-  const std::vector<int64_t> da = A.shape().Dimensions(), db = B.shape().Dimensions();
+  const compute::Axis one{1, ""};
+  Node A = a_vector
+               ? ops_internal::ReshapeTo(op, a, compute::ShapeOf(sa.dtype(), {one, compute::AxisOf(sa, 0)}))
+               : a;
+  Node B = b_vector
+               ? ops_internal::ReshapeTo(op, b, compute::ShapeOf(sb.dtype(), {compute::AxisOf(sb, 0), one}))
+               : b;
+  const std::vector<compute::Axis> da = compute::AxesOf(A.shape()), db = compute::AxesOf(B.shape());
   const int na = A.rank() - 2, nb = B.rank() - 2;  // Batch ranks.
 
   Node result;
@@ -147,20 +157,21 @@ Node MatMul(Node a, Node b) {
   } else {
     // Batch axes: left-padded with 1s to the same rank, then size-1 axes broadcast.
     const int n = std::max(na, nb);
-    std::vector<int64_t> batch(static_cast<size_t>(n));
+    std::vector<compute::Axis> batch(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i) {
       const int ia = i - (n - na), ib = i - (n - nb);
-      const int64_t x = ia >= 0 ? da[static_cast<size_t>(ia)] : 1;
-      const int64_t y = ib >= 0 ? db[static_cast<size_t>(ib)] : 1;
-      if (x != y && x != 1 && y != 1) {
+      const compute::Axis x = ia >= 0 ? da[static_cast<size_t>(ia)] : one;
+      const compute::Axis y = ib >= 0 ? db[static_cast<size_t>(ib)] : one;
+      compute::Axis both;
+      if (x.size != 1 && y.size != 1 && !compute::UnifyAxes(x, y, both)) {
         kiln::detail::Throw(
             "MatMul: cannot broadcast the batch axes of {} and {}: batch axis {} (counting the "
             "batch axes aligned at the right) has sizes {} and {}",
-            sa, sb, i, x, y);
+            sa, sb, i, x.size, y.size);
       }
-      batch[static_cast<size_t>(i)] = x == 1 ? y : x;
+      batch[static_cast<size_t>(i)] = x.size == 1 ? y : y.size == 1 ? x : both;
     }
-    std::vector<int64_t> ta = batch, tb = batch;
+    std::vector<compute::Axis> ta = batch, tb = batch;
     ta.insert(ta.end(), da.end() - 2, da.end());
     tb.insert(tb.end(), db.end() - 2, db.end());
     A = BroadcastTrailing(op, A, ta);
@@ -169,10 +180,10 @@ Node MatMul(Node a, Node b) {
   }
   // Remove the axes the promotion added.
   if (a_vector || b_vector) {
-    std::vector<int64_t> dims = result.shape().Dimensions();
+    std::vector<compute::Axis> dims = compute::AxesOf(result.shape());
     if (b_vector) dims.erase(dims.end() - 1);
     if (a_vector) dims.erase(dims.end() - (b_vector ? 1 : 2));
-    result = ops_internal::ReshapeTo(op, result, dims);
+    result = ops_internal::ReshapeTo(op, result, compute::ShapeOf(result.dtype(), dims));
   }
   return result;
 }
@@ -264,7 +275,7 @@ Node Einsum(const std::string& equation, Node a, Node b) {
     const size_t j = sides[1].labels.find(sides[0].labels[i]);
     if (j == std::string::npos) continue;
     const int64_t d0 = a.shape().Dim(static_cast<int>(i)), d1 = b.shape().Dim(static_cast<int>(j));
-    if (d0 != d1) {
+    if (!MayEqual(d0, d1)) {
       kiln::detail::Throw("{}: label '{}' has size {} in {} and {} in {}", op, sides[0].labels[i], d0,
                           a.shape(), d1, b.shape());
     }

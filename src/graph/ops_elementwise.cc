@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "compute/shape_dims.h"
 #include "graph/ops_internal.h"
 #include "kiln/compute/shape_inference.h"
 #include "kiln/graph/ops.h"
@@ -65,7 +66,7 @@ Node EmitLeaf(const char* op, Graph& g, OpType type, compute::OpAttributes attrs
   return EmitIn(op, g, type, {}, std::move(attrs));
 }
 
-std::vector<int64_t> BroadcastDims(const char* op, const std::vector<Node>& nodes, bool same_dtype) {
+Shape BroadcastShape(const char* op, const std::vector<Node>& nodes, bool same_dtype) {
   CheckNodes(op, nodes);
   if (same_dtype) {
     for (size_t i = 1; i < nodes.size(); ++i) {
@@ -75,13 +76,13 @@ std::vector<int64_t> BroadcastDims(const char* op, const std::vector<Node>& node
       }
     }
   }
-  std::vector<int64_t> dims;
+  std::vector<compute::Axis> dims;
   const Node* ref = nullptr;  // The first non-scalar operand.
   for (const Node& n : nodes) {
     if (n.shape().IsScalar()) continue;
     if (ref == nullptr) {
       ref = &n;
-      dims = n.shape().Dimensions();
+      dims = compute::AxesOf(n.shape());
       continue;
     }
     if (n.rank() != ref->rank()) {
@@ -91,23 +92,30 @@ std::vector<int64_t> BroadcastDims(const char* op, const std::vector<Node>& node
           ref->shape(), n.shape(), op, ref->rank(), n.rank());
     }
     for (size_t a = 0; a < dims.size(); ++a) {
-      const int64_t d = n.shape().Dimensions()[a];
-      if (d == dims[a] || d == 1) continue;
-      if (dims[a] == 1) {
+      const compute::Axis d = compute::AxisOf(n.shape(), static_cast<int64_t>(a));
+      if (d.size == 1) continue;
+      if (dims[a].size == 1) {
         dims[a] = d;
         continue;
       }
+      if (compute::UnifyAxes(dims[a], d, dims[a])) continue;
       kiln::detail::Throw(
           "cannot broadcast {} and {} for \"{}\": axis {} has sizes {} and {} (one must be 1)", ref->shape(),
-          n.shape(), op, a, dims[a], d);
+          n.shape(), op, a, dims[a].size, d.size);
     }
   }
-  return dims;
+  return compute::ShapeOf(nodes.empty() ? DType::Invalid : nodes[0].dtype(), dims);
 }
 
-Node BroadcastTo(const char* op, Node x, std::vector<int64_t> dims) {
+Node BroadcastTo(const char* op, Node x, const std::vector<int64_t>& dims) {
+  CheckNodes(op, {x});
+  return BroadcastTo(op, x, Shape(x.dtype(), dims));
+}
+
+Node BroadcastTo(const char* op, Node x, const Shape& target) {
   CheckNodes(op, {x});
   const Shape s = x.shape();  // A copy: references into the graph dangle when it grows.
+  const std::vector<int64_t>& dims = target.Dimensions();
   if (s.Dimensions() == dims) return x;
   compute::OpAttributes attrs;
   if (!s.IsScalar()) {
@@ -118,7 +126,9 @@ Node BroadcastTo(const char* op, Node x, std::vector<int64_t> dims) {
     }
     for (int a = 0; a < s.Rank(); ++a) {
       const int64_t d = s.Dimensions()[static_cast<size_t>(a)];
-      if (d != 1 && d != dims[static_cast<size_t>(a)]) {
+      const int64_t to = dims[static_cast<size_t>(a)];
+      // A dynamic size meeting another is checked when the program runs.
+      if (d != 1 && d != to && d != Shape::kDynamic && to != Shape::kDynamic) {
         kiln::detail::Throw("{}: cannot broadcast {} to {}: axis {} has size {} (only size-1 axes broadcast)",
                             op, s, DimsString(dims), a, d);
       }
@@ -126,17 +136,17 @@ Node BroadcastTo(const char* op, Node x, std::vector<int64_t> dims) {
     }
   }
   for (int64_t d : dims) {
-    if (d < 0) kiln::detail::Throw("{}: invalid target dimensions {}", op, DimsString(dims));
+    if (d < 0 && d != Shape::kDynamic)
+      kiln::detail::Throw("{}: invalid target dimensions {}", op, DimsString(dims));
   }
-  attrs.shape = Shape(s.dtype(), dims);
+  attrs.shape = Shape::MakeDynamic(s.dtype(), dims, target.AxisNames());
   return Emit(op, OpType::BroadcastInDim, {x}, std::move(attrs));
 }
 
 Node Binary(const char* op, OpType type, Node a, Node b) {
-  const std::vector<int64_t> dims = BroadcastDims(op, {a, b});
-  const Shape common(a.dtype(), dims);
+  const Shape common = BroadcastShape(op, {a, b});
   CheckRule(op, type, {common, common});  // Dtype errors before any broadcast is added.
-  return Emit(op, type, {BroadcastTo(op, a, dims), BroadcastTo(op, b, dims)});
+  return Emit(op, type, {BroadcastTo(op, a, common), BroadcastTo(op, b, common)});
 }
 
 }  // namespace ops_internal
@@ -239,8 +249,8 @@ Node Where(Node cond, Node onTrue, Node onFalse) {
   if (cond.dtype() != DType::Bool)
     kiln::detail::Throw("Where: the condition must be Bool, got {}", cond.shape());
   // The GoMLX dtype message for the two branches, then the shapes of all three.
-  ops_internal::BroadcastDims("Where", {onTrue, onFalse});
-  const std::vector<int64_t> dims = ops_internal::BroadcastDims("Where", {cond, onTrue, onFalse}, false);
+  ops_internal::BroadcastShape("Where", {onTrue, onFalse});
+  const Shape dims = ops_internal::BroadcastShape("Where", {cond, onTrue, onFalse}, false);
   return Emit(
       "Where", OpType::Where,
       {ops_internal::BroadcastTo("Where", cond, dims), ops_internal::BroadcastTo("Where", onTrue, dims),

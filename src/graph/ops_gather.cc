@@ -94,7 +94,7 @@ Node Gather(Node params, Node indices) {
       sizes.push_back(params.shape().Dimensions()[static_cast<size_t>(a)]);
     }
   }
-  if (params.shape().Size() == 0 && k > 0) {
+  if (ops_internal::StaticallyEmpty(params.shape()) && k > 0) {
     // Nothing to gather from: the shape rules need slice size 1 <= dim on collapsed axes.
     for (int a = 0; a < k; ++a) {
       if (params.shape().Dimensions()[static_cast<size_t>(a)] == 0)

@@ -29,11 +29,16 @@ Node EmitLeaf(const char* op, Graph& g, compute::OpType type, compute::OpAttribu
 
 // ---- Broadcasting (ops_elementwise.cc) ------------------------------------------------------------
 
-/// The common dimensions of `nodes` under GoMLX's rule (scalars broadcast; same ranks broadcast
-/// size-1 axes; different ranks and dtypes are errors naming `op` and the shapes).
-std::vector<int64_t> BroadcastDims(const char* op, const std::vector<Node>& nodes, bool same_dtype = true);
-/// `x` broadcast to `dims` (x a scalar, or of the same rank with size-1 axes); x if equal.
-Node BroadcastTo(const char* op, Node x, std::vector<int64_t> dims);
+/// The common shape of `nodes` under GoMLX's rule (scalars broadcast; same ranks broadcast
+/// size-1 axes; different ranks and dtypes are errors naming `op` and the shapes), in the first
+/// node's dtype. A dynamic axis meets a static one as the static size (checked when the program
+/// runs), a size-1 axis takes the other's size and name.
+Shape BroadcastShape(const char* op, const std::vector<Node>& nodes, bool same_dtype = true);
+/// `x` broadcast to the dimensions (and dynamic axis names) of `target`, in x's dtype (x a scalar,
+/// or of the same rank with size-1 axes); x if the dimensions are equal.
+Node BroadcastTo(const char* op, Node x, const Shape& target);
+/// BroadcastTo static `dims`.
+Node BroadcastTo(const char* op, Node x, const std::vector<int64_t>& dims);
 /// A broadcasting elementwise binary primitive, errors naming `op`.
 Node Binary(const char* op, compute::OpType type, Node a, Node b);
 
@@ -47,8 +52,16 @@ std::vector<int64_t> NormalizeAxes(const char* op, const std::vector<int>& axes,
                                    bool empty_is_all);
 /// Reshape that names `op` in its errors and returns x itself when the dims do not change.
 Node ReshapeTo(const char* op, Node x, const std::vector<int64_t>& dims);
-/// The dims of `shape` with the (normalised) `axes` set to 1.
-std::vector<int64_t> KeepDims(const Shape& shape, const std::vector<int64_t>& axes);
+/// ReshapeTo the dimensions and dynamic axis names of `target` (its dtype is ignored).
+Node ReshapeTo(const char* op, Node x, const Shape& target);
+/// True when a static axis of `shape` has size 0 (no elements whatever its dynamic axes).
+inline bool StaticallyEmpty(const Shape& shape) {
+  for (int64_t d : shape.Dimensions())
+    if (d == 0) return true;
+  return false;
+}
+/// `shape` with the (normalised) `axes` set to 1, dynamic axis names kept on the others.
+Shape KeepDims(const Shape& shape, const std::vector<int64_t>& axes);
 
 // ---- Reductions (ops_reduce.cc) ---------------------------------------------------------------
 

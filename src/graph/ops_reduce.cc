@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "graph/ops_internal.h"
+#include "kiln/graph/dynamic.h"
 #include "kiln/graph/ops.h"
 
 namespace kiln::graph {
@@ -69,7 +70,7 @@ void CheckMasked(const char* op, Node x, Node mask) {
 /// `mask` broadcast to x's dims (a scalar, or of x's rank with size-1 axes).
 Node MaskFor(const char* op, Node x, Node mask) {
   CheckMasked(op, x, mask);
-  return ops_internal::BroadcastTo(op, mask, x.shape().Dimensions());
+  return ops_internal::BroadcastTo(op, mask, x.shape());
 }
 
 /// Reduction `type` of Where(mask, x, fill) over `axes` (empty: all).
@@ -93,6 +94,15 @@ Node ReduceMean(Node x, const std::vector<int>& axes) {
   ops_internal::CheckFloat("ReduceMean", x);
   const std::vector<int64_t> norm = ops_internal::NormalizeAxes("ReduceMean", axes, x.shape(), true);
   Node sum = ops_internal::Reduce("ReduceMean", OpType::ReduceSum, x, norm);
+  bool dynamic = false;
+  for (int64_t a : norm) dynamic = dynamic || x.shape().Dim(static_cast<int>(a)) == Shape::kDynamic;
+  if (dynamic) {
+    // The count is known when the program runs: the product of the reduced axes' sizes.
+    Node count = ScalarLike(sum, 1);
+    for (int64_t a : norm)
+      count = Mul(count, ConvertDType(DimensionSize(x, static_cast<int>(a)), sum.dtype()));
+    return ops_internal::Binary("ReduceMean", OpType::Div, sum, count);
+  }
   return DivideByCount("ReduceMean", sum, CountOver(x.shape(), norm));
 }
 
@@ -259,7 +269,7 @@ Node MaskedSoftmax(Node x, Node mask, const std::vector<int>& axes) {
   if (mask.dtype() != DType::Bool) kiln::detail::Throw("{}: mask must be Bool, got {}", op, mask.shape());
   if (!mask.shape().IsScalar() && mask.rank() != x.rank())
     kiln::detail::Throw("{}: mask {} must be a scalar or have the rank of {}", op, mask.shape(), x.shape());
-  mask = ops_internal::BroadcastTo(op, mask, x.shape().Dimensions());
+  mask = ops_internal::BroadcastTo(op, mask, x.shape());
   // The max over the unmasked positions; none (or only -inf): shift by 0 instead.
   Node max = KeptMax(Where(mask, x, ops_internal::Lowest(x.graph(), x.dtype())), ax);
   max = Where(IsFinite(max), max, ScalarLike(max, 0));

@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "compute/shape_dims.h"
 #include "graph/ops_internal.h"
+#include "kiln/graph/dynamic.h"
 #include "kiln/graph/ops.h"
 
 namespace kiln::graph {
@@ -43,19 +45,24 @@ std::vector<int64_t> NormalizeAxes(const char* op, const std::vector<int>& axes,
 
 Node ReshapeTo(const char* op, Node x, const std::vector<int64_t>& dims) {
   CheckNodes(op, {x});
-  if (x.shape().Dimensions() == dims) return x;
   for (int64_t d : dims) {
     if (d < 0) kiln::detail::Throw("{}: invalid dimensions {} for {}", op, DimsString(dims), x.shape());
   }
+  return ReshapeTo(op, x, Shape(x.dtype(), dims));
+}
+
+Node ReshapeTo(const char* op, Node x, const Shape& target) {
+  CheckNodes(op, {x});
+  if (x.shape().Dimensions() == target.Dimensions() && x.shape().AxisNames() == target.AxisNames()) return x;
   compute::OpAttributes attrs;
-  attrs.shape = Shape(x.dtype(), dims);
+  attrs.shape = Shape::MakeDynamic(x.dtype(), target.Dimensions(), target.AxisNames());
   return Emit(op, OpType::Reshape, {x}, std::move(attrs));
 }
 
-std::vector<int64_t> KeepDims(const Shape& shape, const std::vector<int64_t>& axes) {
-  std::vector<int64_t> dims = shape.Dimensions();
-  for (int64_t a : axes) dims[static_cast<size_t>(a)] = 1;
-  return dims;
+Shape KeepDims(const Shape& shape, const std::vector<int64_t>& axes) {
+  std::vector<compute::Axis> dims = compute::AxesOf(shape);
+  for (int64_t a : axes) dims[static_cast<size_t>(a)] = compute::Axis{1, ""};
+  return compute::ShapeOf(shape.dtype(), dims);
 }
 
 }  // namespace ops_internal
@@ -68,6 +75,15 @@ using ops_internal::NormalizeAxis;
 Node Reshape(Node x, const std::vector<int64_t>& dims) {
   CheckNodes("Reshape", {x});
   const Shape s = x.shape();
+  if (s.IsDynamic()) {
+    // GoMLX's rule: a dynamic operand reshapes through DynamicReshape (-1 inferred).
+    std::vector<DimensionSpec> specs;
+    for (int64_t d : dims) {
+      if (d < -1) kiln::detail::Throw("Reshape: invalid dimension {} in {} for {}", d, DimsString(dims), s);
+      specs.push_back(d == -1 ? InferredDim() : StaticDim(d));
+    }
+    return DynamicReshape(x, specs);
+  }
   std::vector<int64_t> out = dims;
   int inferred = -1;
   int64_t known = 1;
@@ -132,11 +148,12 @@ Node ExpandAxes(Node x, const std::vector<int>& axes) {
       kiln::detail::Throw("ExpandAxes: result axis {} is given twice in [{}]", n, fmt::join(axes, ", "));
     is_new[static_cast<size_t>(n)] = true;
   }
-  std::vector<int64_t> dims;
-  size_t next = 0;
+  std::vector<compute::Axis> dims;
+  int64_t next = 0;
   for (int i = 0; i < out_rank; ++i)
-    dims.push_back(is_new[static_cast<size_t>(i)] ? 1 : x.shape().Dimensions()[next++]);
-  return ops_internal::ReshapeTo("ExpandAxes", x, dims);
+    dims.push_back(is_new[static_cast<size_t>(i)] ? compute::Axis{1, ""}
+                                                  : compute::AxisOf(x.shape(), next++));
+  return ops_internal::ReshapeTo("ExpandAxes", x, compute::ShapeOf(x.dtype(), dims));
 }
 
 Node InsertAxes(Node x, const std::vector<int>& axes) {
@@ -152,12 +169,12 @@ Node InsertAxes(Node x, const std::vector<int>& axes) {
     }
     ++count[static_cast<size_t>(n)];
   }
-  std::vector<int64_t> dims;
+  std::vector<compute::Axis> dims;
   for (int i = 0; i <= rank; ++i) {
-    dims.insert(dims.end(), static_cast<size_t>(count[static_cast<size_t>(i)]), 1);
-    if (i < rank) dims.push_back(x.shape().Dimensions()[static_cast<size_t>(i)]);
+    dims.insert(dims.end(), static_cast<size_t>(count[static_cast<size_t>(i)]), compute::Axis{1, ""});
+    if (i < rank) dims.push_back(compute::AxisOf(x.shape(), i));
   }
-  return ops_internal::ReshapeTo("InsertAxes", x, dims);
+  return ops_internal::ReshapeTo("InsertAxes", x, compute::ShapeOf(x.dtype(), dims));
 }
 
 Node Squeeze(Node x, const std::vector<int>& axes) {
@@ -174,11 +191,11 @@ Node Squeeze(Node x, const std::vector<int>& axes) {
       drop[static_cast<size_t>(a)] = true;
     }
   }
-  std::vector<int64_t> dims;
+  std::vector<compute::Axis> dims;
   for (size_t i = 0; i < d.size(); ++i) {
-    if (!drop[i]) dims.push_back(d[i]);
+    if (!drop[i]) dims.push_back(compute::AxisOf(x.shape(), static_cast<int64_t>(i)));
   }
-  return ops_internal::ReshapeTo("Squeeze", x, dims);
+  return ops_internal::ReshapeTo("Squeeze", x, compute::ShapeOf(x.dtype(), dims));
 }
 
 Node BroadcastToDims(Node x, const std::vector<int64_t>& dims) {
@@ -187,7 +204,7 @@ Node BroadcastToDims(Node x, const std::vector<int64_t>& dims) {
 
 Node BroadcastToShape(Node x, const Shape& shape) {
   if (!shape.Ok()) kiln::detail::Throw("BroadcastToShape: invalid target shape");
-  return ops_internal::BroadcastTo("BroadcastToShape", x, shape.Dimensions());
+  return ops_internal::BroadcastTo("BroadcastToShape", x, shape);
 }
 
 Node BroadcastPrefix(Node x, const std::vector<int64_t>& prefix) {
@@ -198,12 +215,13 @@ Node BroadcastPrefix(Node x, const std::vector<int64_t>& prefix) {
       kiln::detail::Throw("BroadcastPrefix: invalid prefix {} for {}", DimsString(prefix), x.shape());
   }
   compute::OpAttributes attrs;
-  std::vector<int64_t> dims = prefix;
+  std::vector<compute::Axis> dims;
+  for (int64_t d : prefix) dims.push_back(compute::Axis{d, ""});
   for (int a = 0; a < x.rank(); ++a) {
     attrs.axes.push_back(static_cast<int64_t>(prefix.size()) + a);
-    dims.push_back(x.shape().Dimensions()[static_cast<size_t>(a)]);
+    dims.push_back(compute::AxisOf(x.shape(), a));
   }
-  attrs.shape = Shape(x.dtype(), dims);
+  attrs.shape = compute::ShapeOf(x.dtype(), dims);
   return Emit("BroadcastPrefix", OpType::BroadcastInDim, {x}, std::move(attrs));
 }
 
@@ -283,6 +301,22 @@ Node Slice(Node x, const std::vector<AxisRangeSpec>& ranges) {
       const AxisRangeSpec& r = ranges[static_cast<size_t>(k)];
       stride = r.stride;
       if (stride < 1) kiln::detail::Throw("Slice: axis {} of {}: stride {} must be at least 1", k, s, stride);
+      if (dim == Shape::kDynamic) {
+        // A dynamic axis: indices from its start; the end is the axis' end or a static index,
+        // checked to be inside the axis when the program runs.
+        if (r.start < 0 || (r.end < 0 && r.end != INT64_MAX)) {
+          kiln::detail::Throw(
+              "Slice: axis {} of {} is dynamic: indices counted from its end ({}, {}) need a static axis", k,
+              s, r.start, r.end);
+        }
+        start = r.start;
+        limit = r.single ? start + 1 : r.end == INT64_MAX ? Shape::kDynamic : std::max(r.end, start);
+        whole = whole && start == 0 && limit == Shape::kDynamic && stride == 1;
+        attrs.starts.push_back(start);
+        attrs.limits.push_back(limit);
+        attrs.strides.push_back(stride);
+        continue;
+      }
       if (r.single) {
         start = r.start < 0 ? r.start + dim : r.start;
         if (start < 0 || start >= dim)
@@ -296,6 +330,7 @@ Node Slice(Node x, const std::vector<AxisRangeSpec>& ranges) {
         limit = std::max(limit, start);
       }
     }
+    if (dim == Shape::kDynamic) limit = Shape::kDynamic;  // The whole dynamic axis.
     whole = whole && start == 0 && limit == dim && stride == 1;
     attrs.starts.push_back(start);
     attrs.limits.push_back(limit);
@@ -354,9 +389,9 @@ Node OneHot(Node indices, int64_t depth, DType dtype) {
   const int bits = DTypeBits(it) - (IsUnsigned(it) ? 0 : 1);
   Node idx = indices;
   if (bits < 63 && depth > (int64_t{1} << bits)) idx = ConvertDType(indices, DType::Int64);
-  std::vector<int64_t> dims = idx.shape().Dimensions();
-  dims.push_back(depth);
-  Node iota = Iota(idx.graph(), Shape(idx.dtype(), dims), -1);
+  std::vector<compute::Axis> dims = compute::AxesOf(idx.shape());
+  dims.push_back(compute::Axis{depth, ""});
+  Node iota = Iota(idx.graph(), compute::ShapeOf(idx.dtype(), dims), -1);
   Node hot = ops_internal::Binary("OneHot", OpType::Equal, ExpandAxes(idx, {-1}), iota);
   return ConvertDType(hot, dtype);
 }

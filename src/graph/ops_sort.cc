@@ -42,11 +42,12 @@ Node TakeAlongAxisNamed(const char* op, Node x, Node indices, int axis) {
                           x.shape(), i, a);
   }
   // Nothing to take (e.g. sorting along an empty axis): an empty result, no Gather of nothing.
-  if (indices.shape().Size() == 0) return Zeros(x.graph(), Shape(x.dtype(), indices.shape().Dimensions()));
+  if (ops_internal::StaticallyEmpty(indices.shape()))
+    return Zeros(x.graph(), indices.shape().WithDType(x.dtype()));
   bool wide = false;
   for (int64_t d : x.shape().Dimensions()) wide = wide || d > std::numeric_limits<int32_t>::max();
   const DType index_dtype = wide ? DType::Int64 : DType::Int32;
-  const Shape index_shape(index_dtype, indices.shape().Dimensions());
+  const Shape index_shape = indices.shape().WithDType(index_dtype);
   std::vector<Node> parts;
   for (int i = 0; i < x.rank(); ++i) {
     Node part = i == a ? (indices.dtype() == index_dtype ? indices : ConvertDType(indices, index_dtype))

@@ -79,8 +79,8 @@ Node Dense(Node x, Node weights, Node bias, const std::function<Node(Node)>& act
     if (bias.shape().Dimensions() != out)
       kiln::detail::Throw("nn::Dense: bias {} must be [{}] (the weights' output axes)", bias.shape(),
                           fmt::join(out, ", "));
-    const std::vector<int64_t> lead(x.shape().Dimensions().begin(), x.shape().Dimensions().end() - 1);
-    y = y + graph::BroadcastPrefix(bias, lead);
+    // Size-1 leading axes broadcast on the add (x's leading axes may be dynamic).
+    y = y + graph::InsertAxes(bias, std::vector<int>(static_cast<size_t>(x.rank() - 1), 0));
   }
   return activation ? activation(y) : y;
 }
@@ -123,7 +123,7 @@ Node Dropout(Node x, Node& rng_state, double rate, bool training) {
   if (!(rate >= 0 && rate < 1)) kiln::detail::Throw("nn::Dropout: rate {} is not in [0, 1)", rate);
   if (!training || rate == 0) return x;
   if (!rng_state.Ok()) kiln::detail::Throw("nn::Dropout: rng_state is an invalid node");
-  auto [next, u] = graph::RandomUniform(rng_state, Shape(x.dtype(), x.shape().Dimensions()));
+  auto [next, u] = graph::RandomUniform(rng_state, x.shape());
   rng_state = next;
   Node keep = graph::GreaterOrEqual(u, graph::ScalarLike(u, rate));
   return graph::Where(keep, x * (1 / (1 - rate)), graph::ZerosLike(x));

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "core/check.h"
+#include "graph/exec_internal.h"
 #include "kiln/compute/backend.h"
 #include "model/model_internal.h"
 
@@ -34,7 +35,21 @@ struct Exec::State {
   std::function<void(graph::Graph&)> hook;
   std::mutex mu;
   int builds = 0;
+  std::vector<std::vector<std::string>> dynamic_axes;  // Per input, as WithDynamicAxes took them.
+  std::string dynamic_batch;                           // WithDynamicBatch's axis name, or "".
   std::list<std::shared_ptr<Entry>> lru;
+
+  std::vector<Shape> Signature(const std::vector<Shape>& shapes) {
+    std::vector<std::vector<std::string>> axes;
+    std::string batch;
+    {
+      std::lock_guard lock(mu);
+      axes = dynamic_axes;
+      batch = dynamic_batch;
+    }
+    return graph::exec_internal::DynamicSignature(name, axes, batch, shapes,
+                                                  backend->Capabilities().HasDynamicShapes());
+  }
 
   std::shared_ptr<Entry> Get(const std::vector<Shape>& shapes) {
     std::lock_guard lock(mu);
@@ -95,6 +110,26 @@ Exec& Exec::OnNewGraph(std::function<void(graph::Graph&)> hook) {
   return *this;
 }
 
+Exec& Exec::WithDynamicAxes(const std::vector<std::vector<std::string>>& axes_per_input) {
+  State& st = *state_;
+  if (st.num_inputs >= 0 && static_cast<int>(axes_per_input.size()) > st.num_inputs) {
+    kiln::detail::Throw(
+        "model exec \"{}\": WithDynamicAxes names axes for {} inputs, but its function takes {}", st.name,
+        axes_per_input.size(), st.num_inputs);
+  }
+  std::lock_guard lock(st.mu);
+  st.dynamic_axes = axes_per_input;
+  st.lru.clear();
+  return *this;
+}
+
+Exec& Exec::WithDynamicBatch(const std::string& name) {
+  std::lock_guard lock(state_->mu);
+  state_->dynamic_batch = name;
+  state_->lru.clear();
+  return *this;
+}
+
 int Exec::NumBuilds() const {
   std::lock_guard lock(state_->mu);
   return state_->builds;
@@ -104,7 +139,7 @@ const Store& Exec::store() const { return state_->store; }
 const compute::BackendPtr& Exec::backend() const { return state_->backend; }
 
 std::shared_ptr<const compute::Program> Exec::ProgramFor(const std::vector<Shape>& input_shapes) {
-  return state_->Get(input_shapes)->program;
+  return state_->Get(state_->Signature(input_shapes))->program;
 }
 
 std::vector<Tensor> Exec::CallTensors(const std::vector<Tensor>& inputs) {
@@ -119,7 +154,7 @@ std::vector<Tensor> Exec::CallTensors(const std::vector<Tensor>& inputs) {
       kiln::detail::Throw("model exec \"{}\": input {} is not Ok (empty, finalized or donated)", st.name, i);
     shapes.push_back(inputs[i].shape());
   }
-  std::shared_ptr<Entry> e = st.Get(shapes);
+  std::shared_ptr<Entry> e = st.Get(st.Signature(shapes));
   st.store.InitializeVariables(st.backend);
 
   const int device = 0;
@@ -139,16 +174,17 @@ std::vector<Tensor> Exec::CallTensors(const std::vector<Tensor>& inputs) {
     // In place only when the store holds the sole handle and the graph sets a new value.
     const bool written = std::find(e->writes.begin(), e->writes.end(), v) != e->writes.end();
     const bool donate = written && v->value.HandleCount() == 1;
+    shapes.push_back(v->value.shape());
     buffers.push_back(donate ? v->value.DonateBuffer(st.backend, device)
                              : v->value.DeviceBuffer(st.backend, device));
     donated.push_back(donate);
   }
-  std::vector<compute::BufferPtr> out = e->executable->Execute(buffers, donated, device);
-  const compute::Program& program = *e->program;
+  std::vector<Shape> out_shapes;
+  std::vector<compute::BufferPtr> out =
+      e->executable->ExecuteWithShapes(buffers, shapes, donated, device, out_shapes);
   std::vector<Tensor> results;
   for (size_t i = 0; i < out.size(); ++i) {
-    Tensor t =
-        Tensor::FromBuffer(st.backend, device, program.OutputShape(static_cast<int>(i)), std::move(out[i]));
+    Tensor t = Tensor::FromBuffer(st.backend, device, out_shapes[i], std::move(out[i]));
     if (i < e->num_outputs) {
       results.push_back(std::move(t));
     } else {

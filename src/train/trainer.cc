@@ -192,6 +192,14 @@ Trainer::Trainer(compute::BackendPtr backend, model::Store store, ModelFn model,
 
 Trainer::~Trainer() = default;
 
+int Trainer::NumBuilds() const { return state_->train_exec->NumBuilds() + state_->eval_exec->NumBuilds(); }
+
+Trainer& Trainer::WithDynamicBatch(const std::string& name) {
+  state_->train_exec->WithDynamicBatch(name);
+  state_->eval_exec->WithDynamicBatch(name);
+  return *this;
+}
+
 Trainer& Trainer::AccumulateGradients(int n) {
   if (n < 1) kiln::detail::Throw("Trainer::AccumulateGradients: n = {} must be at least 1", n);
   if (state_->started && n != state_->accumulate) {

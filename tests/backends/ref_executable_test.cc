@@ -277,7 +277,9 @@ TEST(RefExecuteTest, CapabilitiesCoverEveryOpAndDType) {
   EXPECT_EQ(caps.ops.size(), static_cast<size_t>(compute::kNumOps));
   // Packed dtypes too: ref runs the storage ops, the only ones their shape rules accept.
   for (DType d : kAllDTypes) EXPECT_TRUE(caps.HasDType(d)) << DTypeName(d);
-  EXPECT_EQ(caps.dynamic_shapes, compute::DynamicShapes::None);
+  EXPECT_EQ(caps.dynamic_shapes, compute::DynamicShapes::Native);
+  EXPECT_EQ(compute::NewWithConfig("ref:dynamic=false")->Capabilities().dynamic_shapes,
+            compute::DynamicShapes::None);
 }
 
 }  // namespace

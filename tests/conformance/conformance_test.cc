@@ -137,6 +137,25 @@ TEST_P(ConformanceOnBackend, RunAll) {
   EXPECT_TRUE(report.Ok() || !report.failures.empty() || !bad.empty());
 }
 
+// Every row again with the inputs' axis 0 declared dynamic: one dynamic compilation per row,
+// specialised to the row's inputs, must give the same values. Rows whose graphs need that axis
+// static are listed, with the reason.
+TEST_P(ConformanceOnBackend, RunAllWithADynamicLeadingAxis) {
+  const compute::BackendPtr backend = compute::NewWithConfig(GetParam());
+  if (!backend->Capabilities().HasDynamicShapes()) GTEST_SKIP() << "static-only backend";
+  conformance::RunOptions options;
+  options.dynamic_leading_axis = true;
+  const conformance::Report report = conformance::RunAll(backend, options);
+  EXPECT_TRUE(report.failures.empty()) << report.failures.size() << " failing rows:\n"
+                                       << conformance::FailureReport(report);
+  std::cout << report.rows_passed << " rows passed with a dynamic axis 0, " << report.static_only.size()
+            << " need it static:\n";
+  for (const conformance::Failure& f : report.static_only)
+    std::cout << "  " << f.name << ": " << f.message << "\n";
+  // Most rows build on a dynamic axis 0; the others are listed above with the op that needs it static.
+  EXPECT_GT(report.rows_passed, 10 * static_cast<int>(report.static_only.size()));
+}
+
 std::string ConfigName(const ::testing::TestParamInfo<std::string>& info) {
   std::string s;
   for (char c : info.param) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';

@@ -230,13 +230,26 @@ TEST(ExecTest, OutputsFeedTheNextCallWithoutLeavingTheDevice) {
   EXPECT_EQ(t.ToVector<int64_t>(), (std::vector<int64_t>{6, 16}));
 }
 
-TEST(ExecTest, WithDynamicAxesNamesTheBackend) {
+TEST(ExecTest, WithDynamicAxesChecksInputsAndAxisNames) {
   Exec exec = NewExec(Ref(), AddFn);
+  EXPECT_THROW(exec.WithDynamicAxes({{"batch"}, {"batch"}, {"batch"}}), kiln::Error);  // 3 lists, 2 inputs.
+  exec.WithDynamicAxes({{"batch"}, {"batch"}});
   try {
-    exec.WithDynamicAxes({{"batch"}, {"batch"}});
+    exec.Call(std::vector<float>{1, 2}, std::vector<float>{1, 2, 3});
     FAIL() << "no error";
   } catch (const kiln::Error& e) {
-    EXPECT_NE(e.message().find("\"ref\""), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("\"batch\" has size 3 at input 1 axis 0, but 2 at input 0 axis 0"),
+              std::string::npos)
+        << e.message();
+  }
+  try {
+    exec.Call(std::vector<std::vector<float>>{{1}}, std::vector<float>{1});
+    FAIL() << "no error";
+  } catch (const kiln::Error& e) {
+    EXPECT_NE(
+        e.message().find("input 0 has shape (Float32)[1, 1] (rank 2), but WithDynamicAxes names 1 axes"),
+        std::string::npos)
+        << e.message();
   }
 }
 

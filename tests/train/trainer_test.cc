@@ -108,6 +108,43 @@ TEST(Trainer, LearnsALineAndEvaluatesByExamples) {
   EXPECT_TRUE(Throws([&] { trainer.Eval(ds); }, {"infinite"}));
 }
 
+TEST(Trainer, DynamicBatchBuildsEachStepOnceAndTrainsAsTheStaticOne) {
+  std::vector<float> xs, ys;
+  for (int i = 0; i < 10; ++i) {
+    xs.push_back(static_cast<float>(i) / 5 - 1);
+    ys.push_back(3 * xs.back() - 1);
+  }
+  for (const std::string config : {"ref", "cpu"}) {
+    SCOPED_TRACE(config);
+    compute::BackendPtr backend = compute::NewWithConfig(config);
+    std::vector<float> weights[2];
+    int builds[2] = {0, 0};
+    for (int dynamic = 0; dynamic < 2; ++dynamic) {
+      model::Store store;
+      train::Trainer trainer(backend, store, Linear, losses::MeanSquaredError,
+                             optimizers::StochasticGradientDescent().LearningRate(0.1).Done(), {},
+                             {metrics::NewMeanAbsoluteError("MAE", "mae")});
+      if (dynamic) trainer.WithDynamicBatch();
+      // Batches of 4, 4 and a last partial one of 2, three epochs; then evaluations of 3 and 10.
+      auto ds = data::InMemoryFromData(backend, "line", {Column(xs)}, {Column(ys)});
+      ds->BatchSize(4, false).Epochs(3);
+      std::any spec;
+      std::vector<Tensor> in, lab;
+      while (ds->Yield(spec, in, lab)) trainer.TrainStep(spec, in, lab);
+      auto test = data::InMemoryFromData(backend, "test", {Column(xs)}, {Column(ys)});
+      test->BatchSize(3, false);
+      std::vector<Tensor> e = trainer.Eval(test);
+      std::vector<Tensor> whole = trainer.EvalStep(spec, {Column(xs)}, {Column(ys)});
+      EXPECT_NEAR(e[0].Item<float>(), whole[0].Item<float>(), 1e-6);
+      weights[dynamic] = store.GetVariable("/dense/weights").Value().ToVector<float>();
+      builds[dynamic] = trainer.NumBuilds();
+    }
+    EXPECT_EQ(builds[0], 2 + 3);  // Train: 4 and 2; eval: 3, 1 and 10.
+    EXPECT_EQ(builds[1], 1 + 1);
+    EXPECT_NEAR(weights[1][0], weights[0][0], 1e-6);
+  }
+}
+
 TEST(Trainer, TrainingFlagAndAddedLosses) {
   model::Store store;
   bool train_flag = false, eval_flag = true;

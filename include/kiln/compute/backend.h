@@ -84,6 +84,13 @@ class Executable {
   /// non-donated input.
   virtual std::vector<BufferPtr> Execute(const std::vector<BufferPtr>& inputs,
                                          const std::vector<bool>& donated, int device) = 0;
+  /// Execute for inputs of the concrete `shapes`, writing the outputs' concrete shapes to
+  /// `output_shapes`: how programs with dynamic axes run (DynamicExecutable). For a static program
+  /// the shapes must be its parameters' (else kiln::Error) and the outputs are its own.
+  virtual std::vector<BufferPtr> ExecuteWithShapes(const std::vector<BufferPtr>& inputs,
+                                                   const std::vector<Shape>& shapes,
+                                                   const std::vector<bool>& donated, int device,
+                                                   std::vector<Shape>& output_shapes);
   /// The program this executable was compiled from.
   virtual const Program& program() const = 0;
 };

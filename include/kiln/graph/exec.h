@@ -60,10 +60,22 @@ class Exec {
   Exec& SetMaxCacheSize(int size);
   /// Number of graphs built so far (cache misses).
   int NumBuilds() const;
-  /// Declares dynamic axes per input, by name (GoMLX's API). Exec does not run dynamic axes:
-  /// this throws kiln::Error, saying so, or that the backend has no dynamic shapes (ref and
-  /// cpu recompile per input shape instead).
+  /// Declares dynamic axes per input, GoMLX's way: for input i, one name per axis, "" for a
+  /// static axis (an empty list, or no entry, keeps the input static). Axes of one name must
+  /// have one size in every call. On a backend with dynamic shapes the graph is built and
+  /// compiled once for every size of those axes; on a static-only one the Exec builds per
+  /// concrete shape as before. Clears the cache.
   Exec& WithDynamicAxes(const std::vector<std::vector<std::string>>& axes_per_input);
+  /// Makes axis 0 of every input of rank >= 1 (not named by WithDynamicAxes) the dynamic axis
+  /// `name`: one build for every batch size. "" turns it off. Clears the cache.
+  Exec& WithDynamicBatch(const std::string& name = "batch");
+  /// WithDynamicAxes from shapes: input i's dynamic axes are those of `specs[i]` (kDynamic, named
+  /// as there; an unnamed one is named "input<i>_axis<a>"); its static axes are not checked here.
+  Exec& WithDynamicAxesSpecs(const std::vector<Shape>& specs);
+  /// The shapes the graph is built for when called with inputs of `shapes`: the declared
+  /// dynamic axes made kDynamic and named (when the backend has dynamic shapes), else `shapes`.
+  /// Throws kiln::Error when an input's rank contradicts its declared axes, or named axes differ.
+  std::vector<Shape> SignatureOf(const std::vector<Shape>& shapes) const;
   /// The backend this Exec compiles for.
   const compute::BackendPtr& backend() const;
   /// The Program compiled for the given input shapes (building it if needed): for debugging.

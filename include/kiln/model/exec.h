@@ -54,6 +54,12 @@ class Exec {
   Exec& OnNewGraph(std::function<void(graph::Graph&)> hook);
   /// Number of graphs built (one per distinct input shapes).
   int NumBuilds() const;
+  /// Declares the inputs' dynamic axes, as graph::Exec::WithDynamicAxes (one name per axis, ""
+  /// static): on a backend with dynamic shapes one build serves every size of them. Clears the cache.
+  Exec& WithDynamicAxes(const std::vector<std::vector<std::string>>& axes_per_input);
+  /// Axis 0 of every input of rank >= 1 (not named by WithDynamicAxes) is the dynamic axis
+  /// `name`, as graph::Exec::WithDynamicBatch ("" turns it off). Clears the cache.
+  Exec& WithDynamicBatch(const std::string& name = "batch");
   /// The store whose variables the function reads and sets.
   const Store& store() const;
   /// The backend this Exec compiles for.

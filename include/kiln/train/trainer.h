@@ -62,6 +62,14 @@ class Trainer {
   /// The `n` of AccumulateGradients (1 by default).
   int AccumulatedSteps() const;
 
+  /// Makes axis 0 of every input and label the dynamic axis `name` ("" turns it off): on a
+  /// backend with dynamic shapes the training and evaluation steps are built once for every batch
+  /// size (a last partial batch, an evaluation batch of another size). The model, loss and
+  /// metrics must then not depend on the batch size as a static number.
+  Trainer& WithDynamicBatch(const std::string& name = "batch");
+  /// Graphs built so far for the training and the evaluation steps together.
+  int NumBuilds() const;
+
   /// One training step on a batch: returns [batch loss, moving-average loss, each train metric]
   /// as Float32 scalars. The batch's tensors are donated to the step (the caller's handles are
   /// no longer Ok() afterwards).

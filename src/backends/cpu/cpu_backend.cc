@@ -60,7 +60,7 @@ const BackendCapabilities& CpuBackend::Capabilities() const {
     BackendCapabilities c;
     for (DType d : kAllDTypes) c.dtypes.push_back(d);
     c.ops = AllOps();
-    c.dynamic_shapes = DynamicShapes::None;
+    c.dynamic_shapes = DynamicShapes::Native;
     return c;
   }();
   return caps;
@@ -69,6 +69,15 @@ const BackendCapabilities& CpuBackend::Capabilities() const {
 std::unique_ptr<Executable> CpuBackend::Compile(std::shared_ptr<const Program> program) {
   if (!program) detail::Throw("backend \"cpu\": Compile given a null program");
   program->Verify();
+  if (IsDynamic(*program)) {
+    // One compilation for every size: each input signature is specialised (sizes resolved and
+    // checked), then compiled, at its first call; kernels, oneDNN primitives, thread gates and
+    // the memory plan are made for those sizes and cached.
+    return std::make_unique<DynamicExecutable>(
+        std::move(program),
+        [this](std::shared_ptr<const Program> p) { return CompileCpu(this, std::move(p)); },
+        options_.dynamic_cache);
+  }
   return CompileCpu(this, std::move(program));
 }
 
@@ -92,7 +101,9 @@ BackendInfo CpuBackendInfo() {
            {"simd", "auto (default) or scalar: SIMD kernels or their scalar form"},
            {"serial_work",
             "programs with less work than this per sizeable kernel (multiply-adds plus elements; default "
-            "8388608, 0: none) run on the calling thread"}}};
+            "8388608, 0: none) run on the calling thread"},
+           {"dynamic_cache",
+            "concrete executables a program with dynamic axes keeps, one per input signature (default 32)"}}};
 }
 
 BackendPtr NewCpuBackend(BackendOptions& options) {
@@ -106,6 +117,9 @@ BackendPtr NewCpuBackend(BackendOptions& options) {
   o.simd = simd == "auto";
   o.serial_work = options.TakeInt("serial_work", static_cast<int>(o.serial_work));
   if (o.serial_work < 0) detail::Throw("backend \"cpu\": serial_work={} must be at least 0", o.serial_work);
+  o.dynamic_cache = options.TakeInt("dynamic_cache", kDefaultDynamicCache);
+  if (o.dynamic_cache < 1)
+    detail::Throw("backend \"cpu\": dynamic_cache={} must be at least 1", o.dynamic_cache);
   const char* dump = std::getenv("KILN_CPU_DUMP");
   o.dump = dump != nullptr && std::string(dump) != "0" && std::string(dump) != "";
   return std::make_shared<cpu::CpuBackend>(o);

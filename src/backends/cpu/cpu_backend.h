@@ -10,6 +10,7 @@
 #include "backends/cpu/buffer_pool.h"
 #include "backends/cpu/cost_model.h"
 #include "compute/registry.h"
+#include "kiln/compute/dynamic.h"
 
 namespace kiln::compute {
 
@@ -27,6 +28,9 @@ struct Options {
   /// Programs with less work (multiply-adds plus elements, see ProgramWork) per sizeable kernel
   /// run every kernel on the calling thread (`serial_work=N`; 0: never).
   int64_t serial_work = kSmallProgramWork;
+  /// Concrete executables a program with dynamic axes keeps, one per input signature, the least
+  /// recently used dropped first (`dynamic_cache=N`).
+  int dynamic_cache = kDefaultDynamicCache;
 };
 
 /// Host memory from the backend's pool; shared with tensors.

@@ -48,9 +48,19 @@ int64_t CheckBytes(int64_t bytes) {
 
 }  // namespace
 
+RefBackend::RefBackend(bool shared, bool dynamic, int dynamic_cache)
+    : shared_(shared), dynamic_cache_(dynamic_cache) {
+  // Packed dtypes included: ref runs the storage ops (Parameter, Constant, Reshape,
+  // ConvertDType) on them, which are the only ops the shape rules accept for them.
+  for (DType d : kAllDTypes) caps_.dtypes.push_back(d);
+  caps_.ops = AllOps();
+  caps_.dynamic_shapes = dynamic ? DynamicShapes::Native : DynamicShapes::None;
+}
+
 std::string RefBackend::Description() const {
-  return fmt::format("ref: reference interpreter (plain loops, obviously right){}",
-                     shared_ ? "" : "; shared=false (buffers behave as on a discrete device)");
+  return fmt::format("ref: reference interpreter (plain loops, obviously right){}{}",
+                     shared_ ? "" : "; shared=false (buffers behave as on a discrete device)",
+                     caps_.HasDynamicShapes() ? "" : "; dynamic=false (static shapes only)");
 }
 
 BufferPtr RefBackend::NewSharedBuffer(int device, int64_t bytes) {
@@ -72,24 +82,24 @@ void RefBackend::BufferToHost(const Buffer& buffer, void* dst) {
   if (buffer.ByteSize() > 0) std::memcpy(dst, ref->data(), static_cast<size_t>(buffer.ByteSize()));
 }
 
-const BackendCapabilities& RefBackend::Capabilities() const {
-  static const BackendCapabilities caps = [] {
-    BackendCapabilities c;
-    // Packed dtypes included: ref runs the storage ops (Parameter, Constant, Reshape,
-    // ConvertDType) on them, which are the only ops the shape rules accept for them.
-    for (DType d : kAllDTypes) {
-      c.dtypes.push_back(d);
-    }
-    c.ops = AllOps();
-    c.dynamic_shapes = DynamicShapes::None;
-    return c;
-  }();
-  return caps;
-}
+const BackendCapabilities& RefBackend::Capabilities() const { return caps_; }
 
 std::unique_ptr<Executable> RefBackend::Compile(std::shared_ptr<const Program> program) {
   if (!program) detail::Throw("backend \"ref\": Compile given a null program");
   program->Verify();
+  if (IsDynamic(*program)) {
+    if (!caps_.HasDynamicShapes()) {
+      detail::Throw(
+          "backend \"ref\" (dynamic=false): the program has dynamic axes, and this backend runs static "
+          "shapes "
+          "only (build per concrete shape)");
+    }
+    // Each input signature is specialised (sizes resolved and checked) at its first call; the
+    // interpreter's kernels then read those sizes.
+    return std::make_unique<DynamicExecutable>(
+        std::move(program),
+        [this](std::shared_ptr<const Program> p) { return CompileRef(this, std::move(p)); }, dynamic_cache_);
+  }
   return CompileRef(this, std::move(program));
 }
 
@@ -110,12 +120,20 @@ BackendInfo RefBackendInfo() {
       "reference interpreter: plain loops, obviously right; the yardstick other backends are tested against",
       {{"shared",
         "true (default): buffers are host memory shared with tensors; false: behave like a "
-        "discrete device, copying on every transfer (for testing)"}}};
+        "discrete device, copying on every transfer (for testing)"},
+       {"dynamic",
+        "true (default): one compilation serves every size of a program's dynamic axes; false: static "
+        "shapes only (for testing the fallback of static backends)"},
+       {"dynamic_cache",
+        "concrete executables a program with dynamic axes keeps, one per input signature (default 32)"}}};
 }
 
 BackendPtr NewRefBackend(BackendOptions& options) {
   const bool shared = options.TakeBool("shared", true);
-  return std::make_shared<ref::RefBackend>(shared);
+  const bool dynamic = options.TakeBool("dynamic", true);
+  const int cache = options.TakeInt("dynamic_cache", kDefaultDynamicCache);
+  if (cache < 1) detail::Throw("backend \"ref\": dynamic_cache={} must be at least 1", cache);
+  return std::make_shared<ref::RefBackend>(shared, dynamic, cache);
 }
 
 }  // namespace kiln::compute

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "compute/registry.h"
+#include "kiln/compute/dynamic.h"
 
 namespace kiln::compute {
 
@@ -46,7 +47,9 @@ class RefBuffer final : public Buffer {
 
 class RefBackend final : public Backend {
  public:
-  explicit RefBackend(bool shared) : shared_(shared) {}
+  /// `shared`: buffers shared with the host; `dynamic`: run dynamic axes natively (else static
+  /// shapes only); `dynamic_cache`: concrete executables a dynamic program keeps.
+  RefBackend(bool shared, bool dynamic, int dynamic_cache);
 
   std::string Name() const override { return "ref"; }
   std::string Description() const override;
@@ -71,6 +74,8 @@ class RefBackend final : public Backend {
 
  private:
   bool shared_;
+  int dynamic_cache_;
+  BackendCapabilities caps_;
   std::shared_ptr<MemoryCounter> counter_ = std::make_shared<MemoryCounter>();
 };
 

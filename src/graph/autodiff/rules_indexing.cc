@@ -118,7 +118,7 @@ Node UpdateFits(const VJPContext& c, const std::vector<int64_t>& window) {
   if (s.index_vector_dim < idx.rank()) fits = ReduceLogicalAnd(fits, {static_cast<int>(s.index_vector_dim)});
   const Shape& updates = c.OperandShape(2);
   compute::OpAttributes at;
-  at.shape = Shape(DType::Bool, updates.Dimensions());
+  at.shape = updates.WithDType(DType::Bool);
   for (int64_t r = 0; r < updates.Rank(); ++r)
     if (!Has(s.update_window_dims, r)) at.axes.push_back(r);
   return Prim(OpType::BroadcastInDim, {fits}, std::move(at));
@@ -128,7 +128,7 @@ Node UpdateFits(const VJPContext& c, const std::vector<int64_t>& window) {
 /// the updates' non-window axes), in `it`.
 Node UpdateIds(const VJPContext& c, DType it) {
   const compute::ScatterDims& s = c.attrs().scatter;
-  const Shape ids(it, c.OperandShape(2).Dimensions());
+  const Shape ids = c.OperandShape(2).WithDType(it);
   Node id = Zeros(c.graph(), ids);
   int64_t stride = 1;
   for (int64_t r = ids.Rank(); r-- > 0;) {

@@ -16,7 +16,7 @@ namespace {
 /// `reduced` (the operand reduced over `axes`) broadcast back to `shape` (same dtype as reduced).
 Node BroadcastBack(Node reduced, const Shape& shape, const std::vector<int64_t>& axes) {
   compute::OpAttributes at;
-  at.shape = Shape(reduced.dtype(), shape.Dimensions());
+  at.shape = shape.WithDType(reduced.dtype());
   for (int a = 0; a < shape.Rank(); ++a)
     if (std::find(axes.begin(), axes.end(), a) == axes.end()) at.axes.push_back(a);
   return Prim(OpType::BroadcastInDim, {reduced}, std::move(at));
@@ -90,7 +90,7 @@ V ProductRule(const VJPContext& c) {
   Node g = a * left * right;
   // Back to the operand's layout.
   compute::OpAttributes back;
-  back.shape = Shape(s.dtype(), moved.shape().Dimensions());
+  back.shape = moved.shape().WithDType(s.dtype());
   g = Prim(OpType::Reshape, {g}, back);
   compute::OpAttributes inv;
   inv.permutation.assign(perm.size(), 0);
@@ -112,10 +112,10 @@ V ExtremeRule(const VJPContext& c) {
   const DType it = count < (int64_t{1} << 31) ? DType::Int32 : DType::Int64;
   Graph& g = c.graph();
   // Row-major position within the reduced group.
-  Node pos = Zeros(g, Shape(it, s.Dimensions()));
+  Node pos = Zeros(g, s.WithDType(it));
   int64_t stride = 1;
   for (size_t k = axes.size(); k-- > 0;) {
-    pos = pos + Iota(g, Shape(it, s.Dimensions()), static_cast<int>(axes[k])) * stride;
+    pos = pos + Iota(g, s.WithDType(it), static_cast<int>(axes[k])) * stride;
     stride *= s.Dimensions()[static_cast<size_t>(axes[k])];
   }
   Node first = Reduce(OpType::ReduceMin, Where(hit, pos, ScalarLike(pos, count)), axes);

@@ -148,8 +148,7 @@ std::vector<Node> Selections(Node x, Node y, ReduceKind kind, const std::vector<
   Node spread = Spread(x, ScalarLike(x, Identity(kind)), axes);
   Node valid;
   if (HasHoles(axes))
-    valid =
-        Spread(Ones(g, Shape(DType::Bool, x.shape().Dimensions())), Zeros(g, Shape(DType::Bool, {})), axes);
+    valid = Spread(Ones(g, x.shape().WithDType(DType::Bool)), Zeros(g, Shape(DType::Bool, {})), axes);
   Node y_nan = IsNaN(y), taken;
   std::vector<Node> chosen;
   for (const auto& k : taps) {

@@ -106,6 +106,13 @@ struct RunOptions {
   std::vector<DType> dtypes;
   /// Where to write a line per failing row as it happens (nullptr: nowhere).
   std::ostream* log = nullptr;
+  /// Declares axis 0 of every input of rank >= 1 dynamic (but size-1 axes, which broadcast),
+  /// named by its size ("n3"), so each row
+  /// runs through one compilation with dynamic axes, specialised to its inputs (for backends with
+  /// dynamic shapes). A row whose graph cannot be built with that axis dynamic (its builder reads
+  /// the size as a number, or an op needs it static) is counted in Report::static_only with the
+  /// error, not run.
+  bool dynamic_leading_axis = false;
 };
 
 /// A cell of the coverage matrix.
@@ -141,6 +148,8 @@ struct Report {
   std::string backend;  ///< The backend's Description().
   std::vector<MatrixRow> rows;
   std::vector<Failure> failures;
+  /// With RunOptions::dynamic_leading_axis: the rows whose graphs need axis 0 static, and why.
+  std::vector<Failure> static_only;
   int rows_run = 0, rows_passed = 0, rows_skipped = 0;
   double seconds = 0;
 

@@ -1,0 +1,327 @@
+// Dynamic shapes through graph::Exec and model::Exec on every backend with native dynamic shapes:
+// one build serves every size, results equal the static build's, names are checked at run time,
+// gradients flow through dynamic axes, and static-only backends fall back to building per shape.
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kiln/kiln.h"
+
+namespace {
+
+using namespace kiln;
+using namespace kiln::graph;
+
+class DynamicShapesTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  compute::BackendPtr backend_ = compute::NewWithConfig(GetParam());
+};
+
+std::string ErrorOf(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const kiln::Error& e) {
+    return e.message();
+  }
+  return "no error";
+}
+
+/// A [rows, cols] float tensor with values row * 10 + col - 7 (some negative).
+Tensor Grid(int64_t rows, int64_t cols) {
+  std::vector<float> v;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) v.push_back(static_cast<float>(r * 10 + c) - 7.0f);
+  return Tensor::FromFlat(Shape(DType::Float32, {rows, cols}), v);
+}
+
+void ExpectNear(const Tensor& got, const Tensor& want, float tol = 1e-5f) {
+  ASSERT_EQ(got.shape(), want.shape());
+  const std::vector<float> g = got.ToVector<float>(), w = want.ToVector<float>();
+  for (size_t i = 0; i < g.size(); ++i)
+    EXPECT_NEAR(g[i], w[i], tol * (1 + std::abs(w[i]))) << "element " << i;
+}
+
+/// A function mixing the structural ops over a dynamic batch axis 0 and a dynamic axis 1.
+std::vector<Node> Mixed(Node x) {
+  Node soft = Softmax(x, {1});                                            // Reduce + broadcast back.
+  Node centred = x - ExpandAxes(ReduceMean(x, {1}), {-1});                // Mean over a dynamic axis.
+  Node joined = Concatenate({x, centred}, 1);                             // [batch, seq+seq]
+  Node first = Slice(joined, {AxisRange(), AxisRange(0, 2)});             // A static range of it.
+  Node flat = Reshape(x, {-1});                                           // [batch*seq]
+  Node dot = Dot(x, Transpose(x, 0, 1)).Product();                        // [batch, batch]
+  Node masked = Where(Greater(x, ScalarLike(x, 0.0f)), x, ZerosLike(x));  // Where, ZerosLike.
+  Node tops = ReduceMax(x, {0});                                          // [seq]
+  return {soft, centred, joined, first, flat, dot, masked, tops, DimensionSize(x, 0), DimensionSize(x, 1)};
+}
+
+TEST_P(DynamicShapesTest, OneBuildServesEverySizeAndMatchesTheStaticBuild) {
+  Exec dynamic = NewExec(backend_, Mixed);
+  dynamic.WithDynamicAxes({{"batch", "seq"}});
+  Exec fixed = NewExec(backend_, Mixed);
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{3, 4}, {1, 2}, {5, 3}, {3, 4}}) {
+    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
+    const Tensor x = Grid(rows, cols);
+    std::vector<Tensor> got = dynamic.Call(x);
+    std::vector<Tensor> want = fixed.Call(x);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i + 2 < got.size(); ++i) ExpectNear(got[i], want[i]);
+    EXPECT_EQ(got[8].Item<int64_t>(), rows);
+    EXPECT_EQ(got[9].Item<int64_t>(), cols);
+  }
+  EXPECT_EQ(dynamic.NumBuilds(), 1);
+  EXPECT_EQ(fixed.NumBuilds(), 3);
+}
+
+TEST_P(DynamicShapesTest, ShapesKeepAxisNamesAndDeriveNamesForNewSizes) {
+  std::vector<std::string> printed;
+  Exec exec = NewExec(backend_, [&](Node x, Node y) -> std::vector<Node> {
+    printed.push_back(x.shape().ToString());
+    printed.push_back(Concatenate({x, y}, 1).shape().ToString());
+    printed.push_back(Reshape(x, {-1}).shape().ToString());
+    printed.push_back(
+        DynamicReshape(x, {DimensionSpecFor(x, 0), StaticDim(1), InferredDim()}).shape().ToString());
+    printed.push_back(
+        Pad(x, Scalar(x.graph(), DType::Float32, 0), {{0, 0, 0}, {1, 2, 0}}).shape().ToString());
+    printed.push_back(Slice(x, {AxisRange(), AxisRange(1)}).shape().ToString());
+    printed.push_back(IotaLike(x, 1).shape().ToString());
+    return {Concatenate({x, y}, 1)};
+  });
+  exec.WithDynamicAxes({{"batch", "seq"}, {"batch", ""}});
+  Tensor out = exec.Call1(Grid(2, 3), Grid(2, 1));
+  EXPECT_EQ(out.shape(), Shape(DType::Float32, {2, 4}));
+  EXPECT_EQ(printed, (std::vector<std::string>{"(Float32)[batch, seq]", "(Float32)[batch, seq+1]",
+                                               "(Float32)[batch*seq]", "(Float32)[batch, 1, seq]",
+                                               "(Float32)[batch, seq+3]", "(Float32)[batch, seq[1::1]]",
+                                               "(Float32)[batch, seq]"}));
+}
+
+TEST_P(DynamicShapesTest, PrefixMeanOfTheContract) {
+  Exec exec = NewExec(backend_, [](Node values, Node lengths) -> std::vector<Node> {
+    Node positions = IotaLike(values, 1);
+    Node mask = Less(positions, ExpandAxes(ConvertDType(lengths, DType::Float32), {-1}));
+    return {Div(MaskedReduceSum(values, mask, {1}), ReduceSum(ConvertDType(mask, DType::Float32), {1}))};
+  });
+  exec.WithDynamicAxes({{"batch", "seq"}, {"batch"}});
+  EXPECT_EQ(
+      exec.Call1(std::vector<std::vector<float>>{{1, 2, 3, 4}, {5, 6, 7, 8}}, std::vector<int32_t>{2, 4})
+          .ToVector<float>(),
+      (std::vector<float>{1.5f, 6.5f}));
+  EXPECT_EQ(exec.Call1(std::vector<std::vector<float>>{{1, 2, 3}, {4, 5, 6}, {7, 8, 9}},
+                       std::vector<int32_t>{1, 2, 3})
+                .ToVector<float>(),
+            (std::vector<float>{1, 4.5f, 8}));
+  EXPECT_EQ(exec.NumBuilds(), 1);
+}
+
+TEST_P(DynamicShapesTest, RunTimeSizesThatContradictTheGraphAreErrors) {
+  // Two inputs sharing "batch" through the graph only (not through Exec's names): y's axis is "b2",
+  // and the Add meets them, so the sizes are checked when the program runs.
+  Exec add = NewExec(backend_, [](Node x, Node y) { return x + y; });
+  add.WithDynamicAxes({{"batch"}, {"b2"}});
+  EXPECT_EQ(add.Call1(std::vector<float>{1, 2}, std::vector<float>{3, 4}).ToVector<float>(),
+            (std::vector<float>{4, 6}));
+  std::string e = ErrorOf([&] { add.Call(std::vector<float>{1, 2}, std::vector<float>{3, 4, 5}); });
+  EXPECT_NE(e.find("Add at run time"), std::string::npos) << e;
+  EXPECT_NE(e.find("(Float32)[2] and (Float32)[3]"), std::string::npos) << e;
+
+  // A static size the graph relies on.
+  Exec reshape = NewExec(backend_, [](Node x) { return DynamicReshape(x, {StaticDim(2), InferredDim()}); });
+  reshape.WithDynamicAxes({{"n"}});
+  EXPECT_EQ(reshape.Call1(std::vector<float>{1, 2, 3, 4}).shape(), Shape(DType::Float32, {2, 2}));
+  e = ErrorOf([&] { reshape.Call(std::vector<float>{1, 2, 3}); });
+  EXPECT_NE(e.find("Reshape"), std::string::npos) << e;
+  EXPECT_NE(e.find("3 is not a multiple of 2"), std::string::npos) << e;
+
+  // A slice to a static end beyond the run-time size.
+  Exec slice = NewExec(backend_, [](Node x) { return Slice(x, {AxisRange(0, 3)}); });
+  slice.WithDynamicAxes({{"n"}});
+  EXPECT_EQ(slice.Call1(std::vector<float>{1, 2, 3, 4}).ToVector<float>(), (std::vector<float>{1, 2, 3}));
+  e = ErrorOf([&] { slice.Call(std::vector<float>{1, 2}); });
+  EXPECT_NE(e.find("Slice at run time"), std::string::npos) << e;
+  EXPECT_NE(e.find("range [0, 3)"), std::string::npos) << e;
+}
+
+TEST_P(DynamicShapesTest, GradientsFlowThroughDynamicAxes) {
+  // loss = mean over batch of sum over features of (x·w)^2; d/dw = 2/batch · xᵀ(x·w).
+  auto fn = [](Node x, Node w) -> std::vector<Node> {
+    Node y = Dot(x, w).Product();
+    Node loss = ReduceMean(ReduceSum(Square(y), {1}), {0});
+    return {loss, Gradient(loss, {w})[0]};
+  };
+  Exec dynamic = NewExec(backend_, fn);
+  dynamic.WithDynamicAxes({{"batch", ""}, {}});
+  Exec fixed = NewExec(backend_, fn);
+  const Tensor w = Tensor::FromValue(std::vector<std::vector<float>>{{0.5f, -1}, {0.25f, 2}, {1, 0}});
+  for (int64_t batch : {1, 4, 9}) {
+    const Tensor x = Grid(batch, 3);
+    std::vector<Tensor> got = dynamic.Call(x, w);
+    std::vector<Tensor> want = fixed.Call(x, w);
+    ExpectNear(got[0], want[0]);
+    ExpectNear(got[1], want[1]);
+    // The analytic gradient, as a check of the static one too.
+    const std::vector<float> xv = x.ToVector<float>(), wv = w.ToVector<float>();
+    std::vector<float> grad(6, 0);
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int j = 0; j < 2; ++j) {
+        float y = 0;
+        for (int k = 0; k < 3; ++k)
+          y += xv[static_cast<size_t>(b * 3 + k)] * wv[static_cast<size_t>(k * 2 + j)];
+        for (int k = 0; k < 3; ++k)
+          grad[static_cast<size_t>(k * 2 + j)] +=
+              2 * y * xv[static_cast<size_t>(b * 3 + k)] / static_cast<float>(batch);
+      }
+    }
+    ExpectNear(got[1], Tensor::FromFlat(Shape(DType::Float32, {3, 2}), grad), 1e-4f);
+  }
+  EXPECT_EQ(dynamic.NumBuilds(), 1);
+}
+
+TEST_P(DynamicShapesTest, DenseLayerOnADynamicBatch) {
+  model::Store store;
+  auto fn = [](model::Scope scope, Node x) {
+    Node y = layers::Dense(scope.In("dense"), x, true, 6);
+    return DynamicReshape(y, {DimensionSpecFor(x, 0), StaticDim(2), InferredDim()});
+  };
+  model::Exec dynamic = model::NewExec(backend_, store, fn);
+  dynamic.WithDynamicAxes({{"batch", ""}});
+  model::Exec fixed = model::NewExec(backend_, store, fn);
+  for (int64_t batch : {1, 7, 64}) {
+    const Tensor x = Grid(batch, 4);
+    Tensor got = dynamic.Call1(x);
+    EXPECT_EQ(got.shape(), Shape(DType::Float32, {batch, 2, 3}));
+    ExpectNear(got, fixed.Call1(x));
+  }
+  EXPECT_EQ(dynamic.NumBuilds(), 1);
+}
+
+TEST_P(DynamicShapesTest, EmbeddingAndConvolutionOnADynamicBatch) {
+  // Gather (embedding lookup) and a convolution: their shape rules run with trial sizes.
+  auto fn = [](Node ids, Node table, Node images, Node kernel) -> std::vector<Node> {
+    Node emb = Gather(table, ExpandAxes(ids, {-1}));  // [batch, seq, 3]
+    Node conv = Convolve(images, kernel).Done();      // [batch, 2, 2, 1]
+    return {emb, conv};
+  };
+  Exec dynamic = NewExec(backend_, fn);
+  dynamic.WithDynamicAxes({{"batch", "seq"}, {}, {"batch", "", "", ""}, {}});
+  Exec fixed = NewExec(backend_, fn);
+  const Tensor table = Grid(5, 3);
+  const Tensor kernel =
+      Tensor::FromFlat(Shape(DType::Float32, {2, 2, 1, 1}), std::vector<float>{1, -1, 0.5f, 2});
+  for (int64_t batch : {1, 3}) {
+    std::vector<int32_t> ids;
+    for (int64_t i = 0; i < batch * 2; ++i) ids.push_back(static_cast<int32_t>(i % 5));
+    const Tensor idt = Tensor::FromFlat(Shape(DType::Int32, {batch, 2}), ids);
+    std::vector<float> px;
+    for (int64_t i = 0; i < batch * 9; ++i) px.push_back(static_cast<float>(i % 7) - 3.0f);
+    const Tensor images = Tensor::FromFlat(Shape(DType::Float32, {batch, 3, 3, 1}), px);
+    std::vector<Tensor> got = dynamic.Call(idt, table, images, kernel);
+    std::vector<Tensor> want = fixed.Call(idt, table, images, kernel);
+    ExpectNear(got[0], want[0]);
+    ExpectNear(got[1], want[1]);
+    EXPECT_EQ(got[1].shape(), Shape(DType::Float32, {batch, 2, 2, 1}));
+  }
+  EXPECT_EQ(dynamic.NumBuilds(), 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, DynamicShapesTest, ::testing::Values("ref", "cpu"));
+
+TEST(DynamicShapesFallbackTest, StaticOnlyBackendBuildsPerShape) {
+  compute::BackendPtr ref = compute::NewWithConfig("ref:dynamic=false");
+  EXPECT_EQ(ref->Capabilities().dynamic_shapes, compute::DynamicShapes::None);
+  std::vector<std::string> printed;
+  Exec exec = NewExec(ref, [&](Node x) {
+    printed.push_back(x.shape().ToString());
+    return ReduceSum(x, {1});
+  });
+  exec.WithDynamicAxes({{"batch", "seq"}});
+  EXPECT_EQ(exec.Call1(std::vector<std::vector<float>>{{1, 2}}).ToVector<float>(), (std::vector<float>{3}));
+  EXPECT_EQ(exec.Call1(std::vector<std::vector<float>>{{1, 2, 3}}).ToVector<float>(),
+            (std::vector<float>{6}));
+  EXPECT_EQ(exec.Call1(std::vector<std::vector<float>>{{4, 5}}).ToVector<float>(), (std::vector<float>{9}));
+  EXPECT_EQ(exec.NumBuilds(), 2);
+  EXPECT_EQ(printed, (std::vector<std::string>{"(Float32)[1, 2]", "(Float32)[1, 3]"}));
+  // A program with dynamic axes is refused by name.
+  Graph g;
+  Node x = g.Parameter(Shape::MakeDynamic(DType::Float32, {Shape::kDynamic}, {"n"}));
+  const std::string e = ErrorOf([&] { ref->Compile(g.Build({x + 1.0f}, {false})); });
+  EXPECT_NE(e.find("dynamic=false"), std::string::npos) << e;
+}
+
+TEST(DynamicShapesCacheTest, SpecialisationsAreBoundedAndCounted) {
+  compute::BackendPtr cpu = compute::NewWithConfig("cpu:dynamic_cache=4");
+  Graph g;
+  Node x = g.Parameter(Shape::MakeDynamic(DType::Float32, {Shape::kDynamic, 8}, {"batch", ""}));
+  std::unique_ptr<compute::Executable> exe = cpu->Compile(g.Build({Tanh(x) * 2.0f + 1.0f}, {false}));
+  auto* dynamic = dynamic_cast<compute::DynamicExecutable*>(exe.get());
+  ASSERT_NE(dynamic, nullptr);
+  const int64_t live_before = cpu->MemoryStats().live_buffers;
+  for (int64_t batch = 1; batch <= 50; ++batch) {
+    const Tensor in = Grid(batch, 8);
+    std::vector<Shape> out_shapes;
+    std::vector<compute::BufferPtr> out =
+        exe->ExecuteWithShapes({in.DeviceBuffer(cpu, 0)}, {in.shape()}, {false}, 0, out_shapes);
+    ASSERT_EQ(out_shapes, std::vector<Shape>{Shape(DType::Float32, {batch, 8})});
+    const Tensor t = Tensor::FromBuffer(cpu, 0, out_shapes[0], out[0]);
+    EXPECT_NEAR(t.ToVector<float>().back(), std::tanh(static_cast<float>((batch - 1) * 10 + 7 - 7)) * 2 + 1,
+                1e-5);
+  }
+  EXPECT_EQ(dynamic->NumSpecializations(), 50);
+  EXPECT_EQ(dynamic->NumCached(), 4);
+  EXPECT_LE(cpu->MemoryStats().live_buffers, live_before + 8);
+  // A recent size is a hit; an evicted one is made again.
+  const Tensor in = Grid(50, 8);
+  std::vector<Shape> shapes;
+  exe->ExecuteWithShapes({in.DeviceBuffer(cpu, 0)}, {in.shape()}, {false}, 0, shapes);
+  EXPECT_EQ(dynamic->NumSpecializations(), 50);
+  const Tensor old = Grid(1, 8);
+  exe->ExecuteWithShapes({old.DeviceBuffer(cpu, 0)}, {old.shape()}, {false}, 0, shapes);
+  EXPECT_EQ(dynamic->NumSpecializations(), 51);
+  EXPECT_THROW(exe->Execute({old.DeviceBuffer(cpu, 0)}, {false}, 0), kiln::Error);
+}
+
+TEST(DynamicShapesDimensionSpecTest, SpecsAndSizes) {
+  Graph g;
+  Node x = g.Parameter(Shape::MakeDynamic(DType::Float32, {Shape::kDynamic, 3}, {"batch", ""}));
+  EXPECT_EQ(DimensionSpecFor(x, 0).ToString(), "batch");
+  EXPECT_EQ(DimensionSpecFor(x, -1).ToString(), "3");
+  EXPECT_EQ(DynamicDim(DimensionSize(x, 0)).ToString(), "batch");
+  EXPECT_EQ(DynamicDim(DimensionSize(x, 1)).ToString(), "3");
+  EXPECT_NE(ErrorOf([&] {
+              DynamicDim(ReduceSum(ConvertDType(x, DType::Int64), {0, 1}));
+            }).find("computed from data"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([&] {
+              DynamicReshape(x, {InferredDim(), InferredDim()});
+            }).find("both inferred"),
+            std::string::npos);
+  EXPECT_EQ(DynamicIota(g, DType::Int32, 0, {NamedDynamicDim("batch"), StaticDim(2)}).shape().ToString(),
+            "(Int32)[batch, 2]");
+  EXPECT_EQ(DynamicBroadcastInDim(Scalar(g, DType::Float32, 1), {}, DimensionSpecsFor(x)).shape().ToString(),
+            "(Float32)[batch, 3]");
+  EXPECT_EQ(BroadcastLike(Scalar(g, DType::Float32, 1), x).shape().ToString(), "(Float32)[batch, 3]");
+  EXPECT_EQ(ReshapeLike(Reshape(x, {-1}), x).shape().ToString(), "(Float32)[batch, 3]");
+  EXPECT_EQ(Reshape(x, {-1}).shape().ToString(), "(Float32)[3*batch]");
+  EXPECT_EQ(DynamicReshape(x, {NamedInferredDim("rows"), StaticDim(1)}).shape().ToString(),
+            "(Float32)[rows, 1]");
+}
+
+TEST(DynamicShapesBucketTest, Buckets) {
+  EXPECT_EQ(data::BucketPow2(37), 64);
+  EXPECT_EQ(data::BucketPow2(64), 64);
+  EXPECT_EQ(data::BucketPow2(0), 1);
+  EXPECT_EQ(data::BucketLinear(37, 16), 48);
+  EXPECT_EQ(data::BucketLinear(48, 16), 48);
+  EXPECT_EQ(data::BucketLinear(0, 16), 0);
+  EXPECT_EQ(data::BucketExponential(37, 1.5), 39);
+  EXPECT_EQ(data::BucketExponential(39, 1.5), 39);
+  EXPECT_EQ(data::BucketExponential(40, 2), 64);
+  EXPECT_THROW(data::BucketLinear(5, 0), kiln::Error);
+  EXPECT_THROW(data::BucketExponential(5, 1.0), kiln::Error);
+  EXPECT_THROW(data::BucketPow2(INT64_MAX), kiln::Error);
+}
+
+}  // namespace
