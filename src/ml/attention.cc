@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "kiln/graph/dynamic.h"
 #include "kiln/graph/ops.h"
 #include "kiln/ml/layers.h"
 
@@ -15,22 +16,38 @@ namespace kiln::nn {
 
 namespace {
 
+using graph::DimensionSpec;
+using graph::StaticDim;
+
+/// Sizes that may be equal: equal, or one of them dynamic (then checked when the program runs).
+bool MayEqual(int64_t a, int64_t b) { return a == b || a == Shape::kDynamic || b == Shape::kDynamic; }
+
+/// Throws unless axis `axis` of x is static (head counts and widths decide the weights' shapes).
+int64_t StaticAxis(const char* fn, Node x, int axis, const char* what) {
+  const int64_t d = x.shape().Dim(axis);
+  if (d == Shape::kDynamic)
+    kiln::detail::Throw("{}: the {} axis {} of {} must be static (only batch and lengths may be dynamic)", fn,
+                        what, axis, x.shape());
+  return d;
+}
+
 /// `mask` (Bool, rank <= 4, aligned to the right) broadcast to `dims` ([batch, heads, q, kv]).
-Node BroadcastMask(const char* fn, Node mask, const std::vector<int64_t>& dims) {
+Node BroadcastMask(const char* fn, Node mask, const std::vector<DimensionSpec>& dims) {
   if (mask.dtype() != DType::Bool) kiln::detail::Throw("{}: the mask must be Bool, got {}", fn, mask.shape());
   if (mask.rank() > 4)
     kiln::detail::Throw("{}: the mask {} has more than 4 axes ([batch, heads, q_len, kv_len])", fn,
                         mask.shape());
-  std::vector<int64_t> md(4 - static_cast<size_t>(mask.rank()), 1);
-  for (int a = 0; a < mask.rank(); ++a) md.push_back(mask.shape().Dim(a));
-  for (size_t a = 0; a < 4; ++a) {
-    if (md[a] != 1 && md[a] != dims[a]) {
+  const Shape target = graph::ShapeFromSpecs(DType::Bool, dims);
+  Node m4 = graph::InsertAxes(mask, std::vector<int>(4 - static_cast<size_t>(mask.rank()), 0));
+  for (int a = 0; a < 4; ++a) {
+    const int64_t md = m4.shape().Dim(a);
+    if (md != 1 && !MayEqual(md, target.Dim(a))) {
       kiln::detail::Throw(
           "{}: the mask {} does not broadcast to [batch, heads, q_len, kv_len] = [{}, {}, {}, {}]", fn,
-          mask.shape(), dims[0], dims[1], dims[2], dims[3]);
+          mask.shape(), dims[0].ToString(), dims[1].ToString(), dims[2].ToString(), dims[3].ToString());
     }
   }
-  return graph::BroadcastToDims(graph::Reshape(mask, md), dims);
+  return graph::BroadcastToShape(m4, target);
 }
 
 }  // namespace
@@ -48,11 +65,14 @@ Node ScaledDotProductAttention(Node query, Node key, Node value, Node mask, bool
     kiln::detail::Throw("{}: query {}, key {} and value {} must share one float dtype", fn, query.shape(),
                         key.shape(), value.shape());
   }
-  const int64_t batch = query.shape().Dim(0), q_len = query.shape().Dim(1), heads = query.shape().Dim(2),
-                dim = query.shape().Dim(3);
-  const int64_t kv_len = key.shape().Dim(1), kv_heads = key.shape().Dim(2), value_dim = value.shape().Dim(3);
-  if (key.shape().Dim(0) != batch || value.shape().Dim(0) != batch || key.shape().Dim(3) != dim ||
-      value.shape().Dim(1) != kv_len || value.shape().Dim(2) != kv_heads) {
+  // Batch and lengths may be dynamic; heads and widths are static.
+  const int64_t batch = query.shape().Dim(0);
+  const int64_t heads = StaticAxis(fn, query, 2, "heads"), dim = StaticAxis(fn, query, 3, "head width");
+  const int64_t kv_len = key.shape().Dim(1), kv_heads = StaticAxis(fn, key, 2, "heads");
+  const int64_t value_dim = StaticAxis(fn, value, 3, "head width");
+  if (!MayEqual(key.shape().Dim(0), batch) || !MayEqual(value.shape().Dim(0), batch) ||
+      StaticAxis(fn, key, 3, "head width") != dim || !MayEqual(value.shape().Dim(1), kv_len) ||
+      StaticAxis(fn, value, 2, "heads") != kv_heads) {
     kiln::detail::Throw(
         "{}: query {}, key {} and value {} disagree: key must be [batch, kv_len, kv_heads, head_dim] and "
         "value "
@@ -64,30 +84,33 @@ Node ScaledDotProductAttention(Node query, Node key, Node value, Node mask, bool
   const int64_t group = heads / kv_heads;
   const double s = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(dim));
 
+  const DimensionSpec B = graph::DimensionSpecFor(query, 0), Q = graph::DimensionSpecFor(query, 1),
+                      K = graph::DimensionSpecFor(key, 1);
   // Scores per key/value head and group: [batch, kv_heads, q_len, group, kv_len].
-  Node q5 = graph::Reshape(query, {batch, q_len, kv_heads, group, dim});
+  Node q5 = graph::DynamicReshape(query, {B, Q, StaticDim(kv_heads), StaticDim(group), StaticDim(dim)});
   Node scores = graph::Dot(q5, key).General({4}, {0, 2}, {3}, {0, 2});
   scores = graph::TransposeAllAxes(scores, {0, 1, 3, 2, 4});
-  const std::vector<int64_t> sdims = {batch, heads, q_len, kv_len};
-  scores = graph::Reshape(scores, sdims) * graph::ScalarLike(scores, s);
+  const std::vector<DimensionSpec> sdims = {B, StaticDim(heads), Q, K};
+  scores = graph::DynamicReshape(scores, sdims) * graph::ScalarLike(scores, s);
 
   Node allowed;
   if (mask.Ok()) allowed = BroadcastMask(fn, mask, sdims);
   if (causal) {
     graph::Graph& g = query.graph();
-    const Shape qk(DType::Int32, {1, 1, q_len, kv_len});
-    Node c =
-        graph::BroadcastToDims(graph::GreaterOrEqual(graph::Iota(g, qk, 2), graph::Iota(g, qk, 3)), sdims);
+    const std::vector<DimensionSpec> qk = {StaticDim(1), StaticDim(1), Q, K};
+    Node c = graph::BroadcastToShape(graph::GreaterOrEqual(graph::DynamicIota(g, DType::Int32, 2, qk),
+                                                           graph::DynamicIota(g, DType::Int32, 3, qk)),
+                                     graph::ShapeFromSpecs(DType::Bool, sdims));
     allowed = allowed.Ok() ? graph::LogicalAnd(allowed, c) : c;
   }
   Node weights = allowed.Ok() ? graph::MaskedSoftmax(scores, allowed, {-1}) : graph::Softmax(scores, {-1});
   if (on_weights) weights = on_weights(weights);
 
   // Weighted values: [batch, kv_heads, group, q_len, value_dim] -> [batch, q_len, heads, value_dim].
-  Node w5 = graph::Reshape(weights, {batch, kv_heads, group, q_len, kv_len});
+  Node w5 = graph::DynamicReshape(weights, {B, StaticDim(kv_heads), StaticDim(group), Q, K});
   Node out = graph::Dot(w5, value).General({4}, {0, 1}, {1}, {0, 2});
   out = graph::TransposeAllAxes(out, {0, 3, 1, 2, 4});
-  return graph::Reshape(out, {batch, q_len, heads, value_dim});
+  return graph::DynamicReshape(out, {B, Q, StaticDim(heads), StaticDim(value_dim)});
 }
 
 Node ApplyRoPE(Node x, Node positions, double base) {
@@ -99,8 +122,8 @@ Node ApplyRoPE(Node x, Node positions, double base) {
   if (dim % 2 != 0) kiln::detail::Throw("{}: head_dim {} of x {} must be even", fn, dim, x.shape());
   if (!(base > 0)) kiln::detail::Throw("{}: base {} must be positive", fn, base);
   const bool per_batch = positions.rank() == 2;
-  if (!(positions.rank() == 1 && positions.shape().Dim(0) == seq) &&
-      !(per_batch && positions.shape().Dim(0) == batch && positions.shape().Dim(1) == seq)) {
+  if (!(positions.rank() == 1 && MayEqual(positions.shape().Dim(0), seq)) &&
+      !(per_batch && MayEqual(positions.shape().Dim(0), batch) && MayEqual(positions.shape().Dim(1), seq))) {
     kiln::detail::Throw("{}: positions {} must be [seq] or [batch, seq] for x {}", fn, positions.shape(),
                         x.shape());
   }
@@ -112,11 +135,12 @@ Node ApplyRoPE(Node x, Node positions, double base) {
     inv[static_cast<size_t>(i)] = std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(dim));
   graph::Graph& g = x.graph();
   // Angles in float64 (large positions lose digits in float32), then cos/sin in x's dtype.
-  const int64_t pb = per_batch ? batch : 1;
-  Node pos = graph::Reshape(graph::ConvertDType(positions, DType::Float64), {pb, seq, 1});
+  const DimensionSpec pb = per_batch ? graph::DimensionSpecFor(x, 0) : StaticDim(1);
+  const DimensionSpec S = graph::DimensionSpecFor(x, 1);
+  Node pos = graph::DynamicReshape(graph::ConvertDType(positions, DType::Float64), {pb, S, StaticDim(1)});
   Node freq = graph::Reshape(graph::Const(g, inv), {1, 1, half});
   Node angle = pos * freq;
-  angle = graph::Reshape(graph::Concatenate({angle, angle}, 2), {pb, seq, 1, dim});
+  angle = graph::DynamicReshape(graph::Concatenate({angle, angle}, 2), {pb, S, StaticDim(1), StaticDim(dim)});
   Node cos = graph::ConvertDType(graph::Cos(angle), x.dtype());
   Node sin = graph::ConvertDType(graph::Sin(angle), x.dtype());
   std::vector<Node> halves = graph::Split(x, 3, 2);
@@ -186,10 +210,11 @@ Node MultiHeadAttentionBuilder::Done() {
     if (n.rank() != 3 || !IsFloat(n.dtype()))
       kiln::detail::Throw("{}: input {} must be float [batch, seq, features]", where, n.shape());
   }
-  const int64_t batch = query_.shape().Dim(0), q_len = query_.shape().Dim(1),
-                features = query_.shape().Dim(2);
+  const int64_t batch = query_.shape().Dim(0), q_len = query_.shape().Dim(1);
+  const int64_t features = nn::StaticAxis(where.c_str(), query_, 2, "features");
   const int64_t kv_len = key_.shape().Dim(1);
-  if (key_.shape().Dim(0) != batch || value_.shape().Dim(0) != batch || value_.shape().Dim(1) != kv_len) {
+  if (!nn::MayEqual(key_.shape().Dim(0), batch) || !nn::MayEqual(value_.shape().Dim(0), batch) ||
+      !nn::MayEqual(value_.shape().Dim(1), kv_len)) {
     kiln::detail::Throw("{}: query {}, key {} and value {} disagree on batch or key length", where,
                         query_.shape(), key_.shape(), value_.shape());
   }
@@ -220,9 +245,9 @@ Node MultiHeadAttentionBuilder::Done() {
     graph::Graph& g = query_.graph();
     Node qpos = rope_positions_, kpos = rope_positions_;
     if (!rope_positions_.Ok()) {
-      qpos = graph::Iota(g, Shape(DType::Int32, {q_len}), 0);
-      kpos = graph::Iota(g, Shape(DType::Int32, {kv_len}), 0);
-    } else if (q_len != kv_len) {
+      qpos = graph::DynamicIota(g, DType::Int32, 0, {graph::DimensionSpecFor(query_, 1)});
+      kpos = graph::DynamicIota(g, DType::Int32, 0, {graph::DimensionSpecFor(key_, 1)});
+    } else if (!nn::MayEqual(q_len, kv_len)) {
       kiln::detail::Throw("{}: RoPEPositions {} are shared by queries ({}) and keys ({}): lengths must agree",
                           where, rope_positions_.shape(), q_len, kv_len);
     }
@@ -230,18 +255,21 @@ Node MultiHeadAttentionBuilder::Done() {
     k = nn::ApplyRoPE(k, kpos, *rope_base_);
   }
 
-  const std::vector<int64_t> sdims = {batch, heads_, q_len, kv_len};
+  const std::vector<graph::DimensionSpec> sdims = {
+      graph::DimensionSpecFor(query_, 0), graph::StaticDim(heads_), graph::DimensionSpecFor(query_, 1),
+      graph::DimensionSpecFor(key_, 1)};
   Node mask = mask_;
   if (key_mask_.Ok()) {
-    if (key_mask_.dtype() != DType::Bool || key_mask_.rank() != 2 || key_mask_.shape().Dim(0) != batch ||
-        key_mask_.shape().Dim(1) != kv_len) {
+    if (key_mask_.dtype() != DType::Bool || key_mask_.rank() != 2 ||
+        !nn::MayEqual(key_mask_.shape().Dim(0), batch) || !nn::MayEqual(key_mask_.shape().Dim(1), kv_len)) {
       kiln::detail::Throw("{}: KeyMask {} must be Bool [batch, kv_len] = [{}, {}]", where, key_mask_.shape(),
                           batch, kv_len);
     }
-    Node km = graph::Reshape(key_mask_, {batch, 1, 1, kv_len});
-    mask = mask.Ok() ? graph::LogicalAnd(nn::BroadcastMask(where.c_str(), mask, sdims),
-                                         graph::BroadcastToDims(km, sdims))
-                     : km;
+    Node km = graph::InsertAxes(key_mask_, {1, 1});  // [batch, 1, 1, kv_len]
+    mask = mask.Ok()
+               ? graph::LogicalAnd(nn::BroadcastMask(where.c_str(), mask, sdims),
+                                   graph::BroadcastToShape(km, graph::ShapeFromSpecs(DType::Bool, sdims)))
+               : km;
   }
   std::function<Node(Node)> on_weights;
   if (dropout_ > 0) {
@@ -249,7 +277,8 @@ Node MultiHeadAttentionBuilder::Done() {
     on_weights = [dropout_scope, rate = dropout_](Node w) { return layers::Dropout(dropout_scope, w, rate); };
   }
   Node out = nn::ScaledDotProductAttention(q, k, v, mask, causal_, std::nullopt, on_weights);
-  out = graph::Reshape(out, {batch, q_len, heads_ * vd});
+  out = graph::DynamicReshape(out, {graph::DimensionSpecFor(query_, 0), graph::DimensionSpecFor(query_, 1),
+                                    graph::StaticDim(heads_ * vd)});
   return DenseWithDims(scope_.In("output"), out, bias_, {od});
 }
 

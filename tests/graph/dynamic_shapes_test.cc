@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -223,6 +225,40 @@ TEST_P(DynamicShapesTest, EmbeddingAndConvolutionOnADynamicBatch) {
     ExpectNear(got[0], want[0]);
     ExpectNear(got[1], want[1]);
     EXPECT_EQ(got[1].shape(), Shape(DType::Float32, {batch, 2, 2, 1}));
+  }
+  EXPECT_EQ(dynamic.NumBuilds(), 1);
+}
+
+TEST_P(DynamicShapesTest, AttentionOnADynamicBatchAndSequence) {
+  // Causal grouped-query attention with RoPE and a key mask, on dynamic batch and sequence axes.
+  model::Store store;
+  auto fn = [](model::Scope scope, Node x, Node keep) {
+    return layers::MultiHeadAttention(scope.In("mha"), x, x, x)
+        .NumHeads(4)
+        .NumKVHeads(2)
+        .Causal()
+        .RoPE(10000)
+        .KeyMask(keep)
+        .Done();
+  };
+  model::Exec dynamic = model::NewExec(backend_, store, fn);
+  dynamic.WithDynamicAxes({{"batch", "seq", ""}, {"batch", "seq"}});
+  model::Exec fixed = model::NewExec(backend_, store, fn);
+  for (auto [batch, seq] : {std::pair<int64_t, int64_t>{2, 5}, {1, 3}, {3, 7}}) {
+    SCOPED_TRACE(std::to_string(batch) + "x" + std::to_string(seq));
+    std::vector<float> xv;
+    for (int64_t i = 0; i < batch * seq * 8; ++i) xv.push_back(std::sin(0.37f * static_cast<float>(i)));
+    const Tensor x = Tensor::FromFlat(Shape(DType::Float32, {batch, seq, 8}), xv);
+    std::vector<uint8_t> kv;
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t t = 0; t < seq; ++t) kv.push_back(t == 0 || (t + b) % 3 != 0);  // First key always kept.
+    Tensor keep = Tensor::FromShape(Shape(DType::Bool, {batch, seq}));
+    keep.MutableFlatData<bool>([&](std::span<bool> f) {
+      for (size_t i = 0; i < f.size(); ++i) f[i] = kv[i] != 0;
+    });
+    Tensor got = dynamic.Call1(x, keep);
+    EXPECT_EQ(got.shape(), Shape(DType::Float32, {batch, seq, 8}));
+    ExpectNear(got, fixed.Call1(x, keep), 1e-4f);
   }
   EXPECT_EQ(dynamic.NumBuilds(), 1);
 }
