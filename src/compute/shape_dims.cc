@@ -73,16 +73,25 @@ Monomial MonomialOf(const Shape& s) {
 
 namespace {
 
-// Trial sizes: multiples of 2520 (so divisibility checks by 1..10 hold), far from the sizes a
-// graph spells out, distinct per axis name and per run, small enough that a product of two
-// dynamic axes and the static ones stays far inside int64.
+// Trial sizes. Large ones: multiples of 2520 (divisibility checks by 1..10 hold), far from the
+// sizes a graph spells out, small enough that a product of two dynamic axes and the static ones
+// stays far inside int64. Small ones, for rules that compare a dynamic size with a static one
+// (an update no larger than its operand). Distinct per axis name and per run.
 constexpr int64_t kTrialUnit = 2520;
 constexpr int64_t kTrialRunOffset = 64;
 
-/// The trial size of the name numbered `id` of `count` in `run` (0 or 1), ascending by id, or
-/// descending when `reversed` (rules that order operands' sizes pass one way or the other).
-int64_t TrialSize(int run, int64_t id, int64_t count, bool reversed) {
-  const int64_t rank = reversed ? count - 1 - id : id;
+/// One way of giving sizes: large or small, names numbered ascending or descending (rules that
+/// order two operands' sizes pass one way or the other).
+struct TrialPlan {
+  bool small;
+  bool reversed;
+};
+constexpr TrialPlan kPlans[] = {{false, false}, {false, true}, {true, false}, {true, true}};
+
+/// The trial size of the name numbered `id` of `count` in `run` (0 or 1) under `plan`.
+int64_t TrialSize(const TrialPlan& plan, int run, int64_t id, int64_t count) {
+  const int64_t rank = plan.reversed ? count - 1 - id : id;
+  if (plan.small) return 2 + 2 * rank + run;
   return kTrialUnit * (4 + rank + run * kTrialRunOffset);
 }
 
@@ -112,51 +121,45 @@ Shape InferWithTrialSizes(OpType op, const std::vector<Shape>& operands,
   const auto count = static_cast<int64_t>(order.size());
   if (count >= kTrialRunOffset)
     detail::Throw("{}: more than {} distinct dynamic axes", OpName(op), kTrialRunOffset);
-  Shape results[2];
-  bool reversed = false;
-  std::string first_error;
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    reversed = attempt == 1;
-    try {
-      for (int run = 0; run < 2; ++run) {
-        std::vector<Shape> trial;
-        for (size_t i = 0; i < operands.size(); ++i) {
-          std::vector<int64_t> dims = operands[i].Dimensions();
-          for (size_t a = 0; a < dims.size(); ++a) {
-            if (!keys[i][a].empty()) dims[a] = TrialSize(run, ids[keys[i][a]], count, reversed);
-          }
-          trial.push_back(Shape(operands[i].dtype(), std::move(dims)));
-        }
-        results[run] = rule(trial);
-      }
-      break;
-    } catch (const Error& e) {
-      if (attempt == 0) {
-        first_error = e.message();
-        continue;
-      }
-      std::vector<std::string> shapes;
-      for (const Shape& s : operands) shapes.push_back(s.ToString());
-      detail::Throw("{}: on operands with dynamic axes {}: {} (an axis this op needs static may be dynamic)",
-                    OpName(op), fmt::join(shapes, ", "), first_error);
-    }
-  }
-  // A third run at small sizes catches results that the large ones leave equal (a size clamped
-  // at zero, say); where the rule rejects small sizes it is skipped.
-  Shape small;
-  try {
+  const auto run_rule = [&](const TrialPlan& plan, int run) {
     std::vector<Shape> trial;
     for (size_t i = 0; i < operands.size(); ++i) {
       std::vector<int64_t> dims = operands[i].Dimensions();
       for (size_t a = 0; a < dims.size(); ++a) {
-        if (!keys[i][a].empty()) dims[a] = 3 + (reversed ? count - 1 - ids[keys[i][a]] : ids[keys[i][a]]);
+        if (!keys[i][a].empty()) dims[a] = TrialSize(plan, run, ids[keys[i][a]], count);
       }
       trial.push_back(Shape(operands[i].dtype(), std::move(dims)));
     }
-    small = rule(trial);
-  } catch (const Error&) {
-    small = Shape();
+    return rule(trial);
+  };
+  Shape results[2];
+  const TrialPlan* used = nullptr;
+  std::string first_error;
+  for (const TrialPlan& plan : kPlans) {
+    try {
+      results[0] = run_rule(plan, 0);
+      results[1] = run_rule(plan, 1);
+      used = &plan;
+      break;
+    } catch (const Error& e) {
+      if (first_error.empty()) first_error = e.message();
+    }
   }
+  if (used == nullptr) {
+    std::vector<std::string> shapes;
+    for (const Shape& s : operands) shapes.push_back(s.ToString());
+    detail::Throw("{}: on operands with dynamic axes {}: {} (an axis this op needs static may be dynamic)",
+                  OpName(op), fmt::join(shapes, ", "), first_error);
+  }
+  // A check at the other scale catches results two runs leave equal (a size clamped at zero,
+  // say); where the rule rejects those sizes it is skipped.
+  Shape other;
+  try {
+    other = run_rule(TrialPlan{!used->small, used->reversed}, 0);
+  } catch (const Error&) {
+    other = Shape();
+  }
+  const Shape& small = other;
   if (results[0].Rank() != results[1].Rank() || results[0].dtype() != results[1].dtype()) {
     detail::Throw("{}: its result's rank depends on the size of a dynamic axis", OpName(op));
   }
@@ -173,7 +176,7 @@ Shape InferWithTrialSizes(OpType op, const std::vector<Shape>& operands,
     Axis axis = DerivedAxis(fmt::format("{}.{}({})", OpName(op), a, fmt::join(order, ",")));
     for (size_t k = 0; k < order.size(); ++k) {
       const auto id = static_cast<int64_t>(k);
-      if (d0 == TrialSize(0, id, count, reversed) && d1 == TrialSize(1, id, count, reversed)) {
+      if (d0 == TrialSize(*used, 0, id, count) && d1 == TrialSize(*used, 1, id, count)) {
         axis.name = order[k][0] == '?' ? "" : order[k];
       }
     }

@@ -383,10 +383,15 @@ Shape InferShape(OpType op, const std::vector<Shape>& in, const OpAttributes& at
     // The rules of these families are written for static shapes; dynamic operands go through
     // trial sizes (shape_dims.h).
     case OpCategory::Convolution:
-      // A kernel's size decides the result's: a dynamic one cannot be inferred by trial sizes
-      // (the output size clamps at zero).
-      if (in.size() == 2 && in[1].IsDynamic())
-        Fail(op, fmt::format("the kernel {} has dynamic axes; kernels must be static", in[1]));
+      // A kernel's spatial sizes decide the result's, which trial sizes cannot infer (the output
+      // size clamps at zero): they must be static.
+      if (in.size() == 2) {
+        for (int64_t a : at.conv.kernel_spatial) {
+          if (a >= 0 && a < in[1].Rank() && in[1].Dim(static_cast<int>(a)) == Shape::kDynamic)
+            Fail(op,
+                 fmt::format("the kernel {} has a dynamic spatial axis {}; they must be static", in[1], a));
+        }
+      }
       return InferWithTrialSizes(op, in,
                                  [&](const std::vector<Shape>& s) { return ConvolutionShape(op, s, at); });
     case OpCategory::Window:

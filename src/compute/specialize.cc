@@ -147,6 +147,17 @@ class Specializer {
           if (at.axes[i] == a) return operands[0].Dimensions()[i];
         return int64_t{-1};
       });
+      // A dynamic axis is never broadcast (gradients rely on it): it must have the target's size.
+      const Shape& built = p_.Instructions()[static_cast<size_t>(inst.operands[0])].shape;
+      for (size_t i = 0; i < at.axes.size() && i < operands[0].Dimensions().size(); ++i) {
+        const int64_t got = operands[0].Dimensions()[i], want = at.shape.Dim(static_cast<int>(at.axes[i]));
+        if (built.Dim(static_cast<int>(i)) == Shape::kDynamic && got != want) {
+          detail::Throw(
+              "{}: dynamic axis {} of the operand has size {} at run time, but the target axis {} has {} "
+              "(dynamic axes do not broadcast)",
+              where, i, got, at.axes[i], want);
+        }
+      }
     } else if (inst.op == OpType::Slice) {
       for (size_t a = 0; a < at.limits.size() && a < operands[0].Dimensions().size(); ++a) {
         if (at.limits[a] == Shape::kDynamic) at.limits[a] = operands[0].Dimensions()[a];

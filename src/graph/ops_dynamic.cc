@@ -9,6 +9,7 @@
 
 #include "compute/shape_dims.h"
 #include "graph/ops_internal.h"
+#include "kiln/graph/gather.h"
 #include "kiln/graph/ops.h"
 
 namespace kiln::graph {
@@ -233,6 +234,40 @@ Node BroadcastLike(Node x, Node ref) { return DynamicBroadcastLike(x, ref); }
 Node DynamicBroadcastToShape(Node x, const Shape& shape) {
   if (!shape.Ok()) kiln::detail::Throw("DynamicBroadcastToShape: invalid target shape");
   return ops_internal::BroadcastTo("DynamicBroadcastToShape", x, shape);
+}
+
+Node DynamicPad(Node x, Node fill, const std::vector<DimensionSpec>& specs) {
+  const char* op = "DynamicPad";
+  CheckNodes(op, {x, fill});
+  const Shape s = x.shape();
+  if (!fill.shape().IsScalar() || fill.dtype() != x.dtype())
+    kiln::detail::Throw("{}: the fill value must be a scalar {} (x is {}), got {}", op, x.dtype(), s,
+                        fill.shape());
+  if (static_cast<int>(specs.size()) > s.Rank())
+    kiln::detail::Throw("{}: {} sizes given for {}, which has {} axes", op, specs.size(), s, s.Rank());
+  std::vector<DimensionSpec> target = DimensionSpecsFor(x);
+  bool dynamic = s.IsDynamic();
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (specs[i].kind == DimensionSpec::Kind::Inferred)
+      kiln::detail::Throw("{}: axis {} cannot be inferred, give its size", op, i);
+    target[i] = specs[i];
+    dynamic = dynamic || specs[i].kind == DimensionSpec::Kind::Dynamic;
+  }
+  if (!dynamic) {
+    std::vector<compute::PadAxis> padding;
+    for (int a = 0; a < s.Rank(); ++a) {
+      const int64_t high = target[static_cast<size_t>(a)].size - s.Dim(a);
+      if (high < 0)
+        kiln::detail::Throw("{}: axis {} of {} is longer than its target size {}", op, a, s,
+                            target[static_cast<size_t>(a)].size);
+      padding.push_back({0, high, 0});
+    }
+    return Pad(x, fill, padding);
+  }
+  // The fill broadcast to the target, with x written at its start.
+  Node base = DynamicBroadcastInDim(fill, {}, target);
+  std::vector<Node> starts(static_cast<size_t>(s.Rank()), Scalar(x.graph(), DType::Int64, 0));
+  return DynamicUpdateSlice(base, x, starts);
 }
 
 Node DynamicIota(Graph& g, DType dtype, int axis, const std::vector<DimensionSpec>& specs) {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <any>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -182,6 +183,39 @@ TEST_P(DynamicShapesTest, GradientsFlowThroughDynamicAxes) {
   EXPECT_EQ(dynamic.NumBuilds(), 1);
 }
 
+TEST_P(DynamicShapesTest, ConvolutionPoolingAndSliceGradientsOnADynamicBatch) {
+  // A small CNN's loss and its gradients: conv (same padding), relu, max pool, a slice of the
+  // dynamic batch and a dense layer, against the static build.
+  auto fn = [](Node x, Node kernel, Node w) -> std::vector<Node> {
+    Node h = activations::Relu(Convolve(x, kernel).PadSame().Done());  // [batch, 4, 4, 2]
+    h = MaxPool(h).Window(2).Done();                                   // [batch, 2, 2, 2]
+    h = DynamicReshape(h, {DimensionSpecFor(h, 0), InferredDim()});    // [batch, 8]
+    Node first = Slice(h, {AxisRange(0, 1)});                          // The first example again.
+    Node logits = Dot(Concatenate({h, first}, 0), w).Product();        // [batch+1, 3]
+    Node loss = ReduceMean(Square(logits), {});
+    std::vector<Node> grads = Gradient(loss, {kernel, w, x});
+    return {loss, grads[0], grads[1], grads[2]};
+  };
+  Exec dynamic = NewExec(backend_, fn);
+  dynamic.WithDynamicAxes({{"batch", "", "", ""}, {}, {}});
+  Exec fixed = NewExec(backend_, fn);
+  std::vector<float> kv, wv;
+  for (int i = 0; i < 3 * 3 * 1 * 2; ++i) kv.push_back(std::cos(0.7f * static_cast<float>(i)));
+  for (int i = 0; i < 8 * 3; ++i) wv.push_back(std::sin(0.3f * static_cast<float>(i)));
+  const Tensor kernel = Tensor::FromFlat(Shape(DType::Float32, {3, 3, 1, 2}), kv);
+  const Tensor w = Tensor::FromFlat(Shape(DType::Float32, {8, 3}), wv);
+  for (int64_t batch : {1, 3, 2}) {
+    SCOPED_TRACE(batch);
+    std::vector<float> xv;
+    for (int64_t i = 0; i < batch * 16; ++i) xv.push_back(std::sin(0.11f * static_cast<float>(i * i % 37)));
+    const Tensor x = Tensor::FromFlat(Shape(DType::Float32, {batch, 4, 4, 1}), xv);
+    std::vector<Tensor> got = dynamic.Call(x, kernel, w);
+    std::vector<Tensor> want = fixed.Call(x, kernel, w);
+    for (size_t i = 0; i < got.size(); ++i) ExpectNear(got[i], want[i], 1e-5f);
+  }
+  EXPECT_EQ(dynamic.NumBuilds(), 1);
+}
+
 TEST_P(DynamicShapesTest, DenseLayerOnADynamicBatch) {
   model::Store store;
   auto fn = [](model::Scope scope, Node x) {
@@ -261,6 +295,34 @@ TEST_P(DynamicShapesTest, AttentionOnADynamicBatchAndSequence) {
     ExpectNear(got, fixed.Call1(x, keep), 1e-4f);
   }
   EXPECT_EQ(dynamic.NumBuilds(), 1);
+}
+
+TEST_P(DynamicShapesTest, DynamicPadToAStaticOrNamedLength) {
+  // Rows of any length padded with -1 to length 6, and to the length of another input's axis.
+  Exec exec = NewExec(backend_, [](Node x, Node like) -> std::vector<Node> {
+    Node fill = Scalar(x.graph(), DType::Float32, -1);
+    return {DynamicPad(x, fill, {DimensionSpecFor(x, 0), StaticDim(6)}),
+            DynamicPad(x, fill, {DimensionSpecFor(x, 0), DimensionSpecFor(like, 0)})};
+  });
+  exec.WithDynamicAxes({{"batch", "seq"}, {"target"}});
+  std::vector<Tensor> out = exec.Call(Grid(2, 3), std::vector<float>{0, 0, 0, 0});
+  EXPECT_EQ(out[0].shape(), Shape(DType::Float32, {2, 6}));
+  EXPECT_EQ(out[0].ToVector<float>(), (std::vector<float>{-7, -6, -5, -1, -1, -1, 3, 4, 5, -1, -1, -1}));
+  EXPECT_EQ(out[1].ToVector<float>(), (std::vector<float>{-7, -6, -5, -1, 3, 4, 5, -1}));
+  out = exec.Call(Grid(1, 5), std::vector<float>{0, 0, 0, 0, 0});
+  EXPECT_EQ(out[0].ToVector<float>(), (std::vector<float>{-7, -6, -5, -4, -3, -1}));
+  EXPECT_EQ(out[1].ToVector<float>(), (std::vector<float>{-7, -6, -5, -4, -3}));
+  EXPECT_EQ(exec.NumBuilds(), 1);
+  // Longer than the target: an error when it runs, naming the op.
+  const std::string e = ErrorOf([&] { exec.Call(Grid(1, 7), std::vector<float>{0}); });
+  EXPECT_NE(e.find("DynamicUpdateSlice at run time"), std::string::npos) << e;
+  // Static: a Pad, and a target below the size is an error while building.
+  Graph g;
+  Node x = g.Parameter(Shape(DType::Float32, {2, 3}));
+  EXPECT_EQ(DynamicPad(x, Scalar(g, DType::Float32, 0), {StaticDim(2), StaticDim(4)}).op(),
+            compute::OpType::Pad);
+  EXPECT_NE(ErrorOf([&] { DynamicPad(x, Scalar(g, DType::Float32, 0), {StaticDim(1)}); }).find("longer than"),
+            std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, DynamicShapesTest, ::testing::Values("ref", "cpu"));
@@ -343,6 +405,48 @@ TEST(DynamicShapesDimensionSpecTest, SpecsAndSizes) {
   EXPECT_EQ(Reshape(x, {-1}).shape().ToString(), "(Float32)[3*batch]");
   EXPECT_EQ(DynamicReshape(x, {NamedInferredDim("rows"), StaticDim(1)}).shape().ToString(),
             "(Float32)[rows, 1]");
+}
+
+TEST(DynamicShapesBucketTest, PadToBucketsPadsBatchesAndAddsAMask) {
+  // 5 sequences of length 3, batches of 2: batches 2, 2, 1 padded along the batch axis to 2, 2, 1
+  // (pow2 buckets), and along the sequence axis (axis 1) to 4.
+  std::vector<float> xs;
+  for (int i = 0; i < 15; ++i) xs.push_back(static_cast<float>(i + 1));
+  const Tensor x = Tensor::FromFlat(Shape(DType::Float32, {5, 3}), xs);
+  const Tensor y = Tensor::FromFlat(Shape(DType::Int32, {5}), std::vector<int32_t>{0, 1, 2, 3, 4});
+  compute::BackendPtr backend = compute::NewWithConfig("ref:dynamic=false");
+  auto inner = data::InMemoryFromData(backend, "seqs", {x}, {y});
+  inner->BatchSize(2, false);
+  auto by_len = data::PadToBuckets(
+      inner, [](int64_t n) { return data::BucketPow2(n); }, 1);
+  std::any spec;
+  std::vector<Tensor> in, lab;
+  ASSERT_TRUE(by_len->Yield(spec, in, lab));
+  ASSERT_EQ(in.size(), 2u);
+  EXPECT_EQ(in[0].ToVector<float>(), (std::vector<float>{1, 2, 3, 0, 4, 5, 6, 0}));
+  EXPECT_EQ(in[1].shape(), Shape(DType::Bool, {2, 4}));
+  EXPECT_EQ(in[1].ToVector<bool>(), (std::vector<bool>{true, true, true, false, true, true, true, false}));
+  EXPECT_EQ(lab[0].ToVector<int32_t>(), (std::vector<int32_t>{0, 1}));  // Rank 1: not padded on axis 1.
+  // Along the batch axis, with linear buckets of 4: the last batch of 1 becomes 4 rows.
+  inner->Reset();
+  auto by_batch = data::PadToBuckets(
+      inner, [](int64_t n) { return data::BucketLinear(n, 4); }, 0);
+  std::vector<int64_t> rows;
+  std::vector<int> real;
+  while (by_batch->Yield(spec, in, lab)) {
+    rows.push_back(in[0].shape().Dim(0));
+    int r = 0;
+    for (bool m : in[1].ToVector<bool>()) r += m;
+    real.push_back(r);
+    EXPECT_EQ(lab[0].shape().Dim(0), 4);
+  }
+  EXPECT_EQ(rows, (std::vector<int64_t>{4, 4, 4}));
+  EXPECT_EQ(real, (std::vector<int>{2, 2, 1}));
+  inner->Reset();
+  EXPECT_THROW(data::PadToBuckets(
+                   inner, [](int64_t n) { return n - 1; }, 0)
+                   ->Yield(spec, in, lab),
+               kiln::Error);
 }
 
 TEST(DynamicShapesBucketTest, Buckets) {

@@ -73,6 +73,13 @@ Node DynamicIota(Graph& g, DType dtype, int axis, const std::vector<DimensionSpe
 /// A counter along `axis` with ref's shape and dtype.
 Node IotaLike(Node ref, int axis);
 
+/// x padded with the scalar `fill` (x's dtype) at the end of each axis i < specs.size() up to
+/// the size specs[i] (static, or a dynamic axis by name; not inferred); further axes keep their
+/// size. A Pad when every size is static (a target below x's size is an error now), else the
+/// values written into a `fill`-filled target (a target below x's size is an error when it runs).
+/// Pads sequences to a common or bucketed length.
+Node DynamicPad(Node x, Node fill, const std::vector<DimensionSpec>& specs);
+
 /// The shape `specs` describe, in `dtype` (no inferred axes): what the dynamic ops build.
 Shape ShapeFromSpecs(DType dtype, const std::vector<DimensionSpec>& specs);
 

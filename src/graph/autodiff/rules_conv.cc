@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/check.h"
 #include "graph/autodiff/vjp.h"
 
 namespace kiln::graph::autodiff {
@@ -45,6 +46,10 @@ std::vector<ConvAxis> Axes(const VJPContext& c) {
     a.in = dim(c.OperandShape(0), d.input_spatial[i]);
     a.kernel = dim(c.OperandShape(1), d.kernel_spatial[i]);
     a.out = dim(c.node().shape(), d.output_spatial[i]);
+    if (a.in == Shape::kDynamic || a.kernel == Shape::kDynamic || a.out == Shape::kDynamic) {
+      kiln::detail::Throw("ConvGeneral: the gradient needs static spatial axes; {} has a dynamic one",
+                          c.OperandShape(0));
+    }
     if (!at.strides.empty()) a.stride = at.strides[i];
     if (!at.input_dilations.empty()) a.lhs_dilation = at.input_dilations[i];
     if (!at.kernel_dilations.empty()) a.rhs_dilation = at.kernel_dilations[i];
@@ -192,7 +197,7 @@ Node KernelGradient(const VJPContext& c, const std::vector<ConvAxis>& axes) {
 V ConvRule(const VJPContext& c) {
   const Shape &xs = c.OperandShape(0), &ks = c.OperandShape(1);
   Node gx, gk;
-  if (xs.Size() == 0 || ks.Size() == 0 || c.node().shape().Size() == 0) {
+  if (KnownEmpty(xs) || KnownEmpty(ks) || KnownEmpty(c.node().shape())) {
     // No tap reads anything: both gradients are zero.
     if (c.Needs(0)) gx = ZerosOf(c.graph(), xs);
     if (c.Needs(1)) gk = ZerosOf(c.graph(), ks);

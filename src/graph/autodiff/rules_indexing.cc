@@ -161,7 +161,7 @@ V ScatterRule(const VJPContext& c) {
   const Shape& operand = c.OperandShape(0);
   const Shape& updates = c.OperandShape(2);
   Node a = c.Adjoint();
-  if (updates.Size() == 0 || operand.Size() == 0) return {a, Node(), Zeros(c.graph(), updates)};
+  if (KnownEmpty(updates) || KnownEmpty(operand)) return {a, Node(), Zeros(c.graph(), updates)};
   const compute::GatherDims gd = GatherDimsOf(s, updates.Dimensions(), operand.Rank());
   Node idx = c.X(1);
   if (kind == compute::ReduceKind::Sum) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/check.h"
 #include "graph/autodiff/vjp.h"
 
 namespace kiln::graph::autodiff {
@@ -67,14 +68,54 @@ Node SliceAxis(Node x, int axis, int64_t start, int64_t limit) {
   return Prim(OpType::Slice, {x}, std::move(at));
 }
 
+/// x reversed along `axis`.
+Node ReverseAxis(Node x, int axis) {
+  compute::OpAttributes at;
+  at.axes = {axis};
+  return Prim(OpType::Reverse, {x}, std::move(at));
+}
+
+// Each operand's part of the adjoint. Parts before a dynamic-sized operand sit at static offsets
+// from the start, parts after it at static offsets from the end (sliced from the reversed
+// adjoint); the dynamic one is what lies between. At most one operand may be dynamic there.
 V ConcatenateRule(const VJPContext& c) {
   const int axis = static_cast<int>(c.attrs().axis);
+  const int count = c.NumOperands();
+  std::vector<int64_t> sizes;
+  int dynamic = -1;
+  for (int i = 0; i < count; ++i) {
+    sizes.push_back(c.OperandShape(i).Dimensions()[static_cast<size_t>(axis)]);
+    if (sizes.back() != Shape::kDynamic) continue;
+    if (dynamic >= 0) {
+      kiln::detail::Throw(
+          "Concatenate: the gradient needs at most one operand dynamic on the concatenated axis {}; {} and "
+          "{} are",
+          axis, c.OperandShape(dynamic), c.OperandShape(i));
+    }
+    dynamic = i;
+  }
+  const int64_t kEnd = Shape::kDynamic;  // A slice limit: to the end of a dynamic axis.
   V grads;
-  int64_t offset = 0;
-  for (int i = 0; i < c.NumOperands(); ++i) {
-    const int64_t n = c.OperandShape(i).Dimensions()[static_cast<size_t>(axis)];
-    grads.push_back(c.Needs(i) ? SliceAxis(c.Adjoint(), axis, offset, offset + n) : Node());
-    offset += n;
+  int64_t before = 0;  // Elements of the operands before i.
+  for (int i = 0; i < count; ++i) {
+    int64_t after = 0;  // Elements of the operands after i (static when i >= dynamic).
+    for (int j = i + 1; j < count && (dynamic < 0 || i >= dynamic); ++j)
+      after += sizes[static_cast<size_t>(j)];
+    const int64_t n = sizes[static_cast<size_t>(i)];
+    Node part;
+    if (c.Needs(i)) {
+      const Node a = c.Adjoint();
+      if (dynamic < 0 || i < dynamic) {
+        part = SliceAxis(a, axis, before, before + n);
+      } else if (i > dynamic) {
+        part = ReverseAxis(SliceAxis(ReverseAxis(a, axis), axis, after, after + n), axis);
+      } else {
+        part = ReverseAxis(SliceAxis(ReverseAxis(SliceAxis(a, axis, before, kEnd), axis), axis, after, kEnd),
+                           axis);
+      }
+    }
+    grads.push_back(part);
+    if (i < dynamic || dynamic < 0) before += n;
   }
   return grads;
 }
@@ -90,7 +131,21 @@ V SliceRule(const VJPContext& c) {
   const auto& at = c.attrs();
   const Shape& in = c.OperandShape(0);
   const Shape& out = c.node().shape();
-  if (out.Size() == 0) return {Zeros(c.graph(), in)};
+  if (KnownEmpty(out)) return {Zeros(c.graph(), in)};
+  if (in.IsDynamic()) {
+    // The adjoint written into zeros at the slice's start: the sizes need not be known.
+    for (int a = 0; a < in.Rank(); ++a) {
+      if (at.strides[static_cast<size_t>(a)] != 1)
+        kiln::detail::Throw("Slice: the gradient of a strided slice of {} needs static axes", in);
+    }
+    std::vector<Node> starts;
+    for (int64_t s : at.starts) starts.push_back(Scalar(c.graph(), DType::Int64, s));
+    return {Prim(OpType::DynamicUpdateSlice, [&] {
+      std::vector<Node> ops = {Zeros(c.graph(), in), c.Adjoint()};
+      ops.insert(ops.end(), starts.begin(), starts.end());
+      return ops;
+    }())};
+  }
   std::vector<compute::PadAxis> pad;
   for (int a = 0; a < in.Rank(); ++a) {
     const size_t i = static_cast<size_t>(a);
@@ -110,7 +165,7 @@ V PadRule(const VJPContext& c) {
   std::vector<compute::PadAxis> unpad;
   for (const compute::PadAxis& p : padding) unpad.push_back({-p.low, -p.high, 0});
   Node g;
-  if (in.Size() == 0) {
+  if (KnownEmpty(in)) {
     g = Zeros(c.graph(), in);
   } else {
     Node unpadded = PadPrim(a, unpad);

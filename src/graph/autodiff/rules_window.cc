@@ -51,6 +51,14 @@ std::vector<WinAxis> Axes(const VJPContext& c, const Shape& windows) {
       a.low = at.padding[i].low;
       a.high = at.padding[i].high;
     }
+    // A dynamic axis (a batch) must be one the windows leave alone: the sizes below then cancel.
+    const bool dynamic = a.in == Shape::kDynamic || a.out == Shape::kDynamic;
+    if (dynamic && (a.window != 1 || a.stride != 1 || a.low != 0 || a.high != 0 || a.base_dilation != 1 ||
+                    a.window_dilation != 1)) {
+      kiln::detail::Throw(
+          "{}: the gradient needs axis {} of {} static: windows, strides, padding or dilations act on it",
+          compute::OpName(c.inst().op), i, x);
+    }
   }
   return axes;
 }
@@ -234,7 +242,7 @@ Node ProductGradient(const VJPContext& c, const std::vector<WinAxis>& axes) {
 // The operand's gradient by reduction kind; zeros when the operand or the result is empty.
 V ReduceWindowRule(const VJPContext& c) {
   const Shape& xs = c.OperandShape(0);
-  if (xs.Size() == 0 || c.node().shape().Size() == 0) return {ZerosOf(c.graph(), xs)};
+  if (KnownEmpty(xs) || KnownEmpty(c.node().shape())) return {ZerosOf(c.graph(), xs)};
   const std::vector<WinAxis> axes = Axes(c, c.node().shape());
   switch (c.attrs().reduce_kind) {
     case ReduceKind::Sum:
@@ -253,7 +261,7 @@ V ReduceWindowRule(const VJPContext& c) {
 V SelectAndScatterRule(const VJPContext& c) {
   if (!c.Needs(1)) return {Node(), Node()};
   const Shape &xs = c.OperandShape(0), &ss = c.OperandShape(1);
-  if (xs.Size() == 0 || ss.Size() == 0) return {Node(), ZerosOf(c.graph(), ss)};
+  if (KnownEmpty(xs) || KnownEmpty(ss)) return {Node(), ZerosOf(c.graph(), ss)};
   const compute::OpAttributes& at = c.attrs();
   const std::vector<WinAxis> axes = Axes(c, ss);
   Node x = c.X(0);

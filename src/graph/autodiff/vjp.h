@@ -102,6 +102,12 @@ inline Node Prim(compute::OpType op, const std::vector<Node>& operands, compute:
 }
 /// A zero scalar of x's dtype broadcast to x's shape.
 Node ZerosOf(Graph& g, const Shape& shape);
+/// True when a static axis of `shape` is 0: no elements, whatever its dynamic axes.
+inline bool KnownEmpty(const Shape& shape) {
+  for (int64_t d : shape.Dimensions())
+    if (d == 0) return true;
+  return false;
+}
 /// A scalar constant of `like`'s dtype broadcast to `like`'s shape.
 Node Fill(Node like, double value);
 
