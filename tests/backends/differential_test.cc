@@ -5,6 +5,8 @@
 // KILN_DIFFERENTIAL_SEED=<seed> KILN_DIFFERENTIAL_GRAPHS=1. The sign of zero counts (-0 and +0
 // differ for Atan2 and Reciprocal); KILN_DIFFERENTIAL_SIGNED_ZERO=0 ignores it. The count
 // (kDefaultGraphs) is overridden by $KILN_DIFFERENTIAL_GRAPHS (the `slow` ctest runs 300000).
+// Every kDynamicEvery-th graph also runs on `cpu` with its inputs' axis 0 made dynamic (one
+// dynamic compilation, specialised to the inputs; see Dynamize).
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -30,6 +32,7 @@ using namespace kiln;
 // 15000 graphs take 5-10 s, leaving room for slower compilation as kernels land, the asan
 // preset, and OpenMP teams spinning on a loaded machine (up to 8 ms a graph seen with 2 threads).
 constexpr int kDefaultGraphs = 15000;
+constexpr int kDynamicEvery = 4;
 
 int64_t EnvInt(const char* name, int64_t fallback) {
   const char* v = std::getenv(name);
@@ -61,7 +64,17 @@ RunResult RunOn(const compute::BackendPtr& backend, const compute::Program& prog
       buffers.push_back(backend->BufferFromHost(0, b.data(), static_cast<int64_t>(b.size())));
       before.push_back(std::move(b));
     }
-    std::vector<compute::BufferPtr> out = exe->Execute(buffers, std::vector<bool>(inputs.size(), donate), 0);
+    std::vector<Shape> shapes, out_shapes;
+    for (const Tensor& t : inputs) shapes.push_back(t.shape());
+    std::vector<compute::BufferPtr> out =
+        exe->ExecuteWithShapes(buffers, shapes, std::vector<bool>(inputs.size(), donate), 0, out_shapes);
+    for (size_t o = 0; o < out_shapes.size(); ++o) {
+      const Shape& want = program.OutputShape(static_cast<int>(o));
+      if (!want.IsDynamic() &&
+          (out_shapes[o].dtype() != want.dtype() || out_shapes[o].Dimensions() != want.Dimensions()))
+        run.problem = fmt::format("output {} has shape {}, the program says {}", o, out_shapes[o].ToString(),
+                                  want.ToString());
+    }
     std::set<const void*> seen;
     for (const compute::BufferPtr& b : out) {
       Bytes bytes(static_cast<size_t>(b->ByteSize()));
@@ -182,6 +195,40 @@ std::string Compare(const Shape& shape, const Bytes& want, const Bytes& got, dou
 }
 
 /// A failure report: seed, op sequence, program and inputs.
+/// The program with axis 0 of each input of rank >= 1 and size > 1 made dynamic (named by its
+/// size, so equal sizes share a name) and every shape re-inferred; the attributes keep their
+/// static sizes, which the run-time specialisation then checks. Null when the program has
+/// tuple ops or a rule needs the axis static.
+std::shared_ptr<const compute::Program> Dynamize(const compute::Program& program) {
+  std::vector<compute::Instruction> insts;
+  try {
+    for (const compute::Instruction& inst : program.Instructions()) {
+      if (inst.IsTuple() || !inst.subprograms.empty() || inst.op == compute::OpType::GetTupleElement)
+        return nullptr;
+      compute::Instruction d = inst;
+      if (inst.op == compute::OpType::Parameter) {
+        const Shape& s = inst.shape;
+        if (s.Rank() >= 1 && s.Dim(0) > 1) {
+          std::vector<int64_t> dims = s.Dimensions();
+          std::vector<std::string> names(dims.size());
+          names[0] = fmt::format("n{}", dims[0]);
+          dims[0] = Shape::kDynamic;
+          d.attrs.shape = Shape::MakeDynamic(s.dtype(), dims, names);
+          d.shape = d.attrs.shape;
+        }
+      } else {
+        std::vector<Shape> operands;
+        for (int o : inst.operands) operands.push_back(insts[static_cast<size_t>(o)].shape);
+        d.shape = compute::InferShape(inst.op, operands, inst.attrs);
+      }
+      insts.push_back(std::move(d));
+    }
+    return std::make_shared<const compute::Program>(std::move(insts), program.Outputs(), program.Donatable());
+  } catch (const kiln::Error&) {
+    return nullptr;
+  }
+}
+
 std::string Describe(uint64_t seed, const kiln::test::RandomGraph& rg) {
   std::string s =
       fmt::format("seed {} (rerun: KILN_DIFFERENTIAL_SEED={} KILN_DIFFERENTIAL_GRAPHS=1)\nops:", seed, seed);
@@ -200,7 +247,8 @@ TEST(Differential, RandomGraphsAgreeWithRef) {
   const int64_t count = EnvInt("KILN_DIFFERENTIAL_GRAPHS", kDefaultGraphs);
   const auto first = static_cast<uint64_t>(EnvInt("KILN_DIFFERENTIAL_SEED", 1));
   int failures = 0, skipped = 0;
-  int64_t ran = 0;
+  int64_t ran = 0, dynamic_ran = 0, dynamic_static_only = 0;
+  const compute::BackendPtr cpu = compute::NewWithConfig("cpu");
   const auto start = std::chrono::steady_clock::now();
   for (int64_t k = 0; k < count && failures < 5; ++k) {
     const uint64_t seed = first + static_cast<uint64_t>(k);
@@ -230,10 +278,37 @@ TEST(Differential, RandomGraphsAgreeWithRef) {
         break;
       }
     }
+    if (k % kDynamicEvery != 0) continue;
+    const std::shared_ptr<const compute::Program> dynamic = Dynamize(program);
+    if (!dynamic || !compute::IsDynamic(*dynamic)) {
+      dynamic_static_only += dynamic ? 0 : 1;
+      continue;
+    }
+    ++dynamic_ran;
+    const RunResult got = RunOn(cpu, *dynamic, rg.inputs, false);
+    std::string what = !got.error.empty() ? "threw: " + got.error : got.problem;
+    for (size_t o = 0; what.empty() && o < got.outputs.size(); ++o) {
+      const std::string diff = Compare(program.OutputShape(static_cast<int>(o)), want.outputs[o],
+                                       got.outputs[o], tolerances[static_cast<size_t>(program.Outputs()[o])]);
+      if (!diff.empty()) what = fmt::format("output {}: {}", o, diff);
+    }
+    if (!what.empty()) {
+      ++failures;
+      ADD_FAILURE() << "cpu with a dynamic axis 0 disagrees with ref: " << what << "\ndynamic program:\n"
+                    << dynamic->ToString() << "\n"
+                    << Describe(seed, rg);
+    }
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("differential: %lld graphs from seed %llu in %.1f s (%d skipped, ref could not run them)\n",
-              static_cast<long long>(ran), static_cast<unsigned long long>(first), seconds, skipped);
+  std::printf(
+      "differential: %lld graphs from seed %llu in %.1f s (%d skipped, ref could not run them); %lld with a "
+      "dynamic axis 0 (%lld with control flow or an axis that must be static)\n",
+      static_cast<long long>(ran), static_cast<unsigned long long>(first), seconds, skipped,
+      static_cast<long long>(dynamic_ran), static_cast<long long>(dynamic_static_only));
+  // Most graphs run with a dynamic axis 0 (the others have tuple ops or need the axis static).
+  if (count >= 100) {
+    EXPECT_GT(dynamic_ran, count / (4 * kDynamicEvery));
+  }
   EXPECT_LT(skipped, std::max<int64_t>(1, count / 100)) << "ref rejects too many generated graphs";
 }
 

@@ -357,7 +357,9 @@ TEST(DynamicShapesCacheTest, SpecialisationsAreBoundedAndCounted) {
   auto* dynamic = dynamic_cast<compute::DynamicExecutable*>(exe.get());
   ASSERT_NE(dynamic, nullptr);
   const int64_t live_before = cpu->MemoryStats().live_buffers;
-  for (int64_t batch = 1; batch <= 50; ++batch) {
+  int64_t live_at_100 = 0;
+  for (int64_t batch = 1; batch <= 1000; ++batch) {
+    if (batch == 100) live_at_100 = cpu->MemoryStats().live_bytes;
     const Tensor in = Grid(batch, 8);
     std::vector<Shape> out_shapes;
     std::vector<compute::BufferPtr> out =
@@ -367,17 +369,20 @@ TEST(DynamicShapesCacheTest, SpecialisationsAreBoundedAndCounted) {
     EXPECT_NEAR(t.ToVector<float>().back(), std::tanh(static_cast<float>((batch - 1) * 10 + 7 - 7)) * 2 + 1,
                 1e-5);
   }
-  EXPECT_EQ(dynamic->NumSpecializations(), 50);
+  // 1000 sizes: 1000 specialisations, 4 kept; the backend's live memory no larger than after 100
+  // (each cached executable's plan is bounded by its size; larger sizes replace smaller ones).
+  EXPECT_EQ(dynamic->NumSpecializations(), 1000);
   EXPECT_EQ(dynamic->NumCached(), 4);
   EXPECT_LE(cpu->MemoryStats().live_buffers, live_before + 8);
+  EXPECT_LE(cpu->MemoryStats().live_bytes, live_at_100 + 4 * 1000 * 8 * 4 * 2);
   // A recent size is a hit; an evicted one is made again.
-  const Tensor in = Grid(50, 8);
+  const Tensor in = Grid(1000, 8);
   std::vector<Shape> shapes;
   exe->ExecuteWithShapes({in.DeviceBuffer(cpu, 0)}, {in.shape()}, {false}, 0, shapes);
-  EXPECT_EQ(dynamic->NumSpecializations(), 50);
+  EXPECT_EQ(dynamic->NumSpecializations(), 1000);
   const Tensor old = Grid(1, 8);
   exe->ExecuteWithShapes({old.DeviceBuffer(cpu, 0)}, {old.shape()}, {false}, 0, shapes);
-  EXPECT_EQ(dynamic->NumSpecializations(), 51);
+  EXPECT_EQ(dynamic->NumSpecializations(), 1001);
   EXPECT_THROW(exe->Execute({old.DeviceBuffer(cpu, 0)}, {false}, 0), kiln::Error);
 }
 
