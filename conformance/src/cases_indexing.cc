@@ -34,6 +34,7 @@ void AddIndexingCatalogue(std::vector<CatalogueEntry>& entries) {
   entries.push_back({"SortMany", sort});
   entries.push_back({"TopK", sort});
   entries.push_back({"BottomK", sort});
+  entries.push_back({"TopKMask", {OpType::ArgSort, OpType::Less}});
   entries.push_back({"CumSum", {OpType::CumSum}});
 }
 
@@ -250,6 +251,13 @@ void AddSortRows(CaseList& L, DType d) {
           return std::vector<Node>{r.values, r.indices};
         }),
         {m}, {V(d, {2, 2}, {1, 2, 0, 0}), V(DType::Int32, {2, 2}, {0, 3, 0, 1})});
+  // The positions TopK picks: rows {1, 3, 3, 2} and {0, 0, 5, 0} with k = 2, ties to the lower index.
+  L.Add("TopKMask", "ties_lower_index_first", d,
+        P([](const std::vector<Node>& p) { return TopKMask(p[0], 2); }), {m},
+        {V(DType::Bool, {2, 4}, {0, 1, 1, 0, 1, 0, 1, 0})});
+  L.Add("TopKMask", "axis0_k_beyond_size", d,
+        P([](const std::vector<Node>& p) { return TopKMask(p[0], 5, 0); }), {m},
+        {V(DType::Bool, {2, 4}, {1, 1, 1, 1, 1, 1, 1, 1})});
   // CumSum.
   const Tensor c = V(d, {2, 3}, {1, 2, 3, 4, 5, 6});
   auto cumsum = [](int axis, bool reverse) {

@@ -54,6 +54,9 @@ void AddShapeCases(CaseList& L) {
           {2, 3}, {2, 1, 3}, Iota(6));
     Moves(L, "InsertAxes", "end", d, P([](const std::vector<Node>& p) { return InsertAxes(p[0], {-1}); }),
           {2, 3}, {2, 3, 1}, Iota(6));
+    Moves(L, "ExpandLeftToRank", "to_4", d,
+          P([](const std::vector<Node>& p) { return ExpandLeftToRank(p[0], 4); }), {2, 3}, {1, 1, 2, 3},
+          Iota(6));
     Moves(L, "Squeeze", "all", d, P([](const std::vector<Node>& p) { return Squeeze(p[0]); }), {1, 2, 1, 3},
           {2, 3}, Iota(6));
     Moves(L, "Squeeze", "one", d, P([](const std::vector<Node>& p) { return Squeeze(p[0], {2}); }),

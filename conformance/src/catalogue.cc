@@ -137,6 +137,7 @@ const std::vector<CatalogueEntry>& Catalogue() {
       {"TransposeAllAxes", {OpType::Transpose}},
       {"ExpandAxes", {OpType::Reshape}},
       {"InsertAxes", {OpType::Reshape}},
+      {"ExpandLeftToRank", {OpType::Reshape}},
       {"Squeeze", {OpType::Reshape}},
       {"BroadcastToDims", {OpType::BroadcastInDim}},
       {"BroadcastPrefix", {OpType::BroadcastInDim}},

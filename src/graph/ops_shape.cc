@@ -177,6 +177,13 @@ Node InsertAxes(Node x, const std::vector<int>& axes) {
   return ops_internal::ReshapeTo("InsertAxes", x, compute::ShapeOf(x.dtype(), dims));
 }
 
+Node ExpandLeftToRank(Node x, int rank) {
+  CheckNodes("ExpandLeftToRank", {x});
+  if (rank < x.rank())
+    kiln::detail::Throw("ExpandLeftToRank: rank {} is below the rank {} of {}", rank, x.rank(), x.shape());
+  return InsertAxes(x, std::vector<int>(static_cast<size_t>(rank - x.rank()), 0));
+}
+
 Node Squeeze(Node x, const std::vector<int>& axes) {
   CheckNodes("Squeeze", {x});
   const std::vector<int64_t> d = x.shape().Dimensions();

@@ -62,7 +62,7 @@ ValuesAndIndices Extremes(const char* op, Node x, int64_t k, int axis, bool desc
   CheckNodes(op, {x});
   const int a = NormalizeAxis(op, axis, x.rank(), x.shape());
   const int64_t dim = x.shape().Dim(a);
-  if (k < 0 || k > dim)
+  if (k < 0 || (dim != Shape::kDynamic && k > dim))
     kiln::detail::Throw("{}: k = {} is out of range [0, {}] for axis {} of {}", op, k, dim, a, x.shape());
   Node order = ArgSortNamed(op, x, a, descending);
   std::vector<AxisRangeSpec> ranges(static_cast<size_t>(a), AxisRange());
@@ -105,6 +105,17 @@ std::vector<Node> SortMany(const std::vector<Node>& operands, int axis, bool des
 ValuesAndIndices TopK(Node x, int64_t k, int axis) { return Extremes("TopK", x, k, axis, true); }
 
 ValuesAndIndices BottomK(Node x, int64_t k, int axis) { return Extremes("BottomK", x, k, axis, false); }
+
+Node TopKMask(Node x, int64_t k, int axis) {
+  const char* op = "TopKMask";
+  CheckNodes(op, {x});
+  const int a = NormalizeAxis(op, axis, x.rank(), x.shape());
+  if (k < 0) kiln::detail::Throw("{}: k = {} is negative", op, k);
+  // Each position's rank in the descending order (the inverse of the sorting permutation).
+  Node order = ArgSortNamed(op, x, a, true);
+  Node rank = ArgSortNamed(op, order, a, false);
+  return Less(rank, ScalarLike(rank, k));
+}
 
 Node CumSum(Node x, int axis, bool reverse) {
   CheckNodes("CumSum", {x});

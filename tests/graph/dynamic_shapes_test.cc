@@ -58,7 +58,22 @@ std::vector<Node> Mixed(Node x) {
   Node dot = Dot(x, Transpose(x, 0, 1)).Product();                        // [batch, batch]
   Node masked = Where(Greater(x, ScalarLike(x, 0.0f)), x, ZerosLike(x));  // Where, ZerosLike.
   Node tops = ReduceMax(x, {0});                                          // [seq]
-  return {soft, centred, joined, first, flat, dot, masked, tops, DimensionSize(x, 0), DimensionSize(x, 1)};
+  Node best = ConvertDType(TopKMask(x, 2, 1), DType::Float32);            // Two per row.
+  Node top1 = TopK(x, 1, 1).values;                                       // [batch, 1]
+  Node lifted = ExpandLeftToRank(x, 3);                                   // [1, batch, seq]
+  return {soft,
+          centred,
+          joined,
+          first,
+          flat,
+          dot,
+          masked,
+          tops,
+          best,
+          top1,
+          lifted,
+          DimensionSize(x, 0),
+          DimensionSize(x, 1)};
 }
 
 TEST_P(DynamicShapesTest, OneBuildServesEverySizeAndMatchesTheStaticBuild) {
@@ -72,8 +87,8 @@ TEST_P(DynamicShapesTest, OneBuildServesEverySizeAndMatchesTheStaticBuild) {
     std::vector<Tensor> want = fixed.Call(x);
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i + 2 < got.size(); ++i) ExpectNear(got[i], want[i]);
-    EXPECT_EQ(got[8].Item<int64_t>(), rows);
-    EXPECT_EQ(got[9].Item<int64_t>(), cols);
+    EXPECT_EQ(got[11].Item<int64_t>(), rows);
+    EXPECT_EQ(got[12].Item<int64_t>(), cols);
   }
   EXPECT_EQ(dynamic.NumBuilds(), 1);
   EXPECT_EQ(fixed.NumBuilds(), 3);
@@ -231,6 +246,40 @@ TEST_P(DynamicShapesTest, DenseLayerOnADynamicBatch) {
     EXPECT_EQ(got.shape(), Shape(DType::Float32, {batch, 2, 3}));
     ExpectNear(got, fixed.Call1(x));
   }
+  EXPECT_EQ(dynamic.NumBuilds(), 1);
+}
+
+TEST_P(DynamicShapesTest, NormalisationEmbeddingLossesAndMetricsOnADynamicBatch) {
+  // Training mode: batch normalisation takes the batch's statistics and updates its averages.
+  auto fn = [](model::Scope scope, Node ids, Node labels) -> std::vector<Node> {
+    Node e = layers::Embedding(scope.In("emb"), ids, 11, 6);  // [batch, seq, 6]
+    Node h = layers::LayerNorm(scope.In("ln"), e).Done();
+    h = ReduceMean(h, {1});  // [batch, 6]
+    h = layers::BatchNorm(scope.In("bn"), layers::Dense(scope.In("d"), h, true, 4)).Done();
+    Node loss = losses::SparseCategoricalCrossEntropyLogits({labels}, {h});
+    Node acc = metrics::SparseCategoricalAccuracy({labels}, {h});
+    return {h, loss, acc};
+  };
+  model::Store dynamic_store, fixed_store;
+  model::Exec dynamic = model::NewExec(backend_, dynamic_store, fn);
+  dynamic.OnNewGraph([](Graph& g) { model::SetTraining(g, true); });
+  dynamic.WithDynamicAxes({{"batch", "seq"}, {"batch"}});
+  model::Exec fixed = model::NewExec(backend_, fixed_store, fn);
+  fixed.OnNewGraph([](Graph& g) { model::SetTraining(g, true); });
+  for (auto [batch, seq] : {std::pair<int64_t, int64_t>{4, 3}, {2, 5}, {7, 1}}) {
+    SCOPED_TRACE(std::to_string(batch) + "x" + std::to_string(seq));
+    std::vector<int32_t> ids, labels;
+    for (int64_t i = 0; i < batch * seq; ++i) ids.push_back(static_cast<int32_t>((i * 7 + 3) % 11));
+    for (int64_t b = 0; b < batch; ++b) labels.push_back(static_cast<int32_t>(b % 4));
+    const Tensor idt = Tensor::FromFlat(Shape(DType::Int32, {batch, seq}), ids);
+    const Tensor lt = Tensor::FromFlat(Shape(DType::Int32, {batch}), labels);
+    std::vector<Tensor> got = dynamic.Call(idt, lt);
+    std::vector<Tensor> want = fixed.Call(idt, lt);
+    for (size_t i = 0; i < got.size(); ++i) ExpectNear(got[i], want[i], 1e-5f);
+  }
+  // The moving averages were updated alike.
+  ExpectNear(dynamic_store.GetVariable("/bn/mean").Value(), fixed_store.GetVariable("/bn/mean").Value(),
+             1e-5f);
   EXPECT_EQ(dynamic.NumBuilds(), 1);
 }
 

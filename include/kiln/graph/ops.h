@@ -319,6 +319,9 @@ Node ExpandAxes(Node x, const std::vector<int>& axes);
 /// from the end, -1 meaning after the last axis (p + rank + 1). Repeated positions insert
 /// several axes there. E.g. [2, 3] with {0} -> [1, 2, 3]; {-1} -> [2, 3, 1]; {1, 1} -> [2, 1, 1, 3].
 Node InsertAxes(Node x, const std::vector<int>& axes);
+/// x with size-1 axes added in front up to `rank` axes (GoMLX's ExpandLeftToRank): [3] to rank 3
+/// is [1, 1, 3]. A rank below x's is a kiln::Error.
+Node ExpandLeftToRank(Node x, int rank);
 /// Removes axes of size 1 (all of them when `axes` is empty).
 Node Squeeze(Node x, const std::vector<int>& axes = {});
 /// Broadcasts x (same rank, axes of size 1 expand; or a scalar) to `dims`.

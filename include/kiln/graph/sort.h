@@ -28,6 +28,9 @@ std::vector<Node> SortMany(const std::vector<Node>& operands, int axis, bool des
 Node TakeAlongAxis(Node x, Node indices, int axis);
 /// The k largest values along `axis`, largest first (ties: the lower index first), and their indices.
 ValuesAndIndices TopK(Node x, int64_t k, int axis = -1);
+/// Bool, x's shape: true at the positions of the k largest values along `axis` (ties: the lower
+/// index first, as TopK); k beyond the axis' size marks it all. Works on dynamic axes.
+Node TopKMask(Node x, int64_t k, int axis = -1);
 /// The k smallest values along `axis`, smallest first (ties: the lower index first), and their indices.
 ValuesAndIndices BottomK(Node x, int64_t k, int axis = -1);
 
