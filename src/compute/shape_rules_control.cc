@@ -30,15 +30,13 @@ std::vector<Shape> OutputShapes(const Program& p) {
   return v;
 }
 
-void CheckValues(OpType op, const std::vector<Shape>& values, const char* what, bool allow_dynamic = false) {
+void CheckValues(OpType op, const std::vector<Shape>& values, const char* what) {
   for (size_t i = 0; i < values.size(); ++i) {
     const Shape& s = values[i];
     if (!s.Ok())
       Fail(op, fmt::format("{} {} has an invalid shape (a tuple must go through GetTupleElement)", what, i));
     if (IsPacked(s.dtype()))
       Fail(op, fmt::format("{} {} is of the packed storage-only dtype {}", what, i, s.dtype()));
-    if (s.IsDynamic() && !allow_dynamic)
-      Fail(op, fmt::format("{} {} has dynamic axes; {} takes static shapes only", what, i, OpName(op)));
   }
 }
 
@@ -113,7 +111,7 @@ std::vector<Shape> InferTupleShapes(OpType op, const std::vector<Shape>& operand
       return a;
     }
     case OpType::OptimizationBarrier:
-      CheckValues(op, operands, "operand", /*allow_dynamic=*/true);
+      CheckValues(op, operands, "operand");
       return operands;
     case OpType::GetTupleElement:
 #define KILN_LISTED_Control

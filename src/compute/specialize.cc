@@ -1,6 +1,7 @@
 // Specialize: a program with dynamic axes made concrete for the shapes of one call, with every
 // run-time check of the dynamic axes (names agree, static axes hold, reshapes divide).
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -165,7 +166,16 @@ class Specializer {
     }
     try {
       if (IsTupleOp(inst.op)) {
-        c.tuple_shapes = InferTupleShapes(inst.op, operands, at, inst.subprograms);
+        // Sub-programs with dynamic axes are specialised to the values they are given: the
+        // state (While) or the values after the predicate (If).
+        for (auto& sub : c.subprograms) {
+          if (!sub || !IsDynamic(*sub)) continue;
+          const size_t skip = inst.op == OpType::If ? 1 : 0;
+          std::vector<Shape> given(operands.begin() + static_cast<long>(std::min(skip, operands.size())),
+                                   operands.end());
+          sub = Specialize(*sub, given);
+        }
+        c.tuple_shapes = InferTupleShapes(inst.op, operands, at, c.subprograms);
         if (c.tuple_shapes.size() != inst.tuple_shapes.size())
           detail::Throw("{} results where the program was built with {}", c.tuple_shapes.size(),
                         inst.tuple_shapes.size());

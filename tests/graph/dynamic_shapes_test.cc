@@ -346,6 +346,38 @@ TEST_P(DynamicShapesTest, AttentionOnADynamicBatchAndSequence) {
   EXPECT_EQ(dynamic.NumBuilds(), 1);
 }
 
+TEST_P(DynamicShapesTest, WhileAndIfOnDynamicShapes) {
+  // Doubles x until its sum passes 100 (a data-dependent loop), then adds 1 or negates by a
+  // predicate; the sub-programs have the dynamic axes too.
+  auto fn = [](Node x, Node flag) -> std::vector<Node> {
+    std::vector<Node> out =
+        While([](const std::vector<Node>& s) { return Less(ReduceAllSum(s[0]), ScalarLike(s[0], 100.0f)); },
+              [](const std::vector<Node>& s) { return std::vector<Node>{s[0] * 2.0f}; }, {x});
+    std::vector<Node> chosen = If(
+        flag, [](const std::vector<Node>& v) { return std::vector<Node>{v[0] + 1.0f}; },
+        [](const std::vector<Node>& v) { return std::vector<Node>{Neg(v[0])}; }, {out[0]});
+    return {
+        chosen[0],
+        ForLoop(3, [](Node, const std::vector<Node>& s) { return std::vector<Node>{s[0] + s[0]}; }, {x})[0]};
+  };
+  Exec dynamic = NewExec(backend_, fn);
+  dynamic.WithDynamicAxes({{"batch", ""}, {}});
+  Exec fixed = NewExec(backend_, fn);
+  for (int64_t batch : {1, 3, 2}) {
+    SCOPED_TRACE(batch);
+    std::vector<float> xv;
+    for (int64_t i = 0; i < batch * 2; ++i) xv.push_back(0.5f + static_cast<float>(i));
+    const Tensor x = Tensor::FromFlat(Shape(DType::Float32, {batch, 2}), xv);
+    for (bool flag : {true, false}) {
+      std::vector<Tensor> got = dynamic.Call(x, Tensor::FromScalar(flag));
+      std::vector<Tensor> want = fixed.Call(x, Tensor::FromScalar(flag));
+      ExpectNear(got[0], want[0]);
+      ExpectNear(got[1], want[1]);
+    }
+  }
+  EXPECT_EQ(dynamic.NumBuilds(), 1);
+}
+
 TEST_P(DynamicShapesTest, DynamicPadToAStaticOrNamedLength) {
   // Rows of any length padded with -1 to length 6, and to the length of another input's axis.
   Exec exec = NewExec(backend_, [](Node x, Node like) -> std::vector<Node> {
