@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "backends/random_graph.h"
+#include "compute/shape_rules.h"
 #include "kiln/kiln.h"
 
 namespace {
@@ -196,29 +197,43 @@ std::string Compare(const Shape& shape, const Bytes& want, const Bytes& got, dou
 
 /// A failure report: seed, op sequence, program and inputs.
 /// The program with axis 0 of each input of rank >= 1 and size > 1 made dynamic (named by its
-/// size, so equal sizes share a name) and every shape re-inferred; the attributes keep their
-/// static sizes, which the run-time specialisation then checks. Null when the program has
-/// tuple ops or a rule needs the axis static.
-std::shared_ptr<const compute::Program> Dynamize(const compute::Program& program) {
+/// size, so equal sizes share a name) and every shape re-inferred, sub-programs of While and If
+/// given their operands' shapes (`given`: the parameters' shapes of a sub-program); the
+/// attributes keep their static sizes, which the run-time specialisation then checks. Null when
+/// a rule needs the axis static.
+std::shared_ptr<const compute::Program> Dynamize(const compute::Program& program,
+                                                 const std::vector<Shape>* given = nullptr) {
   std::vector<compute::Instruction> insts;
   try {
     for (const compute::Instruction& inst : program.Instructions()) {
-      if (inst.IsTuple() || !inst.subprograms.empty() || inst.op == compute::OpType::GetTupleElement)
-        return nullptr;
       compute::Instruction d = inst;
+      std::vector<Shape> operands;
+      for (int o : inst.operands) operands.push_back(insts[static_cast<size_t>(o)].shape);
       if (inst.op == compute::OpType::Parameter) {
         const Shape& s = inst.shape;
-        if (s.Rank() >= 1 && s.Dim(0) > 1) {
+        if (given != nullptr) {
+          d.attrs.shape = (*given)[static_cast<size_t>(inst.attrs.index)];
+        } else if (s.Rank() >= 1 && s.Dim(0) > 1) {
           std::vector<int64_t> dims = s.Dimensions();
           std::vector<std::string> names(dims.size());
           names[0] = fmt::format("n{}", dims[0]);
           dims[0] = Shape::kDynamic;
           d.attrs.shape = Shape::MakeDynamic(s.dtype(), dims, names);
-          d.shape = d.attrs.shape;
         }
+        d.shape = d.attrs.shape;
+      } else if (inst.IsTuple()) {
+        const size_t skip = inst.op == compute::OpType::If ? 1 : 0;
+        const std::vector<Shape> values(operands.begin() + static_cast<long>(skip), operands.end());
+        for (auto& sub : d.subprograms) {
+          if (!sub) continue;
+          sub = Dynamize(*sub, &values);
+          if (!sub) return nullptr;
+        }
+        d.tuple_shapes = compute::InferTupleShapes(inst.op, operands, inst.attrs, d.subprograms);
+      } else if (inst.op == compute::OpType::GetTupleElement) {
+        d.shape = compute::InferTupleElementShape(insts[static_cast<size_t>(inst.operands[0])].tuple_shapes,
+                                                  inst.attrs);
       } else {
-        std::vector<Shape> operands;
-        for (int o : inst.operands) operands.push_back(insts[static_cast<size_t>(o)].shape);
         d.shape = compute::InferShape(inst.op, operands, inst.attrs);
       }
       insts.push_back(std::move(d));
@@ -302,7 +317,7 @@ TEST(Differential, RandomGraphsAgreeWithRef) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf(
       "differential: %lld graphs from seed %llu in %.1f s (%d skipped, ref could not run them); %lld with a "
-      "dynamic axis 0 (%lld with control flow or an axis that must be static)\n",
+      "dynamic axis 0 (%lld with an axis that must be static)\n",
       static_cast<long long>(ran), static_cast<unsigned long long>(first), seconds, skipped,
       static_cast<long long>(dynamic_ran), static_cast<long long>(dynamic_static_only));
   // Most graphs run with a dynamic axis 0 (the others have tuple ops or need the axis static).
