@@ -23,6 +23,17 @@
 
 namespace kiln::test {
 
+/// The message of the kiln::Error `fn` throws ("" and a test failure if it throws none).
+inline std::string ErrorOf(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const kiln::Error& e) {
+    return e.message();
+  }
+  ADD_FAILURE() << "expected a kiln::Error";
+  return "";
+}
+
 /// Success when `fn` throws a kiln::Error whose message contains every one of `parts`.
 inline ::testing::AssertionResult Throws(const std::function<void()>& fn,
                                          const std::vector<std::string>& parts = {}) {

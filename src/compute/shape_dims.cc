@@ -159,7 +159,6 @@ Shape InferWithTrialSizes(OpType op, const std::vector<Shape>& operands,
   } catch (const Error&) {
     other = Shape();
   }
-  const Shape& small = other;
   if (results[0].Rank() != results[1].Rank() || results[0].dtype() != results[1].dtype()) {
     detail::Throw("{}: its result's rank depends on the size of a dynamic axis", OpName(op));
   }
@@ -167,9 +166,9 @@ Shape InferWithTrialSizes(OpType op, const std::vector<Shape>& operands,
   for (int a = 0; a < results[0].Rank(); ++a) {
     const int64_t d0 = results[0].Dimensions()[static_cast<size_t>(a)];
     const int64_t d1 = results[1].Dimensions()[static_cast<size_t>(a)];
-    const bool small_differs =
-        small.Ok() && small.Rank() == results[0].Rank() && small.Dimensions()[static_cast<size_t>(a)] != d0;
-    if (d0 == d1 && !small_differs) {
+    const bool other_differs =
+        other.Ok() && other.Rank() == results[0].Rank() && other.Dimensions()[static_cast<size_t>(a)] != d0;
+    if (d0 == d1 && !other_differs) {
       axes.push_back(Axis{d0, ""});
       continue;
     }

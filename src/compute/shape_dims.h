@@ -39,6 +39,17 @@ Shape ShapeOf(DType dtype, const std::vector<Axis>& axes);
 /// the program runs), two dynamic ones keep the first's name. False when both are static and differ.
 bool UnifyAxes(const Axis& a, const Axis& b, Axis& out);
 
+/// Sizes that may be equal: equal, or one of them dynamic (then checked when the program runs).
+inline bool MayBeEqual(int64_t a, int64_t b) {
+  return a == b || a == Shape::kDynamic || b == Shape::kDynamic;
+}
+/// True when a static axis of `s` is 0: no elements, whatever its dynamic axes.
+inline bool KnownEmpty(const Shape& s) {
+  for (int64_t d : s.Dimensions())
+    if (d == 0) return true;
+  return false;
+}
+
 /// The size of a dynamic axis derived from others: `expression` in the names it uses ("a+b",
 /// "batch*6"). Names that hold operators are put in parentheses.
 Axis DerivedAxis(const std::string& expression);

@@ -204,11 +204,4 @@ std::shared_ptr<const Program> Specialize(const Program& program, const std::vec
   return std::make_shared<const Program>(s.Run(), program.Outputs(), program.Donatable());
 }
 
-std::vector<Shape> SpecializedOutputShapes(const Program& program, const std::vector<Shape>& shapes) {
-  std::shared_ptr<const Program> p = Specialize(program, shapes);
-  std::vector<Shape> out;
-  for (size_t i = 0; i < p->Outputs().size(); ++i) out.push_back(p->OutputShape(static_cast<int>(i)));
-  return out;
-}
-
 }  // namespace kiln::compute

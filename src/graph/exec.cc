@@ -25,6 +25,13 @@ Tensor DonateTensorBuffer(Tensor tensor, const compute::BackendPtr& backend, int
 
 namespace exec_internal {
 
+void CheckDynamicAxesInputs(const std::string& what, size_t lists, int num_inputs) {
+  if (num_inputs >= 0 && static_cast<int>(lists) > num_inputs) {
+    kiln::detail::Throw("{}: WithDynamicAxes names axes for {} inputs, but its function takes {}", what,
+                        lists, num_inputs);
+  }
+}
+
 std::vector<Shape> DynamicSignature(const std::string& name,
                                     const std::vector<std::vector<std::string>>& axes,
                                     const std::string& batch, const std::vector<Shape>& shapes,
@@ -139,10 +146,8 @@ int Exec::NumBuilds() const {
 
 Exec& Exec::WithDynamicAxes(const std::vector<std::vector<std::string>>& axes_per_input) {
   State& st = *state_;
-  if (st.num_inputs >= 0 && static_cast<int>(axes_per_input.size()) > st.num_inputs) {
-    kiln::detail::Throw("exec \"{}\": WithDynamicAxes names axes for {} inputs, but its function takes {}",
-                        st.name, axes_per_input.size(), st.num_inputs);
-  }
+  exec_internal::CheckDynamicAxesInputs(fmt::format("exec \"{}\"", st.name), axes_per_input.size(),
+                                        st.num_inputs);
   std::lock_guard lock(st.mu);
   st.dynamic_axes = axes_per_input;
   st.lru.clear();

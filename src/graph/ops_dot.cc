@@ -46,8 +46,7 @@ std::vector<int64_t> Range(int64_t n) {
   return r;
 }
 
-/// Sizes that may be equal: equal, or one of them dynamic (checked when the program runs).
-bool MayEqual(int64_t a, int64_t b) { return a == b || a == Shape::kDynamic || b == Shape::kDynamic; }
+using compute::MayBeEqual;
 
 /// x broadcast to `dims`, x's axes mapped to the trailing axes (left-padding with new axes).
 Node BroadcastTrailing(const char* op, Node x, const std::vector<compute::Axis>& dims) {
@@ -82,11 +81,11 @@ Node DotBuilder::Product() const {
         "(use MatMul to broadcast batch axes, or Dot(a, b).General)",
         ra, rb));
   }
-  if (!MayEqual(ka, kb))
+  if (!MayBeEqual(ka, kb))
     fail(fmt::format("the contracted axes differ in size ({} in the first, {} in the second)", ka, kb));
   if (plain) return DotGeneral(op, a_, b_, {ra - 1}, {rb == 1 ? 0 : rb - 2}, {}, {});
   for (int i = 0; i < ra - 2; ++i) {
-    if (!MayEqual(sa.Dim(i), sb.Dim(i)))
+    if (!MayBeEqual(sa.Dim(i), sb.Dim(i)))
       fail(fmt::format("batch axis {} differs ({} and {}); use MatMul to broadcast batch axes", i, sa.Dim(i),
                        sb.Dim(i)));
   }
@@ -136,7 +135,7 @@ Node MatMul(Node a, Node b) {
   // A vector is promoted to a matrix ([k] -> [1, k] on the left, [k, 1] on the right).
   const bool a_vector = sa.Rank() == 1, b_vector = sb.Rank() == 1;
   const int64_t ka = sa.Dim(-1), kb = b_vector ? sb.Dim(0) : sb.Dim(-2);
-  if (!MayEqual(ka, kb)) {
+  if (!MayBeEqual(ka, kb)) {
     kiln::detail::Throw("MatMul: cannot multiply {} and {}: the contracted axes differ in size ({} and {})",
                         sa, sb, ka, kb);
   }
@@ -275,7 +274,7 @@ Node Einsum(const std::string& equation, Node a, Node b) {
     const size_t j = sides[1].labels.find(sides[0].labels[i]);
     if (j == std::string::npos) continue;
     const int64_t d0 = a.shape().Dim(static_cast<int>(i)), d1 = b.shape().Dim(static_cast<int>(j));
-    if (!MayEqual(d0, d1)) {
+    if (!MayBeEqual(d0, d1)) {
       kiln::detail::Throw("{}: label '{}' has size {} in {} and {} in {}", op, sides[0].labels[i], d0,
                           a.shape(), d1, b.shape());
     }

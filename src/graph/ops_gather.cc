@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "compute/shape_dims.h"
 #include "graph/ops_internal.h"
 #include "kiln/graph/gather.h"
 #include "kiln/graph/ops.h"
@@ -94,7 +95,7 @@ Node Gather(Node params, Node indices) {
       sizes.push_back(params.shape().Dimensions()[static_cast<size_t>(a)]);
     }
   }
-  if (ops_internal::StaticallyEmpty(params.shape()) && k > 0) {
+  if (compute::KnownEmpty(params.shape()) && k > 0) {
     // Nothing to gather from: the shape rules need slice size 1 <= dim on collapsed axes.
     for (int a = 0; a < k; ++a) {
       if (params.shape().Dimensions()[static_cast<size_t>(a)] == 0)

@@ -54,12 +54,6 @@ std::vector<int64_t> NormalizeAxes(const char* op, const std::vector<int>& axes,
 Node ReshapeTo(const char* op, Node x, const std::vector<int64_t>& dims);
 /// ReshapeTo the dimensions and dynamic axis names of `target` (its dtype is ignored).
 Node ReshapeTo(const char* op, Node x, const Shape& target);
-/// True when a static axis of `shape` has size 0 (no elements whatever its dynamic axes).
-inline bool StaticallyEmpty(const Shape& shape) {
-  for (int64_t d : shape.Dimensions())
-    if (d == 0) return true;
-  return false;
-}
 /// `shape` with the (normalised) `axes` set to 1, dynamic axis names kept on the others.
 Shape KeepDims(const Shape& shape, const std::vector<int64_t>& axes);
 

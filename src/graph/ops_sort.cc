@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "compute/shape_dims.h"
 #include "graph/ops_internal.h"
 #include "kiln/graph/gather.h"
 #include "kiln/graph/ops.h"
@@ -42,8 +43,7 @@ Node TakeAlongAxisNamed(const char* op, Node x, Node indices, int axis) {
                           x.shape(), i, a);
   }
   // Nothing to take (e.g. sorting along an empty axis): an empty result, no Gather of nothing.
-  if (ops_internal::StaticallyEmpty(indices.shape()))
-    return Zeros(x.graph(), indices.shape().WithDType(x.dtype()));
+  if (compute::KnownEmpty(indices.shape())) return Zeros(x.graph(), indices.shape().WithDType(x.dtype()));
   bool wide = false;
   for (int64_t d : x.shape().Dimensions()) wide = wide || d > std::numeric_limits<int32_t>::max();
   const DType index_dtype = wide ? DType::Int64 : DType::Int32;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "compute/shape_dims.h"
 #include "core/check.h"
 #include "kiln/graph/dynamic.h"
 #include "kiln/graph/ops.h"
@@ -19,8 +20,7 @@ namespace {
 using graph::DimensionSpec;
 using graph::StaticDim;
 
-/// Sizes that may be equal: equal, or one of them dynamic (then checked when the program runs).
-bool MayEqual(int64_t a, int64_t b) { return a == b || a == Shape::kDynamic || b == Shape::kDynamic; }
+using compute::MayBeEqual;
 
 /// Throws unless axis `axis` of x is static (head counts and widths decide the weights' shapes).
 int64_t StaticAxis(const char* fn, Node x, int axis, const char* what) {
@@ -41,7 +41,7 @@ Node BroadcastMask(const char* fn, Node mask, const std::vector<DimensionSpec>& 
   Node m4 = graph::InsertAxes(mask, std::vector<int>(4 - static_cast<size_t>(mask.rank()), 0));
   for (int a = 0; a < 4; ++a) {
     const int64_t md = m4.shape().Dim(a);
-    if (md != 1 && !MayEqual(md, target.Dim(a))) {
+    if (md != 1 && !MayBeEqual(md, target.Dim(a))) {
       kiln::detail::Throw(
           "{}: the mask {} does not broadcast to [batch, heads, q_len, kv_len] = [{}, {}, {}, {}]", fn,
           mask.shape(), dims[0].ToString(), dims[1].ToString(), dims[2].ToString(), dims[3].ToString());
@@ -70,8 +70,8 @@ Node ScaledDotProductAttention(Node query, Node key, Node value, Node mask, bool
   const int64_t heads = StaticAxis(fn, query, 2, "heads"), dim = StaticAxis(fn, query, 3, "head width");
   const int64_t kv_len = key.shape().Dim(1), kv_heads = StaticAxis(fn, key, 2, "heads");
   const int64_t value_dim = StaticAxis(fn, value, 3, "head width");
-  if (!MayEqual(key.shape().Dim(0), batch) || !MayEqual(value.shape().Dim(0), batch) ||
-      StaticAxis(fn, key, 3, "head width") != dim || !MayEqual(value.shape().Dim(1), kv_len) ||
+  if (!MayBeEqual(key.shape().Dim(0), batch) || !MayBeEqual(value.shape().Dim(0), batch) ||
+      StaticAxis(fn, key, 3, "head width") != dim || !MayBeEqual(value.shape().Dim(1), kv_len) ||
       StaticAxis(fn, value, 2, "heads") != kv_heads) {
     kiln::detail::Throw(
         "{}: query {}, key {} and value {} disagree: key must be [batch, kv_len, kv_heads, head_dim] and "
@@ -122,8 +122,9 @@ Node ApplyRoPE(Node x, Node positions, double base) {
   if (dim % 2 != 0) kiln::detail::Throw("{}: head_dim {} of x {} must be even", fn, dim, x.shape());
   if (!(base > 0)) kiln::detail::Throw("{}: base {} must be positive", fn, base);
   const bool per_batch = positions.rank() == 2;
-  if (!(positions.rank() == 1 && MayEqual(positions.shape().Dim(0), seq)) &&
-      !(per_batch && MayEqual(positions.shape().Dim(0), batch) && MayEqual(positions.shape().Dim(1), seq))) {
+  if (!(positions.rank() == 1 && MayBeEqual(positions.shape().Dim(0), seq)) &&
+      !(per_batch && MayBeEqual(positions.shape().Dim(0), batch) &&
+        MayBeEqual(positions.shape().Dim(1), seq))) {
     kiln::detail::Throw("{}: positions {} must be [seq] or [batch, seq] for x {}", fn, positions.shape(),
                         x.shape());
   }
@@ -213,8 +214,8 @@ Node MultiHeadAttentionBuilder::Done() {
   const int64_t batch = query_.shape().Dim(0), q_len = query_.shape().Dim(1);
   const int64_t features = nn::StaticAxis(where.c_str(), query_, 2, "features");
   const int64_t kv_len = key_.shape().Dim(1);
-  if (!nn::MayEqual(key_.shape().Dim(0), batch) || !nn::MayEqual(value_.shape().Dim(0), batch) ||
-      !nn::MayEqual(value_.shape().Dim(1), kv_len)) {
+  if (!nn::MayBeEqual(key_.shape().Dim(0), batch) || !nn::MayBeEqual(value_.shape().Dim(0), batch) ||
+      !nn::MayBeEqual(value_.shape().Dim(1), kv_len)) {
     kiln::detail::Throw("{}: query {}, key {} and value {} disagree on batch or key length", where,
                         query_.shape(), key_.shape(), value_.shape());
   }
@@ -247,7 +248,7 @@ Node MultiHeadAttentionBuilder::Done() {
     if (!rope_positions_.Ok()) {
       qpos = graph::DynamicIota(g, DType::Int32, 0, {graph::DimensionSpecFor(query_, 1)});
       kpos = graph::DynamicIota(g, DType::Int32, 0, {graph::DimensionSpecFor(key_, 1)});
-    } else if (!nn::MayEqual(q_len, kv_len)) {
+    } else if (!nn::MayBeEqual(q_len, kv_len)) {
       kiln::detail::Throw("{}: RoPEPositions {} are shared by queries ({}) and keys ({}): lengths must agree",
                           where, rope_positions_.shape(), q_len, kv_len);
     }
@@ -261,7 +262,8 @@ Node MultiHeadAttentionBuilder::Done() {
   Node mask = mask_;
   if (key_mask_.Ok()) {
     if (key_mask_.dtype() != DType::Bool || key_mask_.rank() != 2 ||
-        !nn::MayEqual(key_mask_.shape().Dim(0), batch) || !nn::MayEqual(key_mask_.shape().Dim(1), kv_len)) {
+        !nn::MayBeEqual(key_mask_.shape().Dim(0), batch) ||
+        !nn::MayBeEqual(key_mask_.shape().Dim(1), kv_len)) {
       kiln::detail::Throw("{}: KeyMask {} must be Bool [batch, kv_len] = [{}, {}]", where, key_mask_.shape(),
                           batch, kv_len);
     }

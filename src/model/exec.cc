@@ -112,11 +112,8 @@ Exec& Exec::OnNewGraph(std::function<void(graph::Graph&)> hook) {
 
 Exec& Exec::WithDynamicAxes(const std::vector<std::vector<std::string>>& axes_per_input) {
   State& st = *state_;
-  if (st.num_inputs >= 0 && static_cast<int>(axes_per_input.size()) > st.num_inputs) {
-    kiln::detail::Throw(
-        "model exec \"{}\": WithDynamicAxes names axes for {} inputs, but its function takes {}", st.name,
-        axes_per_input.size(), st.num_inputs);
-  }
+  graph::exec_internal::CheckDynamicAxesInputs(fmt::format("model exec \"{}\"", st.name),
+                                               axes_per_input.size(), st.num_inputs);
   std::lock_guard lock(st.mu);
   st.dynamic_axes = axes_per_input;
   st.lru.clear();

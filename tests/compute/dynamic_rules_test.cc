@@ -11,6 +11,7 @@
 #include "kiln/compute/dynamic.h"
 #include "kiln/compute/shape_inference.h"
 #include "kiln/core/error.h"
+#include "test_util.h"
 
 namespace {
 
@@ -25,14 +26,7 @@ Shape Dyn(std::vector<int64_t> dims, std::vector<std::string> names, DType dt = 
   return Shape::MakeDynamic(dt, std::move(dims), std::move(names));
 }
 
-std::string ErrorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const kiln::Error& e) {
-    return e.message();
-  }
-  return "no error";
-}
+using kiln::test::ErrorOf;
 
 TEST(DynamicRulesTest, ElementwiseMeetsStaticAndDynamicAxes) {
   const Shape a = Dyn({D, 3}, {"batch", ""});

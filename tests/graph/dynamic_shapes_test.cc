@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kiln/kiln.h"
+#include "test_util.h"
 
 namespace {
 
@@ -24,14 +25,7 @@ class DynamicShapesTest : public ::testing::TestWithParam<std::string> {
   compute::BackendPtr backend_ = compute::NewWithConfig(GetParam());
 };
 
-std::string ErrorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const kiln::Error& e) {
-    return e.message();
-  }
-  return "no error";
-}
+using kiln::test::ErrorOf;
 
 /// A [rows, cols] float tensor with values row * 10 + col - 7 (some negative).
 Tensor Grid(int64_t rows, int64_t cols) {

@@ -23,15 +23,7 @@ inline constexpr DType I32 = DType::Int32;
 using kiln::test::Throws;
 
 // The message of the kiln::Error `fn` throws ("" and a failure if none).
-inline std::string ErrorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const kiln::Error& e) {
-    return e.message();
-  }
-  ADD_FAILURE() << "expected a kiln::Error";
-  return "";
-}
+using kiln::test::ErrorOf;
 
 inline Node P(Graph& g, DType dtype, std::vector<int64_t> dims) {
   return g.Parameter(Shape(dtype, std::move(dims)));

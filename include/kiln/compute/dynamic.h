@@ -29,9 +29,6 @@ bool IsDynamic(const Program& program);
 /// the instruction, its op, the axis and the sizes; nothing runs on a wrong shape.
 std::shared_ptr<const Program> Specialize(const Program& program, const std::vector<Shape>& shapes);
 
-/// The concrete shapes of a program's outputs for parameters of `shapes`, as Specialize infers them.
-std::vector<Shape> SpecializedOutputShapes(const Program& program, const std::vector<Shape>& shapes);
-
 /// An Executable for a program with dynamic axes. Each call's input shapes pick a concrete
 /// executable: made at the first call of those shapes (Specialize, then `compile`) and cached, the
 /// least recently used dropped beyond `max_entries`. Safe from several threads at once.

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "compute/shape_dims.h"
 #include "kiln/compute/program.h"
 #include "kiln/graph/graph.h"
 #include "kiln/graph/ops.h"
@@ -102,12 +103,7 @@ inline Node Prim(compute::OpType op, const std::vector<Node>& operands, compute:
 }
 /// A zero scalar of x's dtype broadcast to x's shape.
 Node ZerosOf(Graph& g, const Shape& shape);
-/// True when a static axis of `shape` is 0: no elements, whatever its dynamic axes.
-inline bool KnownEmpty(const Shape& shape) {
-  for (int64_t d : shape.Dimensions())
-    if (d == 0) return true;
-  return false;
-}
+using compute::KnownEmpty;
 /// A scalar constant of `like`'s dtype broadcast to `like`'s shape.
 Node Fill(Node like, double value);
 
