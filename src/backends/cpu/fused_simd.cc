@@ -36,6 +36,17 @@ namespace kiln::compute::cpu {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+// One case of the switches over every op (RunOp, RunBlock). Inlined, they make those functions
+// large enough that GCC's AddressSanitizer instrumentation at -O1 takes hours on this file, so
+// under ASan each case is its own function (same code, one call per op).
+#ifndef KILN_SIMD_CASE
+#if defined(__SANITIZE_ADDRESS__)
+#define KILN_SIMD_CASE HWY_NOINLINE
+#else
+#define KILN_SIMD_CASE HWY_INLINE
+#endif
+#endif
+
 using D = hn::ScalableTag<float>;
 using V = hn::Vec<D>;
 constexpr size_t kMaxLanes = kMaxSimdLanes;
@@ -331,7 +342,7 @@ HWY_INLINE V Apply(D d, V x, V y, V z) {
 
 /// One compute op over n elements, one pass.
 template <FOp kOp, int kArity>
-HWY_INLINE void RunOne(const float* a, const float* b, const float* c, float* out, size_t n) {
+KILN_SIMD_CASE void RunOne(const float* a, const float* b, const float* c, float* out, size_t n) {
   if constexpr (ScalarOnly(kOp)) {
     RunFusedOpScalar(kOp, a, b, c, out, n);
   } else if constexpr (kArity == 1) {
@@ -430,8 +441,8 @@ HWY_INLINE T ApplyT(D d, const T& x, const T& y, const T& z) {
 /// One instruction of a vector program: fetches only the operands its op reads (fewer live
 /// vectors, fewer spills), then applies the op.
 template <FOp kOp, int kArity, class T>
-HWY_INLINE T Step(D d, const VInstr& ins, const T& acc, const float* const* in, const float* slots,
-                  size_t at) {
+KILN_SIMD_CASE T Step(D d, const VInstr& ins, const T& acc, const float* const* in, const float* slots,
+                      size_t at) {
   const T x = Fetch<T>(d, ins, 0, acc, in, slots, at);
   if constexpr (kArity == 1) {
     return ApplyT<kOp, T>(d, x, x, x);
