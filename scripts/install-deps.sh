@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages that kiln needs, with --no-install-recommends, so every package
 # the build uses is named here (libdnnl-dev's CMake config needs the OpenCL headers and loader,
-# which Debian lists only as a Recommends).
+# which Debian lists only as a Recommends), then the npm packages that tools/npm/package-lock.json
+# pins (independent peers for the tests) into tools/npm/node_modules.
 #
 #   scripts/install-deps.sh           the build, the tests, the main job and the docs
 #   scripts/install-deps.sh --bench   also the benchmark peers (PyTorch on OpenBLAS)
@@ -26,6 +27,9 @@ packages=(
   doxygen clang-format
 )
 bench_packages=(python3-torch libopenblas0-pthread)
+# Node.js runs the independent peers the tests check kiln's files with (tools/npm/package.json);
+# a machine that already has node and npm (from another source) keeps them.
+if ! command -v npm >/dev/null || ! command -v node >/dev/null; then packages+=(nodejs npm); fi
 
 for arg in "$@"; do
   case "$arg" in
@@ -43,12 +47,20 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
-  exit 0
+else
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-echo "install-deps: installing ${missing[*]}"
-SUDO=""
-if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# The npm peers, at the versions package-lock.json pins (no install scripts run).
+npm_dir="$(dirname "$0")/../tools/npm"
+if [ ! -f "$npm_dir/node_modules/.package-lock.json" ] ||
+  ! cmp -s "$npm_dir/package-lock.json" "$npm_dir/node_modules/.kiln-lock"; then
+  echo "install-deps: installing the npm peers in tools/npm"
+  (cd "$npm_dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error &&
+    cp package-lock.json node_modules/.kiln-lock)
+fi

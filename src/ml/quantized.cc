@@ -33,6 +33,16 @@ const char* GGMLTypeName(GGMLType type) {
       return "Q4_K";
     case GGMLType::Q6_K:
       return "Q6_K";
+    case GGMLType::I8:
+      return "I8";
+    case GGMLType::I16:
+      return "I16";
+    case GGMLType::I32:
+      return "I32";
+    case GGMLType::I64:
+      return "I64";
+    case GGMLType::F64:
+      return "F64";
     case GGMLType::BF16:
       return "BF16";
   }

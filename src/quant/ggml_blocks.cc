@@ -306,6 +306,9 @@ void DecodeQ6_K(const uint8_t* b, float* y) {
 }
 
 void CheckCount(nn::GGMLType type, int64_t n) {
+  if (type == nn::GGMLType::I8 || type == nn::GGMLType::I16 || type == nn::GGMLType::I32 ||
+      type == nn::GGMLType::I64 || type == nn::GGMLType::F64)
+    kiln::detail::Throw("quant: ggml type {} holds plain values, not float32 blocks", nn::GGMLTypeName(type));
   const int64_t values = GGMLBlockValues(type);
   if (n < 0 || n % values != 0)
     kiln::detail::Throw("quant: {} values are not whole {} blocks of {}", n, nn::GGMLTypeName(type), values);
@@ -324,6 +327,11 @@ int64_t GGMLBlockValues(nn::GGMLType type) {
     case nn::GGMLType::F32:
     case nn::GGMLType::F16:
     case nn::GGMLType::BF16:
+    case nn::GGMLType::I8:
+    case nn::GGMLType::I16:
+    case nn::GGMLType::I32:
+    case nn::GGMLType::I64:
+    case nn::GGMLType::F64:
       return 1;
   }
   kiln::detail::Throw("quant: unknown ggml type {}", static_cast<int>(type));
@@ -340,10 +348,17 @@ int64_t GGMLBlockBytes(nn::GGMLType type) {
     case nn::GGMLType::Q6_K:
       return 210;
     case nn::GGMLType::F32:
+    case nn::GGMLType::I32:
       return 4;
     case nn::GGMLType::F16:
     case nn::GGMLType::BF16:
+    case nn::GGMLType::I16:
       return 2;
+    case nn::GGMLType::I8:
+      return 1;
+    case nn::GGMLType::I64:
+    case nn::GGMLType::F64:
+      return 8;
   }
   kiln::detail::Throw("quant: unknown ggml type {}", static_cast<int>(type));
 }
@@ -371,6 +386,12 @@ void EncodeGGML(nn::GGMLType type, const float* in, int64_t n, uint8_t* out) {
       case nn::GGMLType::F16:
         PutF16(out, in[i]);
         break;
+      case nn::GGMLType::I8:
+      case nn::GGMLType::I16:
+      case nn::GGMLType::I32:
+      case nn::GGMLType::I64:
+      case nn::GGMLType::F64:
+        break;  // Refused by CheckCount.
       case nn::GGMLType::BF16: {
         const uint16_t bits = detail::FloatToBFloat16Bits(in[i]);
         std::memcpy(out, &bits, 2);
@@ -403,6 +424,12 @@ void DecodeGGML(nn::GGMLType type, const uint8_t* in, int64_t n, float* out) {
       case nn::GGMLType::F16:
         out[i] = F16(in);
         break;
+      case nn::GGMLType::I8:
+      case nn::GGMLType::I16:
+      case nn::GGMLType::I32:
+      case nn::GGMLType::I64:
+      case nn::GGMLType::F64:
+        break;  // Refused by CheckCount.
       case nn::GGMLType::BF16: {
         uint16_t bits;
         std::memcpy(&bits, in, 2);

@@ -1,0 +1,359 @@
+// Tests for GGUF files: the byte layout of a small file written by hand from the format's
+// definition, round trips of every metadata type and tensor type, quantized weights through
+// nn::QuantizedDense, and the errors for malformed, hostile and truncated files.
+
+#include "kiln/io/gguf.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <vector>
+
+#include "kiln/kiln.h"
+#include "kiln/ml/quantized.h"
+#include "test_util.h"
+
+namespace {
+
+using namespace kiln;
+using io::GgufFile;
+using io::GgufTensor;
+using io::GgufType;
+using io::GgufValue;
+using kiln::test::TempDir;
+using kiln::test::Throws;
+
+std::vector<uint8_t> ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
+void WriteAll(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+/// Appends the little-endian bytes of v.
+template <class T>
+void Le(std::vector<uint8_t>& b, T v) {
+  uint8_t raw[sizeof(T)];
+  std::memcpy(raw, &v, sizeof(T));
+  b.insert(b.end(), raw, raw + sizeof(T));
+}
+
+void Str(std::vector<uint8_t>& b, const std::string& s) {
+  Le<uint64_t>(b, s.size());
+  b.insert(b.end(), s.begin(), s.end());
+}
+
+Tensor Random(const std::vector<int64_t>& dims, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0, 1);
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = dist(rng);
+  return Tensor::FromFlat(Shape(DType::Float32, dims), v);
+}
+
+TEST(Gguf, WritesTheFormatsBytes) {
+  // One string key and one F32 tensor of ggml sizes ne = [3, 2] (kiln dims [2, 3]).
+  GgufFile f;
+  f.metadata.emplace_back("general.name", GgufValue::String("tiny"));
+  GgufTensor t;
+  t.name = "w";
+  t.type = nn::GGMLType::F32;
+  t.dims = {2, 3};
+  t.data = Tensor::FromFlat(Shape(DType::Float32, {2, 3}), std::vector<float>{1, 2, 3, 4, 5, 6});
+  f.tensors.push_back(t);
+  TempDir dir;
+  const int64_t size = io::WriteGguf(dir / "tiny.gguf", f);
+
+  std::vector<uint8_t> want = {'G', 'G', 'U', 'F'};
+  Le<uint32_t>(want, 3);  // version
+  Le<uint64_t>(want, 1);  // tensors
+  Le<uint64_t>(want, 1);  // key/values
+  Str(want, "general.name");
+  Le<uint32_t>(want, 8);  // String
+  Str(want, "tiny");
+  Str(want, "w");
+  Le<uint32_t>(want, 2);  // n_dims
+  Le<uint64_t>(want, 3);  // ne[0]
+  Le<uint64_t>(want, 2);  // ne[1]
+  Le<int32_t>(want, 0);   // GGML_TYPE_F32
+  Le<uint64_t>(want, 0);  // offset in the data section
+  while (want.size() % 32 != 0) want.push_back(0);
+  for (float v : {1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f}) Le<float>(want, v);
+  while (want.size() % 32 != 0) want.push_back(0);
+  EXPECT_EQ(ReadAll(dir / "tiny.gguf"), want);
+  EXPECT_EQ(size, static_cast<int64_t>(want.size()));
+}
+
+GgufFile EveryKind() {
+  GgufFile f;
+  f.metadata.emplace_back("general.architecture", GgufValue::String("llama"));
+  f.metadata.emplace_back("general.alignment", GgufValue::Uint32(64));
+  f.metadata.emplace_back("u8", GgufValue::Scalar(GgufType::Uint8, 200));
+  f.metadata.emplace_back("i8", GgufValue::Scalar(GgufType::Int8, -100));
+  f.metadata.emplace_back("u16", GgufValue::Scalar(GgufType::Uint16, 60000));
+  f.metadata.emplace_back("i16", GgufValue::Scalar(GgufType::Int16, -30000));
+  f.metadata.emplace_back("i32", GgufValue::Int32(-7));
+  f.metadata.emplace_back("f32", GgufValue::Float32(0.5f));
+  f.metadata.emplace_back("bool", GgufValue::Bool(true));
+  f.metadata.emplace_back("u64", GgufValue::Uint64(uint64_t{1} << 63));
+  f.metadata.emplace_back("i64", GgufValue::Int64(-(int64_t{1} << 40)));
+  f.metadata.emplace_back("f64", GgufValue::Scalar(GgufType::Float64, 1e-300));
+  f.metadata.emplace_back("tokens",
+                          GgufValue::Array(GgufType::String, {GgufValue::String("<s>"), GgufValue::String(""),
+                                                              GgufValue::String("héllo")}));
+  f.metadata.emplace_back(
+      "nested",
+      GgufValue::Array(GgufType::Array,
+                       {GgufValue::Array(GgufType::Int32, {GgufValue::Int32(1), GgufValue::Int32(2)}),
+                        GgufValue::Array(GgufType::Int32, {})}));
+  const Tensor w = Random({4, 256}, 1);
+  for (auto type : {nn::GGMLType::F32, nn::GGMLType::F16, nn::GGMLType::BF16, nn::GGMLType::Q8_0,
+                    nn::GGMLType::Q4_0, nn::GGMLType::Q4_K, nn::GGMLType::Q6_K})
+    f.tensors.push_back(io::ToGgufTensor(std::string("w.") + nn::GGMLTypeName(type), w, type));
+  GgufTensor ids;
+  ids.name = "ids";
+  ids.type = nn::GGMLType::I32;
+  ids.dims = {5};
+  ids.data = Tensor::FromFlat(Shape(DType::Int32, {5}), std::vector<int32_t>{3, 1, 4, 1, 5});
+  f.tensors.push_back(ids);
+  return f;
+}
+
+TEST(Gguf, RoundTripsEveryKind) {
+  const GgufFile f = EveryKind();
+  TempDir dir;
+  io::WriteGguf(dir / "all.gguf", f);
+  const GgufFile g = io::ReadGguf(dir / "all.gguf");
+  EXPECT_EQ(g.version, 3u);
+  ASSERT_EQ(g.metadata.size(), f.metadata.size());
+  for (size_t i = 0; i < f.metadata.size(); ++i) {
+    EXPECT_EQ(g.metadata[i].first, f.metadata[i].first);
+    EXPECT_TRUE(g.metadata[i].second == f.metadata[i].second) << f.metadata[i].first;
+  }
+  EXPECT_EQ(g.Find("general.architecture")->AsString(), "llama");
+  EXPECT_EQ(g.Find("u64")->AsInt(), static_cast<int64_t>(uint64_t{1} << 63));
+  EXPECT_EQ(g.Find("tokens")->AsArray()[2].AsString(), "héllo");
+  EXPECT_EQ(g.Find("nested")->AsArray()[0].AsArray()[1].AsInt(), 2);
+  EXPECT_EQ(g.Alignment(), 64);
+  ASSERT_EQ(g.tensors.size(), f.tensors.size());
+  for (size_t i = 0; i < f.tensors.size(); ++i) {
+    EXPECT_EQ(g.tensors[i].name, f.tensors[i].name);
+    EXPECT_EQ(g.tensors[i].type, f.tensors[i].type);
+    EXPECT_EQ(g.tensors[i].dims, f.tensors[i].dims);
+    EXPECT_TRUE(g.tensors[i].data.Equal(f.tensors[i].data)) << f.tensors[i].name;
+  }
+  // Every tensor's data starts on a 64-byte boundary of the file.
+  const std::vector<uint8_t> bytes = ReadAll(dir / "all.gguf");
+  const std::vector<float> first = f.tensors[0].data.ToVector<float>();
+  size_t at = 0;
+  for (; at + 4 <= bytes.size(); at += 64) {
+    float v;
+    std::memcpy(&v, bytes.data() + at, 4);
+    if (v == first[0]) break;
+  }
+  EXPECT_LT(at, bytes.size());
+  // The values decode back within each type's precision.
+  const Tensor w = Random({4, 256}, 1);
+  const std::vector<std::pair<std::string, double>> tolerance = {
+      {"w.F32", 0},    {"w.F16", 1e-3}, {"w.BF16", 8e-3}, {"w.Q8_0", 0.02},
+      {"w.Q4_0", 0.3}, {"w.Q4_K", 0.3}, {"w.Q6_K", 0.08}};
+  for (const auto& [name, tol] : tolerance) {
+    std::vector<float> got = io::DequantizeGguf(*g.FindTensor(name)).ToVector<float>(),
+                       want = w.ToVector<float>();
+    for (size_t i = 0; i < want.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], tol * (1 + std::abs(want[i]))) << name << " " << i;
+  }
+  EXPECT_EQ(g.FindTensor("missing"), nullptr);
+}
+
+TEST(Gguf, QuantizedWeightsRunInADenseLayer) {
+  // A matrix [K, N] quantized, written as ggml stores it ([N, K]), read back and multiplied.
+  const Tensor w = Random({256, 6}, 2);
+  const Tensor x = Random({3, 256}, 3);
+  const quant::Quantized q = quant::Quantize(w, quant::Scheme::Q4_K);
+  GgufFile f;
+  f.tensors.push_back(io::FromQuantized("blk.0.ffn_up.weight", q));
+  EXPECT_EQ(f.tensors[0].dims, (std::vector<int64_t>{6, 256}));
+  TempDir dir;
+  io::WriteGguf(dir / "q.gguf", f);
+  const quant::Quantized back =
+      io::ToQuantized(*io::ReadGguf(dir / "q.gguf").FindTensor("blk.0.ffn_up.weight"));
+  EXPECT_EQ(back.dims, q.dims);
+  EXPECT_TRUE(back.weights.Equal(q.weights));
+  EXPECT_TRUE(quant::Dequantize(back).Equal(quant::Dequantize(q)));
+  kiln::test::ForEachBackend([&](const compute::BackendPtr& backend) {
+    graph::Exec exec = graph::NewExec(backend, [&](graph::Node xn) {
+      return nn::QuantizedDense(xn, back.WeightsIn(xn.graph()), back.QuantizationIn(xn.graph()));
+    });
+    const std::vector<float> got = exec.Call1(x).ToVector<float>();
+    const std::vector<float> deq = quant::Dequantize(q).ToVector<float>(), xv = x.ToVector<float>();
+    for (int64_t r = 0; r < 3; ++r) {
+      for (int64_t n = 0; n < 6; ++n) {
+        double s = 0;
+        for (int64_t k = 0; k < 256; ++k)
+          s += double{xv[static_cast<size_t>(r * 256 + k)]} * deq[static_cast<size_t>(k * 6 + n)];
+        EXPECT_NEAR(got[static_cast<size_t>(r * 6 + n)], s, 1e-4 * (1 + std::abs(s)));
+      }
+    }
+  });
+  EXPECT_TRUE(Throws([&] { io::FromQuantized("x", quant::Quantize(w, quant::Scheme::Int8)); },
+                     {"Int8", "no GGUF type"}));
+}
+
+TEST(Gguf, EveryTruncationIsAnError) {
+  GgufFile f = EveryKind();
+  f.tensors.resize(3);
+  TempDir dir;
+  io::WriteGguf(dir / "f.gguf", f);
+  const std::vector<uint8_t> bytes = ReadAll(dir / "f.gguf");
+  // The last tensor ends before the final padding: cuts inside the padding still read.
+  for (size_t n = 0; n + 64 < bytes.size(); n += (n < 2000 ? 1 : 97)) {
+    WriteAll(dir / "cut.gguf",
+             std::vector<uint8_t>(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(n)));
+    EXPECT_TRUE(Throws([&] { io::ReadGguf(dir / "cut.gguf"); }, {"cut.gguf"})) << "cut at " << n;
+  }
+}
+
+TEST(Gguf, HostileHeadersAreErrors) {
+  TempDir dir;
+  const std::string p = dir / "bad.gguf";
+  auto header = [](uint64_t tensors, uint64_t kvs) {
+    std::vector<uint8_t> b = {'G', 'G', 'U', 'F'};
+    Le<uint32_t>(b, 3);
+    Le<uint64_t>(b, tensors);
+    Le<uint64_t>(b, kvs);
+    return b;
+  };
+  auto expect = [&](const std::vector<uint8_t>& b, const std::vector<std::string>& parts) {
+    WriteAll(p, b);
+    EXPECT_TRUE(Throws([&] { io::ReadGguf(p); }, parts));
+  };
+  std::vector<uint8_t> b = header(0, 0);
+  b[0] = 'X';
+  expect(b, {"not a GGUF file"});
+  b = header(0, 0);
+  b[4] = 1;
+  expect(b, {"version 1"});
+  expect(header(uint64_t{1} << 60, 0), {"tensor count"});
+  expect(header(0, uint64_t{1} << 62), {"metadata count"});
+  b = header(0, 1);
+  Str(b, "k");
+  Le<uint32_t>(b, 99);
+  expect(b, {"\"k\"", "unknown value type 99"});
+  b = header(0, 1);
+  Str(b, "k");
+  Le<uint32_t>(b, 8);
+  Le<uint64_t>(b, uint64_t{1} << 40);  // a string longer than the file
+  expect(b, {"k", "more than"});
+  b = header(0, 1);
+  Str(b, "arr");
+  Le<uint32_t>(b, 9);
+  Le<uint32_t>(b, 6);
+  Le<uint64_t>(b, uint64_t{1} << 50);  // an array longer than the file
+  expect(b, {"arr", "more than"});
+  b = header(0, 1);
+  Str(b, "general.alignment");
+  Le<uint32_t>(b, 4);
+  Le<uint32_t>(b, 48);
+  expect(b, {"alignment 48"});
+  // A tensor: bad dims, unknown type, offset beyond the file, data past the end.
+  auto tensor = [&](uint32_t n_dims, std::vector<uint64_t> ne, int32_t type, uint64_t offset) {
+    std::vector<uint8_t> t = header(1, 0);
+    Str(t, "t");
+    Le<uint32_t>(t, n_dims);
+    for (uint64_t v : ne) Le<uint64_t>(t, v);
+    Le<int32_t>(t, type);
+    Le<uint64_t>(t, offset);
+    while (t.size() % 32 != 0) t.push_back(0);
+    return t;
+  };
+  expect(tensor(5, {1, 1, 1, 1, 1}, 0, 0), {"\"t\"", "5 dimensions"});
+  expect(tensor(2, {uint64_t{1} << 40, uint64_t{1} << 40}, 0, 0), {"\"t\"", "larger than the file"});
+  expect(tensor(1, {4}, 77, 0), {"\"t\"", "ggml type 77"});
+  expect(tensor(1, {48}, 2, 0), {"\"t\"", "Q4_0", "48"});
+  expect(tensor(1, {4}, 0, 1 << 20), {"\"t\"", "offset"});
+  expect(tensor(1, {4}, 0, 7), {"\"t\"", "offset 7"});
+  expect(tensor(1, {16}, 0, 0), {"\"t\"", "past the end"});
+  EXPECT_TRUE(Throws([&] { io::ReadGguf(dir / "none.gguf"); }, {"none.gguf", "cannot open"}));
+}
+
+TEST(Gguf, WriteChecksTensors) {
+  TempDir dir;
+  GgufFile f;
+  GgufTensor t;
+  t.name = "t";
+  t.type = nn::GGMLType::Q4_0;
+  t.dims = {2, 32};
+  t.data = Tensor::FromFlat(Shape(DType::Uint8, {2, 16}), std::vector<uint8_t>(32));
+  f.tensors.push_back(t);
+  EXPECT_TRUE(Throws([&] { io::WriteGguf(dir / "w.gguf", f); }, {"\"t\"", "Q4_0", "Uint8)[2, 18]"}));
+  f.tensors[0] = io::ToGgufTensor("t", Random({2, 32}, 4), nn::GGMLType::Q4_0);
+  f.tensors.push_back(f.tensors[0]);
+  EXPECT_TRUE(Throws([&] { io::WriteGguf(dir / "w.gguf", f); }, {"\"t\"", "twice"}));
+  EXPECT_TRUE(Throws([&] { io::ToGgufTensor("t", Random({2, 33}, 4), nn::GGMLType::Q8_0); }, {"Q8_0", "33"}));
+  // A failed write leaves the previous file in place.
+  f.tensors.resize(1);
+  io::WriteGguf(dir / "w.gguf", f);
+  const std::vector<uint8_t> before = ReadAll(dir / "w.gguf");
+  f.tensors.push_back(f.tensors[0]);
+  EXPECT_ANY_THROW(io::WriteGguf(dir / "w.gguf", f));
+  EXPECT_EQ(ReadAll(dir / "w.gguf"), before);
+}
+
+}  // namespace
+
+namespace {
+
+/// The standard output of `command` (kiln::Error-free: a failed command gives "").
+std::string StdoutOf(const std::string& command) {
+  std::string out;
+  FILE* p = popen(command.c_str(), "r");
+  if (p == nullptr) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = pclose(p);
+  return status == 0 ? out : "";
+}
+
+TEST(Gguf, AnIndependentParserReadsWhatKilnWrites) {
+  // npm's @huggingface/gguf, installed into tools/npm by scripts/install-deps.sh.
+  const char* src = std::getenv("KILN_TEST_SOURCE_DIR");
+  ASSERT_NE(src, nullptr) << "run through ctest (KILN_TEST_SOURCE_DIR)";
+  const std::string modules = std::string(src) + "/tools/npm/node_modules";
+  ASSERT_TRUE(std::filesystem::exists(modules + "/@huggingface/gguf"))
+      << modules << "/@huggingface/gguf is missing: run scripts/install-deps.sh";
+  TempDir dir;
+  const GgufFile f = EveryKind();
+  io::WriteGguf(dir / "all.gguf", f);
+  const std::string got = StdoutOf("NODE_PATH='" + modules + "' node '" + src +
+                                   "/tests/io/gguf_peer_check.mjs' '" + (dir / "all.gguf") + "' 2>&1");
+  std::string want =
+      "kv version = 3\nkv tensor_count = \"8\"\nkv kv_count = \"14\"\n"
+      "kv general.architecture = \"llama\"\nkv general.alignment = 64\nkv u8 = 200\nkv i8 = -100\n"
+      "kv u16 = 60000\nkv i16 = -30000\nkv i32 = -7\nkv f32 = 0.5\nkv bool = true\n"
+      "kv u64 = \"9223372036854775808\"\nkv i64 = \"-1099511627776\"\nkv f64 = 1e-300\n"
+      "kv tokens = [\"<s>\",\"\",\"héllo\"]\nkv nested = [[1,2],[]]\n";
+  int64_t offset = 0;
+  for (const GgufTensor& t : f.tensors) {
+    std::string shape;
+    for (auto d = t.dims.rbegin(); d != t.dims.rend(); ++d)
+      shape += (shape.empty() ? "" : ",") + std::to_string(*d);
+    want += "tensor " + t.name + " type " + std::to_string(static_cast<int>(t.type)) + " shape " + shape +
+            " offset " + std::to_string(offset) + "\n";
+    offset = (offset + t.data.shape().ByteSize() + 63) / 64 * 64;
+  }
+  EXPECT_EQ(got, want);
+}
+
+}  // namespace
