@@ -9,7 +9,9 @@
 #include "kiln/graph/random.h"
 #include "kiln/ml/initializers.h"
 #include "kiln/ml/nn.h"
+#include "kiln/ml/quantized.h"
 #include "kiln/ml/regularizers.h"
+#include "kiln/quant/quant.h"
 
 namespace kiln::layers {
 
@@ -22,6 +24,14 @@ Node DenseWithDims(model::Scope scope, Node x, bool use_bias, const std::vector<
     kiln::detail::Throw("layers::Dense({}): x {} must be float", scope.Path(), x.shape());
   graph::Graph& g = x.graph();
   const int64_t in = x.shape().Dimensions().back();
+  if (auto q = quant::QuantizedVariableIn(scope, "weights", g)) {  // After quant::QuantizeStore.
+    Node b = use_bias ? scope.VariableWithShape("biases", Shape(x.dtype(), dims)).NodeValue(g) : Node();
+    Node y = nn::QuantizedDense(x, q->first, q->second, b);
+    if (y.shape().Dimensions().back() != dims.back() || dims.size() != 1)
+      kiln::detail::Throw("layers::Dense({}): quantized weights give {} outputs, the layer wants [{}]",
+                          scope.Path(), y.shape().Dimensions().back(), fmt::join(dims, ", "));
+    return y;
+  }
   std::vector<int64_t> wdims = {in};
   wdims.insert(wdims.end(), dims.begin(), dims.end());
   Node w = scope.VariableWithShape("weights", Shape(x.dtype(), wdims)).NodeValue(g);
@@ -199,11 +209,19 @@ Node Embedding(model::Scope scope, Node ids, int64_t vocab_size, int64_t dims, D
   if (!IsFloat(dtype)) kiln::detail::Throw("{}: the table's dtype {} must be float", where, dtype);
   model::Scope s =
       scope.GetInitializer() ? scope : scope.WithInitializer(initializers::RandomUniform(-0.05, 0.05));
-  Node table = s.VariableWithShape("embeddings", Shape(dtype, {vocab_size, dims})).NodeValue(ids.graph());
   // Int64 holds every id (a Uint64 beyond its range wraps negative, so it is out of range too).
   // Gather clamps out-of-range starts; those rows are replaced by zeros below.
   Node id64 = ids.dtype() == DType::Int64 ? ids : graph::ConvertDType(ids, DType::Int64);
-  Node rows = graph::Gather(table, graph::InsertAxes(id64, {-1}));
+  Node rows;
+  if (auto q = quant::QuantizedVariableIn(s, "embeddings", ids.graph())) {  // After quant::QuantizeStore.
+    rows = graph::ConvertDType(nn::QuantizedEmbedding(id64, q->first, q->second), dtype);
+    if (rows.shape().Dimensions().back() != dims)
+      kiln::detail::Throw("{}: the quantized table has rows of {}, the layer wants {}", where,
+                          rows.shape().Dimensions().back(), dims);
+  } else {
+    Node table = s.VariableWithShape("embeddings", Shape(dtype, {vocab_size, dims})).NodeValue(ids.graph());
+    rows = graph::Gather(table, graph::InsertAxes(id64, {-1}));
+  }
   Node in_range = graph::LogicalAnd(graph::GreaterOrEqual(id64, graph::ScalarLike(id64, 0)),
                                     graph::Less(id64, graph::ScalarLike(id64, vocab_size)));
   std::vector<int64_t> out = rows.shape().Dimensions();

@@ -228,6 +228,14 @@ Variable Scope::VariableWithShape(const std::string& name, const Shape& shape) c
     CheckSameShape(*it->second, shape, "VariableWithShape");
     return Variable(it->second);
   }
+  // A variable replaced by its quantized form (quant::QuantizeStore) must not come back as a
+  // freshly initialised one: only the layers that read quantized weights may use that scope.
+  if (s.by_path.count(path + "_quantized") != 0)
+    kiln::detail::Throw(
+        "VariableWithShape(\"{}\"): the variable was quantized (see \"{}_quantized\"); this layer does not "
+        "read "
+        "quantized weights (layers::Dense and layers::Embedding do)",
+        path, path);
   auto v = std::make_shared<VariableData>();
   v->store = store_.data();
   v->path = path;

@@ -21,12 +21,16 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kiln/core/tensor.h"
 #include "kiln/graph/graph.h"
 #include "kiln/ml/quantized.h"
+#include "kiln/model/store.h"
 
 namespace kiln::quant {
 
@@ -98,6 +102,33 @@ Tensor Dequantize(const Quantized& q);
 /// Checks that the parts of `q` fit together (dtypes, shapes, block size); kiln::Error naming
 /// what is wrong otherwise.
 void Validate(const Quantized& q);
+
+// ---- post-training quantization of a model ------------------------------------------------------
+
+/// What QuantizeStore replaced.
+struct StoreQuantization {
+  std::vector<std::string> paths;  ///< The float variables replaced ("/dense_1/weights", ...).
+  int64_t bytes_before = 0;        ///< Their float bytes.
+  int64_t bytes_after = 0;         ///< The bytes of their quantized forms.
+};
+
+/// Post-training quantization: replaces the float weight matrices of the store's dense layers
+/// (rank-2 variables named "weights") and embedding tables (rank-2 "embeddings") that `filter`
+/// accepts (all when empty) by their quantized forms, which layers::Dense and layers::Embedding
+/// then use: variables "<name>_quantized" (the integer weights), "<name>_scales" and, for the
+/// asymmetric schemes, "<name>_zero_points" (none trainable), and the scope hyperparameters
+/// "quantization_scheme", "quantization_block_size" and "quantization_block_axis". Dense
+/// weights get blocks along K (block_size 0: one scale per output feature); embedding tables
+/// along their rows (GGML: one row of blocks per id). Checkpoints save the quantized variables.
+/// A layer that does not read quantized weights fails with a kiln::Error naming the variable.
+StoreQuantization QuantizeStore(model::Store& store, Scheme scheme, int64_t block_size = 0,
+                                const std::function<bool(const model::Variable&)>& filter = {});
+
+/// The quantized variable `name` of `scope` (as QuantizeStore lays it out) as graph nodes of
+/// `g`: the weights and their nn::Quantization; std::nullopt when the scope has none.
+std::optional<std::pair<graph::Node, nn::Quantization>> QuantizedVariableIn(const model::Scope& scope,
+                                                                            const std::string& name,
+                                                                            graph::Graph& g);
 
 // ---- ggml blocks on the host ----------------------------------------------------------------
 
