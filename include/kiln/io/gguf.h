@@ -48,16 +48,17 @@ class GgufValue {
   GgufValue() = default;
   /// A scalar of `type` (any type but String and Array) holding `v` (converted).
   static GgufValue Scalar(GgufType type, double v);
-  static GgufValue Uint32(uint32_t v) { return Scalar(GgufType::Uint32, v); }
-  static GgufValue Int32(int32_t v) { return Scalar(GgufType::Int32, v); }
-  static GgufValue Uint64(uint64_t v);
-  static GgufValue Int64(int64_t v);
-  static GgufValue Float32(float v) { return Scalar(GgufType::Float32, v); }
-  static GgufValue Bool(bool v) { return Scalar(GgufType::Bool, v ? 1 : 0); }
-  static GgufValue String(std::string s);
+  static GgufValue Uint32(uint32_t v) { return Scalar(GgufType::Uint32, v); }  ///< A Uint32 value.
+  static GgufValue Int32(int32_t v) { return Scalar(GgufType::Int32, v); }     ///< An Int32 value.
+  static GgufValue Uint64(uint64_t v);                                         ///< A Uint64 value (exact).
+  static GgufValue Int64(int64_t v);                                           ///< An Int64 value (exact).
+  static GgufValue Float32(float v) { return Scalar(GgufType::Float32, v); }   ///< A Float32 value.
+  static GgufValue Bool(bool v) { return Scalar(GgufType::Bool, v ? 1 : 0); }  ///< A Bool value.
+  static GgufValue String(std::string s);                                      ///< A String value.
   /// An array of `element` values (all of type `element_type`; arrays of arrays are allowed).
   static GgufValue Array(GgufType element_type, std::vector<GgufValue> elements);
 
+  /// The value's type.
   GgufType type() const { return type_; }
   /// The element type of an array.
   GgufType element_type() const { return element_type_; }
@@ -80,6 +81,7 @@ class GgufValue {
 
 /// One tensor of a GGUF file.
 struct GgufTensor {
+  /// The tensor's name ("blk.0.attn_q.weight").
   std::string name;
   /// ggml's type number (nn::GGMLType names the ones kiln decodes; others are kept as bytes).
   nn::GGMLType type = nn::GGMLType::F32;
@@ -92,9 +94,11 @@ struct GgufTensor {
 
 /// A GGUF file's content.
 struct GgufFile {
+  /// The format version read (2 or 3); WriteGguf always writes 3.
   uint32_t version = 3;
   /// Key/values in file order (general.alignment among them when the file sets it).
   std::vector<std::pair<std::string, GgufValue>> metadata;
+  /// The tensors in file order.
   std::vector<GgufTensor> tensors;
   /// The value of `key`, or nullptr.
   const GgufValue* Find(const std::string& key) const;

@@ -50,6 +50,7 @@ const char* GGMLTypeName(GGMLType type);
 /// The metadata that turns quantized weights [K, N] (input features, output features) back
 /// into floats.
 struct Quantization {
+  /// How the integers map to floats.
   QuantizationScheme scheme = QuantizationScheme::Linear;
   /// Linear and NF4: float scales shaped as the weights with the block axis's size divided by
   /// block_size (e.g. [K / block_size, N] for blocks along K). Unused for GGML.

@@ -65,6 +65,7 @@ extern const std::array<float, 16> kNF4Table;
 
 /// A quantized matrix, logically float [K, N] (dims): K input features, N output features.
 struct Quantized {
+  /// The scheme the weights are stored in.
   Scheme scheme = Scheme::Int8;
   /// The logical (float) dimensions [K, N].
   std::vector<int64_t> dims;
