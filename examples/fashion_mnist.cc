@@ -4,7 +4,7 @@
 //
 //   fashion_mnist [--model=cnn|mlp] [--epochs=5] [--steps=N] [--batch=128] [--lr=0.001]
 //                 [--ckpt=DIR] [--backend=cpu] [--set="k=v;k2=v2"] [--data=DIR] [--plot=FILE]
-//                 [--seed=42] [--ckpt_every=N] [--accumulate=1] [--eval_every=N]
+//                 [--seed=42] [--ckpt_every=N] [--accumulate=1] [--eval_every=N] [--quantize=SCHEME]
 //
 // --seed seeds both the variables' initialisation (the store's random state) and the order in
 // which the training set is shuffled. With --ckpt, a checkpoint is saved every --ckpt_every steps
@@ -12,7 +12,9 @@
 // the newest one and skips the batches already trained on, so it sees the data an uninterrupted
 // run would. --accumulate=N applies the optimizer every N batches to their mean gradient. The
 // plot gets an evaluation on the test set every --eval_every steps (default: every epoch, or
-// halfway through a shorter run; 0: only the final evaluation).
+// halfway through a shorter run; 0: only the final evaluation). --quantize=Int8 (or another
+// quant::Scheme name) then quantizes the trained dense layers (quant::QuantizeStore) and
+// evaluates the quantized model on the test set too.
 
 #include <kiln/kiln.h>
 
@@ -37,6 +39,7 @@ struct Flags {
   int64_t ckpt_every = 0;
   int accumulate = 1;
   int64_t eval_every = -1;
+  std::string quantize;
 };
 
 Flags Parse(int argc, char** argv) {
@@ -71,13 +74,15 @@ Flags Parse(int argc, char** argv) {
       f.ckpt_every = std::stoll(value);
     else if (key == "--accumulate")
       f.accumulate = std::stoi(value);
+    else if (key == "--quantize")
+      f.quantize = value;
     else if (key == "--eval_every")
       f.eval_every = std::stoll(value);
     else {
       std::cerr
           << "unknown flag " << a
           << " (valid: --model --epochs --steps --batch --lr --ckpt --backend --set --data --plot --seed"
-          << " --ckpt_every --accumulate --eval_every)\n";
+          << " --ckpt_every --accumulate --eval_every --quantize)\n";
       std::exit(2);
     }
   }
@@ -176,6 +181,18 @@ int main(int argc, char** argv) {
     std::cout << "test loss: " << results[0].Item<float>() << ", test accuracy: " << results[1].Item<float>()
               << "\n";
     std::cout << "time: " << seconds << " s\n";
+    if (!flags.quantize.empty()) {
+      // Post-training quantization of the dense layers, evaluated by a new trainer (the store's
+      // variables changed).
+      const quant::StoreQuantization q = quant::QuantizeStore(store, quant::SchemeFromName(flags.quantize));
+      train::Trainer quantized(backend, store, flags.model == "cnn" ? train::ModelFn(Cnn) : train::ModelFn(Mlp),
+                               losses::SparseCategoricalCrossEntropyLogits, optimizers::FromStore(store), {},
+                               {metrics::NewSparseCategoricalAccuracy("Mean Accuracy", "#acc")});
+      std::vector<Tensor> r = quantized.Eval(test_ds);
+      std::cout << "quantized " << flags.quantize << " (" << q.paths.size() << " weight matrices, " << q.bytes_before
+                << " -> " << q.bytes_after << " bytes): test loss: " << r[0].Item<float>()
+                << ", test accuracy: " << r[1].Item<float>() << "\n";
+    }
   } catch (const Error& e) {
     std::cerr << "fashion_mnist: " << e.what() << "\n";
     return 1;

@@ -19,46 +19,39 @@ constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as a little-endian uint3
 constexpr int kMaxDims = 4;              // GGML_MAX_DIMS
 constexpr int kMaxArrayDepth = 8;
 
-struct TypeSize {
-  int32_t type;
-  const char* name;
-  int64_t values;
-  int64_t bytes;
-  DType dtype;  // The element dtype of unblocked types; Uint8 (raw blocks) for the others.
-};
+using quant::GGMLTypeInfo;
 
-// ggml's tensor types with their block sizes (values per block, bytes per block).
-constexpr TypeSize kTypes[] = {
-    {0, "F32", 1, 4, DType::Float32},       {1, "F16", 1, 2, DType::Float16},
-    {2, "Q4_0", 32, 18, DType::Uint8},      {3, "Q4_1", 32, 20, DType::Uint8},
-    {6, "Q5_0", 32, 22, DType::Uint8},      {7, "Q5_1", 32, 24, DType::Uint8},
-    {8, "Q8_0", 32, 34, DType::Uint8},      {9, "Q8_1", 32, 36, DType::Uint8},
-    {10, "Q2_K", 256, 84, DType::Uint8},    {11, "Q3_K", 256, 110, DType::Uint8},
-    {12, "Q4_K", 256, 144, DType::Uint8},   {13, "Q5_K", 256, 176, DType::Uint8},
-    {14, "Q6_K", 256, 210, DType::Uint8},   {15, "Q8_K", 256, 292, DType::Uint8},
-    {16, "IQ2_XXS", 256, 66, DType::Uint8}, {17, "IQ2_XS", 256, 74, DType::Uint8},
-    {18, "IQ3_XXS", 256, 98, DType::Uint8}, {19, "IQ1_S", 256, 50, DType::Uint8},
-    {20, "IQ4_NL", 32, 18, DType::Uint8},   {21, "IQ3_S", 256, 110, DType::Uint8},
-    {22, "IQ2_S", 256, 82, DType::Uint8},   {23, "IQ4_XS", 256, 136, DType::Uint8},
-    {24, "I8", 1, 1, DType::Int8},          {25, "I16", 1, 2, DType::Int16},
-    {26, "I32", 1, 4, DType::Int32},        {27, "I64", 1, 8, DType::Int64},
-    {28, "F64", 1, 8, DType::Float64},      {29, "IQ1_M", 256, 56, DType::Uint8},
-    {30, "BF16", 1, 2, DType::BFloat16},
-};
-
-const TypeSize* FindType(int32_t type) {
-  for (const TypeSize& t : kTypes)
-    if (t.type == type) return &t;
-  return nullptr;
-}
-
-const TypeSize& TypeOf(nn::GGMLType type, const std::string& where) {
-  const TypeSize* t = FindType(static_cast<int32_t>(type));
+const GGMLTypeInfo& TypeOf(nn::GGMLType type, const std::string& where) {
+  const GGMLTypeInfo* t = quant::FindGGMLType(static_cast<int32_t>(type));
   if (t == nullptr) detail::Throw("{}: ggml tensor type {} is unknown", where, static_cast<int32_t>(type));
   return *t;
 }
 
-bool IsBlocked(const TypeSize& t) { return t.values > 1; }
+bool IsBlocked(const GGMLTypeInfo& t) { return t.block_values > 1; }
+
+/// The dtype a tensor of type `t` holds its data in: its element dtype, or Uint8 for raw blocks.
+DType DataDType(const GGMLTypeInfo& t) {
+  switch (t.type) {
+    case 0:
+      return DType::Float32;
+    case 1:
+      return DType::Float16;
+    case 24:
+      return DType::Int8;
+    case 25:
+      return DType::Int16;
+    case 26:
+      return DType::Int32;
+    case 27:
+      return DType::Int64;
+    case 28:
+      return DType::Float64;
+    case 30:
+      return DType::BFloat16;
+    default:
+      return DType::Uint8;
+  }
+}
 
 /// Bytes of one scalar of a metadata type (0 for String and Array).
 int64_t ScalarBytes(GgufType t) {
@@ -251,23 +244,23 @@ void PutValue(Sink& out, const GgufValue& v) {
 int64_t AlignUp(int64_t n, int64_t a) { return (n + a - 1) / a * a; }
 
 /// The Shape a tensor of ggml type `t` and logical dims holds its data in.
-Shape DataShape(const TypeSize& t, const std::vector<int64_t>& dims) {
-  if (!IsBlocked(t)) return Shape(t.dtype, dims);
+Shape DataShape(const GGMLTypeInfo& t, const std::vector<int64_t>& dims) {
+  if (!IsBlocked(t)) return Shape(DataDType(t), dims);
   std::vector<int64_t> d = dims;
-  d.back() = d.back() / t.values * t.bytes;
+  d.back() = d.back() / t.block_values * t.block_bytes;
   return Shape(DType::Uint8, d);
 }
 
 void CheckTensor(const GgufTensor& t, const std::string& where) {
-  const TypeSize& ts = TypeOf(t.type, where + " tensor \"" + t.name + "\"");
+  const GGMLTypeInfo& ts = TypeOf(t.type, where + " tensor \"" + t.name + "\"");
   if (t.dims.empty() || static_cast<int>(t.dims.size()) > kMaxDims)
     detail::Throw("{}: tensor \"{}\" has {} dimensions; GGUF holds 1 to {}", where, t.name, t.dims.size(),
                   kMaxDims);
   for (int64_t d : t.dims)
     if (d < 0) detail::Throw("{}: tensor \"{}\" has a negative dimension", where, t.name);
-  if (t.dims.back() % ts.values != 0)
+  if (t.dims.back() % ts.block_values != 0)
     detail::Throw("{}: tensor \"{}\" of type {} needs its last dimension ({}) a multiple of {}", where,
-                  t.name, ts.name, t.dims.back(), ts.values);
+                  t.name, ts.name, t.dims.back(), ts.block_values);
   const Shape want = DataShape(ts, t.dims);
   if (!t.data.Ok() || t.data.shape() != want)
     detail::Throw("{}: tensor \"{}\" of type {} and dims [{}] needs data {}, got {}", where, t.name, ts.name,
@@ -373,11 +366,6 @@ int64_t GgufFile::Alignment() const {
   return a == nullptr ? 32 : a->AsInt();
 }
 
-std::pair<int64_t, int64_t> GgmlTypeSize(nn::GGMLType type) {
-  const TypeSize& t = TypeOf(type, "GgmlTypeSize");
-  return {t.values, t.bytes};
-}
-
 GgufFile ReadGguf(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) detail::Throw("{}: cannot open the file", path);
@@ -431,13 +419,13 @@ GgufFile ReadGguf(const std::string& path) {
     }
     t.dims.assign(ne.rbegin(), ne.rend());
     const auto type = r.Get<int32_t>(t.name.c_str());
-    const TypeSize* ts = FindType(type);
+    const GGMLTypeInfo* ts = quant::FindGGMLType(type);
     if (ts == nullptr)
       detail::Throw("{}: tensor \"{}\" has ggml type {}, which kiln does not know", path, t.name, type);
     t.type = static_cast<nn::GGMLType>(type);
-    if (ne[0] % ts->values != 0)
+    if (ne[0] % ts->block_values != 0)
       detail::Throw("{}: tensor \"{}\" of type {} has a row of {} values, not whole blocks of {}", path,
-                    t.name, ts->name, ne[0], ts->values);
+                    t.name, ts->name, ne[0], ts->block_values);
     const auto offset = r.Get<uint64_t>(t.name.c_str());
     if (offset > static_cast<uint64_t>(size) || offset % static_cast<uint64_t>(alignment) != 0)
       detail::Throw("{}: tensor \"{}\" has offset {}, beyond the file or not a multiple of the alignment {}",
@@ -450,7 +438,7 @@ GgufFile ReadGguf(const std::string& path) {
   const int64_t data_start = AlignUp(r.pos(), alignment);
   for (size_t i = 0; i < file.tensors.size(); ++i) {
     GgufTensor& t = file.tensors[i];
-    const TypeSize& ts = *FindType(static_cast<int32_t>(t.type));
+    const GGMLTypeInfo& ts = *quant::FindGGMLType(static_cast<int32_t>(t.type));
     const Shape shape = DataShape(ts, t.dims);
     const int64_t bytes = shape.ByteSize();
     const int64_t at = data_start + infos[i].offset;
@@ -515,16 +503,16 @@ int64_t WriteGguf(const std::string& path, const GgufFile& file) {
 
 GgufTensor ToGgufTensor(const std::string& name, const Tensor& value, nn::GGMLType type) {
   const std::string where = "ToGgufTensor \"" + name + "\"";
-  const TypeSize& ts = TypeOf(type, where);
+  const GGMLTypeInfo& ts = TypeOf(type, where);
   if (!value.Ok() || !IsFloat(value.dtype()) || value.rank() < 1 || value.rank() > kMaxDims)
     detail::Throw("{}: want a float tensor of 1 to {} dimensions", where, kMaxDims);
   GgufTensor t;
   t.name = name;
   t.type = type;
   t.dims = value.shape().Dimensions();
-  if (t.dims.back() % ts.values != 0)
+  if (t.dims.back() % ts.block_values != 0)
     detail::Throw("{}: type {} needs the last dimension ({}) a multiple of {}", where, ts.name, t.dims.back(),
-                  ts.values);
+                  ts.block_values);
   std::vector<float> v;
   if (value.dtype() == DType::Float32) {
     v = value.ToVector<float>();
@@ -549,7 +537,7 @@ GgufTensor ToGgufTensor(const std::string& name, const Tensor& value, nn::GGMLTy
       const double d = v[i];
       std::memcpy(bytes.data() + 8 * i, &d, 8);
     }
-  } else if (ts.dtype == DType::Uint8 || type == nn::GGMLType::F32 || type == nn::GGMLType::F16 ||
+  } else if (DataDType(ts) == DType::Uint8 || type == nn::GGMLType::F32 || type == nn::GGMLType::F16 ||
              type == nn::GGMLType::BF16) {
     quant::EncodeGGML(type, v.data(), static_cast<int64_t>(v.size()), bytes.data());
   } else {
@@ -589,17 +577,14 @@ GgufTensor FromQuantized(const std::string& name, const quant::Quantized& q) {
 Tensor DequantizeGguf(const GgufTensor& tensor) {
   const std::string where = "DequantizeGguf \"" + tensor.name + "\"";
   CheckTensor(tensor, where);
-  const TypeSize& ts = TypeOf(tensor.type, where);
+  const GGMLTypeInfo& ts = TypeOf(tensor.type, where);
   int64_t n = 1;
   for (int64_t d : tensor.dims) n *= d;
   std::vector<float> out(static_cast<size_t>(n));
   if (tensor.type == nn::GGMLType::F64) {
     const std::vector<double> d = tensor.data.ToVector<double>();
     out.assign(d.begin(), d.end());
-  } else if (tensor.type == nn::GGMLType::F32 || tensor.type == nn::GGMLType::F16 ||
-             tensor.type == nn::GGMLType::BF16 || tensor.type == nn::GGMLType::Q8_0 ||
-             tensor.type == nn::GGMLType::Q4_0 || tensor.type == nn::GGMLType::Q4_K ||
-             tensor.type == nn::GGMLType::Q6_K) {
+  } else if (ts.decodable) {
     tensor.data.ConstBytes(
         [&](std::span<const uint8_t> b) { quant::DecodeGGML(tensor.type, b.data(), n, out.data()); });
   } else {

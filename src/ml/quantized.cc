@@ -20,33 +20,8 @@ using graph::Graph;
 using graph::Node;
 
 const char* GGMLTypeName(GGMLType type) {
-  switch (type) {
-    case GGMLType::F32:
-      return "F32";
-    case GGMLType::F16:
-      return "F16";
-    case GGMLType::Q4_0:
-      return "Q4_0";
-    case GGMLType::Q8_0:
-      return "Q8_0";
-    case GGMLType::Q4_K:
-      return "Q4_K";
-    case GGMLType::Q6_K:
-      return "Q6_K";
-    case GGMLType::I8:
-      return "I8";
-    case GGMLType::I16:
-      return "I16";
-    case GGMLType::I32:
-      return "I32";
-    case GGMLType::I64:
-      return "I64";
-    case GGMLType::F64:
-      return "F64";
-    case GGMLType::BF16:
-      return "BF16";
-  }
-  return "GGMLType(unknown)";
+  const quant::GGMLTypeInfo* t = quant::FindGGMLType(static_cast<int32_t>(type));
+  return t != nullptr ? t->name : "GGMLType(unknown)";
 }
 
 namespace {

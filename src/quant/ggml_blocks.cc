@@ -305,139 +305,88 @@ void DecodeQ6_K(const uint8_t* b, float* y) {
   }
 }
 
-void CheckCount(nn::GGMLType type, int64_t n) {
-  if (type == nn::GGMLType::I8 || type == nn::GGMLType::I16 || type == nn::GGMLType::I32 ||
-      type == nn::GGMLType::I64 || type == nn::GGMLType::F64)
-    kiln::detail::Throw("quant: ggml type {} holds plain values, not float32 blocks", nn::GGMLTypeName(type));
-  const int64_t values = GGMLBlockValues(type);
-  if (n < 0 || n % values != 0)
-    kiln::detail::Throw("quant: {} values are not whole {} blocks of {}", n, nn::GGMLTypeName(type), values);
+// Plain values, one per "block".
+void EncodeF32(const float* x, uint8_t* b) { std::memcpy(b, x, 4); }
+void DecodeF32(const uint8_t* b, float* y) { std::memcpy(y, b, 4); }
+void EncodeF16(const float* x, uint8_t* b) { PutF16(b, *x); }
+void DecodeF16(const uint8_t* b, float* y) { *y = F16(b); }
+void EncodeBF16(const float* x, uint8_t* b) {
+  const uint16_t bits = detail::FloatToBFloat16Bits(*x);
+  std::memcpy(b, &bits, 2);
+}
+void DecodeBF16(const uint8_t* b, float* y) {
+  uint16_t bits;
+  std::memcpy(&bits, b, 2);
+  *y = detail::BFloat16BitsToFloat(bits);
+}
+
+struct Codec {
+  int32_t type;
+  void (*encode)(const float*, uint8_t*);
+  void (*decode)(const uint8_t*, float*);
+};
+
+constexpr Codec kCodecs[] = {
+    {0, EncodeF32, DecodeF32},    {1, EncodeF16, DecodeF16},    {2, EncodeQ4_0, DecodeQ4_0},
+    {8, EncodeQ8_0, DecodeQ8_0},  {12, EncodeQ4_K, DecodeQ4_K}, {14, EncodeQ6_K, DecodeQ6_K},
+    {30, EncodeBF16, DecodeBF16},
+};
+
+// ggml's tensor types: number, name, values and bytes per block.
+constexpr GGMLTypeInfo kTypes[] = {
+    {0, "F32", 1, 4, true},          {1, "F16", 1, 2, true},          {2, "Q4_0", 32, 18, true},
+    {3, "Q4_1", 32, 20, false},      {6, "Q5_0", 32, 22, false},      {7, "Q5_1", 32, 24, false},
+    {8, "Q8_0", 32, 34, true},       {9, "Q8_1", 32, 36, false},      {10, "Q2_K", 256, 84, false},
+    {11, "Q3_K", 256, 110, false},   {12, "Q4_K", 256, 144, true},    {13, "Q5_K", 256, 176, false},
+    {14, "Q6_K", 256, 210, true},    {15, "Q8_K", 256, 292, false},   {16, "IQ2_XXS", 256, 66, false},
+    {17, "IQ2_XS", 256, 74, false},  {18, "IQ3_XXS", 256, 98, false}, {19, "IQ1_S", 256, 50, false},
+    {20, "IQ4_NL", 32, 18, false},   {21, "IQ3_S", 256, 110, false},  {22, "IQ2_S", 256, 82, false},
+    {23, "IQ4_XS", 256, 136, false}, {24, "I8", 1, 1, false},         {25, "I16", 1, 2, false},
+    {26, "I32", 1, 4, false},        {27, "I64", 1, 8, false},        {28, "F64", 1, 8, false},
+    {29, "IQ1_M", 256, 56, false},   {30, "BF16", 1, 2, true},
+};
+
+const GGMLTypeInfo& Info(nn::GGMLType type) {
+  const GGMLTypeInfo* t = FindGGMLType(static_cast<int32_t>(type));
+  if (t == nullptr) kiln::detail::Throw("quant: unknown ggml type {}", static_cast<int32_t>(type));
+  return *t;
+}
+
+/// The codec of `type` for n values (a multiple of its block), or a kiln::Error naming why not.
+const Codec& CodecFor(nn::GGMLType type, int64_t n) {
+  const GGMLTypeInfo& t = Info(type);
+  for (const Codec& c : kCodecs) {
+    if (c.type == t.type) {
+      if (n < 0 || n % t.block_values != 0)
+        kiln::detail::Throw("quant: {} values are not whole {} blocks of {}", n, t.name, t.block_values);
+      return c;
+    }
+  }
+  kiln::detail::Throw("quant: ggml type {} is not one kiln encodes or decodes as float32", t.name);
 }
 
 }  // namespace
 
-int64_t GGMLBlockValues(nn::GGMLType type) {
-  switch (type) {
-    case nn::GGMLType::Q8_0:
-    case nn::GGMLType::Q4_0:
-      return kQK;
-    case nn::GGMLType::Q4_K:
-    case nn::GGMLType::Q6_K:
-      return kQKK;
-    case nn::GGMLType::F32:
-    case nn::GGMLType::F16:
-    case nn::GGMLType::BF16:
-    case nn::GGMLType::I8:
-    case nn::GGMLType::I16:
-    case nn::GGMLType::I32:
-    case nn::GGMLType::I64:
-    case nn::GGMLType::F64:
-      return 1;
-  }
-  kiln::detail::Throw("quant: unknown ggml type {}", static_cast<int>(type));
+const GGMLTypeInfo* FindGGMLType(int32_t type) {
+  for (const GGMLTypeInfo& t : kTypes)
+    if (t.type == type) return &t;
+  return nullptr;
 }
 
-int64_t GGMLBlockBytes(nn::GGMLType type) {
-  switch (type) {
-    case nn::GGMLType::Q8_0:
-      return 34;
-    case nn::GGMLType::Q4_0:
-      return 18;
-    case nn::GGMLType::Q4_K:
-      return 144;
-    case nn::GGMLType::Q6_K:
-      return 210;
-    case nn::GGMLType::F32:
-    case nn::GGMLType::I32:
-      return 4;
-    case nn::GGMLType::F16:
-    case nn::GGMLType::BF16:
-    case nn::GGMLType::I16:
-      return 2;
-    case nn::GGMLType::I8:
-      return 1;
-    case nn::GGMLType::I64:
-    case nn::GGMLType::F64:
-      return 8;
-  }
-  kiln::detail::Throw("quant: unknown ggml type {}", static_cast<int>(type));
-}
+int64_t GGMLBlockValues(nn::GGMLType type) { return Info(type).block_values; }
+
+int64_t GGMLBlockBytes(nn::GGMLType type) { return Info(type).block_bytes; }
 
 void EncodeGGML(nn::GGMLType type, const float* in, int64_t n, uint8_t* out) {
-  CheckCount(type, n);
+  const Codec& c = CodecFor(type, n);
   const int64_t values = GGMLBlockValues(type), bytes = GGMLBlockBytes(type);
-  for (int64_t i = 0; i < n; i += values, out += bytes) {
-    switch (type) {
-      case nn::GGMLType::Q8_0:
-        EncodeQ8_0(in + i, out);
-        break;
-      case nn::GGMLType::Q4_0:
-        EncodeQ4_0(in + i, out);
-        break;
-      case nn::GGMLType::Q4_K:
-        EncodeQ4_K(in + i, out);
-        break;
-      case nn::GGMLType::Q6_K:
-        EncodeQ6_K(in + i, out);
-        break;
-      case nn::GGMLType::F32:
-        std::memcpy(out, in + i, 4);
-        break;
-      case nn::GGMLType::F16:
-        PutF16(out, in[i]);
-        break;
-      case nn::GGMLType::I8:
-      case nn::GGMLType::I16:
-      case nn::GGMLType::I32:
-      case nn::GGMLType::I64:
-      case nn::GGMLType::F64:
-        break;  // Refused by CheckCount.
-      case nn::GGMLType::BF16: {
-        const uint16_t bits = detail::FloatToBFloat16Bits(in[i]);
-        std::memcpy(out, &bits, 2);
-        break;
-      }
-    }
-  }
+  for (int64_t i = 0; i < n; i += values, out += bytes) c.encode(in + i, out);
 }
 
 void DecodeGGML(nn::GGMLType type, const uint8_t* in, int64_t n, float* out) {
-  CheckCount(type, n);
+  const Codec& c = CodecFor(type, n);
   const int64_t values = GGMLBlockValues(type), bytes = GGMLBlockBytes(type);
-  for (int64_t i = 0; i < n; i += values, in += bytes) {
-    switch (type) {
-      case nn::GGMLType::Q8_0:
-        DecodeQ8_0(in, out + i);
-        break;
-      case nn::GGMLType::Q4_0:
-        DecodeQ4_0(in, out + i);
-        break;
-      case nn::GGMLType::Q4_K:
-        DecodeQ4_K(in, out + i);
-        break;
-      case nn::GGMLType::Q6_K:
-        DecodeQ6_K(in, out + i);
-        break;
-      case nn::GGMLType::F32:
-        std::memcpy(out + i, in, 4);
-        break;
-      case nn::GGMLType::F16:
-        out[i] = F16(in);
-        break;
-      case nn::GGMLType::I8:
-      case nn::GGMLType::I16:
-      case nn::GGMLType::I32:
-      case nn::GGMLType::I64:
-      case nn::GGMLType::F64:
-        break;  // Refused by CheckCount.
-      case nn::GGMLType::BF16: {
-        uint16_t bits;
-        std::memcpy(&bits, in, 2);
-        out[i] = detail::BFloat16BitsToFloat(bits);
-        break;
-      }
-    }
-  }
+  for (int64_t i = 0; i < n; i += values, in += bytes) c.decode(in, out + i);
 }
 
 }  // namespace kiln::quant

@@ -116,10 +116,6 @@ GgufFile ReadGguf(const std::string& path);
 /// tensor's data must match its type and dims. Returns the file's size in bytes.
 int64_t WriteGguf(const std::string& path, const GgufFile& file);
 
-/// Values per block and bytes per block of ggml type `type` ({1, 4} for F32, {32, 18} for Q4_0);
-/// kiln::Error for a type number kiln does not know.
-std::pair<int64_t, int64_t> GgmlTypeSize(nn::GGMLType type);
-
 /// A tensor of `dims` (float32 data, any float dtype) as GGUF tensor `name` of `type`: F32,
 /// F16, BF16, or a quantized block type (the last axis a multiple of its block).
 GgufTensor ToGgufTensor(const std::string& name, const Tensor& value, nn::GGMLType type);

@@ -133,6 +133,17 @@ std::optional<std::pair<graph::Node, nn::Quantization>> QuantizedVariableIn(cons
 
 // ---- ggml blocks on the host ----------------------------------------------------------------
 
+/// What kiln knows of one of ggml's tensor types.
+struct GGMLTypeInfo {
+  int32_t type;          ///< Its number in ggml and GGUF files.
+  const char* name;      ///< "Q4_K", "F16", ...
+  int64_t block_values;  ///< Values per block (1 for plain types).
+  int64_t block_bytes;   ///< Bytes per block.
+  bool decodable;        ///< Whether EncodeGGML/DecodeGGML take it (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K).
+};
+/// The ggml type numbered `type`, or nullptr for a number kiln does not know.
+const GGMLTypeInfo* FindGGMLType(int32_t type);
+
 /// Values per block of a ggml type (32 or 256).
 int64_t GGMLBlockValues(nn::GGMLType type);
 /// Bytes per block of a ggml type (34, 18, 144, 210).
