@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages that kiln needs, with --no-install-recommends, so every package
 # the build uses is named here (libdnnl-dev's CMake config needs the OpenCL headers and loader,
-# which Debian lists only as a Recommends), then the npm packages that tools/npm/package-lock.json
-# pins (independent peers for the tests) into tools/npm/node_modules.
+# which Debian lists only as a Recommends).
 #
 #   scripts/install-deps.sh           the build, the tests, the main job and the docs
 #   scripts/install-deps.sh --bench   also the benchmark peers (PyTorch on OpenBLAS)
+#   scripts/install-deps.sh --peers   also Node.js and the npm packages that
+#                                     tools/npm/package-lock.json pins (independent parsers the
+#                                     `peers` tests check kiln's files with), into tools/npm
 #
 # Idempotent: runs `apt-get update` and `apt-get install` only when something is missing.
 set -euo pipefail
@@ -27,14 +29,17 @@ packages=(
   doxygen clang-format
 )
 bench_packages=(python3-torch libopenblas0-pthread)
-# Node.js runs the independent peers the tests check kiln's files with (tools/npm/package.json);
-# a machine that already has node and npm (from another source) keeps them.
-if ! command -v npm >/dev/null || ! command -v node >/dev/null; then packages+=(nodejs npm); fi
+peers=0
 
 for arg in "$@"; do
   case "$arg" in
     --bench) packages+=("${bench_packages[@]}") ;;
-    *) echo "install-deps: unknown argument '$arg' (expected --bench)" >&2; exit 2 ;;
+    --peers)
+      peers=1
+      # A machine that already has node and npm (from another source) keeps them.
+      if ! command -v npm >/dev/null || ! command -v node >/dev/null; then packages+=(nodejs npm); fi
+      ;;
+    *) echo "install-deps: unknown argument '$arg' (expected --bench or --peers)" >&2; exit 2 ;;
   esac
 done
 
@@ -58,8 +63,8 @@ fi
 
 # The npm peers, at the versions package-lock.json pins (no install scripts run).
 npm_dir="$(dirname "$0")/../tools/npm"
-if [ ! -f "$npm_dir/node_modules/.package-lock.json" ] ||
-  ! cmp -s "$npm_dir/package-lock.json" "$npm_dir/node_modules/.kiln-lock"; then
+if [ "$peers" = 1 ] && { [ ! -f "$npm_dir/node_modules/.package-lock.json" ] ||
+  ! cmp -s "$npm_dir/package-lock.json" "$npm_dir/node_modules/.kiln-lock"; }; then
   echo "install-deps: installing the npm peers in tools/npm"
   (cd "$npm_dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error &&
     cp package-lock.json node_modules/.kiln-lock)

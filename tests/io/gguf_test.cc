@@ -14,6 +14,7 @@
 #include <random>
 #include <vector>
 
+#include "io/gguf_test_util.h"
 #include "kiln/kiln.h"
 #include "kiln/ml/quantized.h"
 #include "test_util.h"
@@ -25,6 +26,8 @@ using io::GgufFile;
 using io::GgufTensor;
 using io::GgufType;
 using io::GgufValue;
+using kiln::test::EveryKind;
+using kiln::test::RandomMatrix;
 using kiln::test::TempDir;
 using kiln::test::Throws;
 
@@ -49,16 +52,6 @@ void Le(std::vector<uint8_t>& b, T v) {
 void Str(std::vector<uint8_t>& b, const std::string& s) {
   Le<uint64_t>(b, s.size());
   b.insert(b.end(), s.begin(), s.end());
-}
-
-Tensor Random(const std::vector<int64_t>& dims, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0, 1);
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = dist(rng);
-  return Tensor::FromFlat(Shape(DType::Float32, dims), v);
 }
 
 TEST(Gguf, WritesTheFormatsBytes) {
@@ -92,41 +85,6 @@ TEST(Gguf, WritesTheFormatsBytes) {
   while (want.size() % 32 != 0) want.push_back(0);
   EXPECT_EQ(ReadAll(dir / "tiny.gguf"), want);
   EXPECT_EQ(size, static_cast<int64_t>(want.size()));
-}
-
-GgufFile EveryKind() {
-  GgufFile f;
-  f.metadata.emplace_back("general.architecture", GgufValue::String("llama"));
-  f.metadata.emplace_back("general.alignment", GgufValue::Uint32(64));
-  f.metadata.emplace_back("u8", GgufValue::Scalar(GgufType::Uint8, 200));
-  f.metadata.emplace_back("i8", GgufValue::Scalar(GgufType::Int8, -100));
-  f.metadata.emplace_back("u16", GgufValue::Scalar(GgufType::Uint16, 60000));
-  f.metadata.emplace_back("i16", GgufValue::Scalar(GgufType::Int16, -30000));
-  f.metadata.emplace_back("i32", GgufValue::Int32(-7));
-  f.metadata.emplace_back("f32", GgufValue::Float32(0.5f));
-  f.metadata.emplace_back("bool", GgufValue::Bool(true));
-  f.metadata.emplace_back("u64", GgufValue::Uint64(uint64_t{1} << 63));
-  f.metadata.emplace_back("i64", GgufValue::Int64(-(int64_t{1} << 40)));
-  f.metadata.emplace_back("f64", GgufValue::Scalar(GgufType::Float64, 1e-300));
-  f.metadata.emplace_back("tokens",
-                          GgufValue::Array(GgufType::String, {GgufValue::String("<s>"), GgufValue::String(""),
-                                                              GgufValue::String("héllo")}));
-  f.metadata.emplace_back(
-      "nested",
-      GgufValue::Array(GgufType::Array,
-                       {GgufValue::Array(GgufType::Int32, {GgufValue::Int32(1), GgufValue::Int32(2)}),
-                        GgufValue::Array(GgufType::Int32, {})}));
-  const Tensor w = Random({4, 256}, 1);
-  for (auto type : {nn::GGMLType::F32, nn::GGMLType::F16, nn::GGMLType::BF16, nn::GGMLType::Q8_0,
-                    nn::GGMLType::Q4_0, nn::GGMLType::Q4_K, nn::GGMLType::Q6_K})
-    f.tensors.push_back(io::ToGgufTensor(std::string("w.") + nn::GGMLTypeName(type), w, type));
-  GgufTensor ids;
-  ids.name = "ids";
-  ids.type = nn::GGMLType::I32;
-  ids.dims = {5};
-  ids.data = Tensor::FromFlat(Shape(DType::Int32, {5}), std::vector<int32_t>{3, 1, 4, 1, 5});
-  f.tensors.push_back(ids);
-  return f;
 }
 
 TEST(Gguf, RoundTripsEveryKind) {
@@ -163,7 +121,7 @@ TEST(Gguf, RoundTripsEveryKind) {
   }
   EXPECT_LT(at, bytes.size());
   // The values decode back within each type's precision.
-  const Tensor w = Random({4, 256}, 1);
+  const Tensor w = RandomMatrix({4, 256}, 1);
   const std::vector<std::pair<std::string, double>> tolerance = {
       {"w.F32", 0},    {"w.F16", 1e-3}, {"w.BF16", 8e-3}, {"w.Q8_0", 0.02},
       {"w.Q4_0", 0.3}, {"w.Q4_K", 0.3}, {"w.Q6_K", 0.08}};
@@ -178,8 +136,8 @@ TEST(Gguf, RoundTripsEveryKind) {
 
 TEST(Gguf, QuantizedWeightsRunInADenseLayer) {
   // A matrix [K, N] quantized, written as ggml stores it ([N, K]), read back and multiplied.
-  const Tensor w = Random({256, 6}, 2);
-  const Tensor x = Random({3, 256}, 3);
+  const Tensor w = RandomMatrix({256, 6}, 2);
+  const Tensor x = RandomMatrix({3, 256}, 3);
   const quant::Quantized q = quant::Quantize(w, quant::Scheme::Q4_K);
   GgufFile f;
   f.tensors.push_back(io::FromQuantized("blk.0.ffn_up.weight", q));
@@ -297,10 +255,14 @@ TEST(Gguf, WriteChecksTensors) {
   t.data = Tensor::FromFlat(Shape(DType::Uint8, {2, 16}), std::vector<uint8_t>(32));
   f.tensors.push_back(t);
   EXPECT_TRUE(Throws([&] { io::WriteGguf(dir / "w.gguf", f); }, {"\"t\"", "Q4_0", "Uint8)[2, 18]"}));
-  f.tensors[0] = io::ToGgufTensor("t", Random({2, 32}, 4), nn::GGMLType::Q4_0);
+  f.tensors[0] = io::ToGgufTensor("t", RandomMatrix({2, 32}, 4), nn::GGMLType::Q4_0);
   f.tensors.push_back(f.tensors[0]);
   EXPECT_TRUE(Throws([&] { io::WriteGguf(dir / "w.gguf", f); }, {"\"t\"", "twice"}));
-  EXPECT_TRUE(Throws([&] { io::ToGgufTensor("t", Random({2, 33}, 4), nn::GGMLType::Q8_0); }, {"Q8_0", "33"}));
+  EXPECT_TRUE(Throws(
+      [&] {
+        io::ToGgufTensor("t", RandomMatrix({2, 33}, 4), nn::GGMLType::Q8_0);
+      },
+      {"Q8_0", "33"}));
   // A failed write leaves the previous file in place.
   f.tensors.resize(1);
   io::WriteGguf(dir / "w.gguf", f);
@@ -308,52 +270,6 @@ TEST(Gguf, WriteChecksTensors) {
   f.tensors.push_back(f.tensors[0]);
   EXPECT_ANY_THROW(io::WriteGguf(dir / "w.gguf", f));
   EXPECT_EQ(ReadAll(dir / "w.gguf"), before);
-}
-
-}  // namespace
-
-namespace {
-
-/// The standard output of `command` (kiln::Error-free: a failed command gives "").
-std::string StdoutOf(const std::string& command) {
-  std::string out;
-  FILE* p = popen(command.c_str(), "r");
-  if (p == nullptr) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int status = pclose(p);
-  return status == 0 ? out : "";
-}
-
-TEST(Gguf, AnIndependentParserReadsWhatKilnWrites) {
-  // npm's @huggingface/gguf, installed into tools/npm by scripts/install-deps.sh.
-  const char* src = std::getenv("KILN_TEST_SOURCE_DIR");
-  ASSERT_NE(src, nullptr) << "run through ctest (KILN_TEST_SOURCE_DIR)";
-  const std::string modules = std::string(src) + "/tools/npm/node_modules";
-  ASSERT_TRUE(std::filesystem::exists(modules + "/@huggingface/gguf"))
-      << modules << "/@huggingface/gguf is missing: run scripts/install-deps.sh";
-  TempDir dir;
-  const GgufFile f = EveryKind();
-  io::WriteGguf(dir / "all.gguf", f);
-  const std::string got = StdoutOf("NODE_PATH='" + modules + "' node '" + src +
-                                   "/tests/io/gguf_peer_check.mjs' '" + (dir / "all.gguf") + "' 2>&1");
-  std::string want =
-      "kv version = 3\nkv tensor_count = \"8\"\nkv kv_count = \"14\"\n"
-      "kv general.architecture = \"llama\"\nkv general.alignment = 64\nkv u8 = 200\nkv i8 = -100\n"
-      "kv u16 = 60000\nkv i16 = -30000\nkv i32 = -7\nkv f32 = 0.5\nkv bool = true\n"
-      "kv u64 = \"9223372036854775808\"\nkv i64 = \"-1099511627776\"\nkv f64 = 1e-300\n"
-      "kv tokens = [\"<s>\",\"\",\"héllo\"]\nkv nested = [[1,2],[]]\n";
-  int64_t offset = 0;
-  for (const GgufTensor& t : f.tensors) {
-    std::string shape;
-    for (auto d = t.dims.rbegin(); d != t.dims.rend(); ++d)
-      shape += (shape.empty() ? "" : ",") + std::to_string(*d);
-    want += "tensor " + t.name + " type " + std::to_string(static_cast<int>(t.type)) + " shape " + shape +
-            " offset " + std::to_string(offset) + "\n";
-    offset = (offset + t.data.shape().ByteSize() + 63) / 64 * 64;
-  }
-  EXPECT_EQ(got, want);
 }
 
 }  // namespace
