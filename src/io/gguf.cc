@@ -446,11 +446,11 @@ GgufFile ReadGguf(const std::string& path) {
       detail::Throw(
           "{}: tensor \"{}\" ({} bytes at byte {}) runs past the end of the file ({} bytes): truncated?",
           path, t.name, bytes, at, size);
-    std::vector<uint8_t> buf(static_cast<size_t>(bytes));
+    // Straight into the tensor's memory (no second copy of a large weight).
+    t.data = Tensor::FromShape(shape);
     in.seekg(at);
-    in.read(reinterpret_cast<char*>(buf.data()), bytes);
+    t.data.MutableBytes([&](std::span<uint8_t> b) { in.read(reinterpret_cast<char*>(b.data()), bytes); });
     if (!in) detail::Throw("{}: read error in tensor \"{}\"", path, t.name);
-    t.data = Tensor::FromBytes(shape, buf);
   }
   return file;
 }
