@@ -1,0 +1,219 @@
+// Linear-quantized matrix products (quant_matmul.h). Each row i of W is read once and turned
+// into float vectors in registers (int8: widen and convert; int4: split nibbles, interleave,
+// sign-extend); every row of x adds x[r, i] times it into a per-block accumulator, which is
+// scaled (and offset by the zero point times the block's sum of x) into y at the end of each
+// block of rows.
+
+// Targets as fused_simd.cc: the best of AVX3 / AVX2 at run time, the portable baseline below.
+#ifndef HWY_COMPILE_ALL_ATTAINABLE
+#define HWY_COMPILE_ALL_ATTAINABLE
+#endif
+#ifndef HWY_DISABLED_TARGETS
+#define HWY_DISABLED_TARGETS (HWY_SSSE3 | HWY_SSE4)
+#endif
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "backends/cpu/quant_matmul.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+
+#include <algorithm>
+#include <cstring>
+
+#include "backends/cpu/quant_matmul.h"
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kiln::compute::cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using D = hn::ScalableTag<float>;
+using V = hn::Vec<D>;
+
+/// Columns [j, j + Lanes) of int8 row `row` as floats.
+HWY_INLINE V LoadInt8(D d, const uint8_t* row, int64_t j) {
+  const hn::Rebind<int8_t, D> d8;
+  const hn::Rebind<int32_t, D> di;
+  return hn::ConvertTo(d, hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const int8_t*>(row) + j)));
+}
+
+/// Columns [j, j + 2 Lanes) of packed int4 row `row` (j even) as two float vectors.
+HWY_INLINE void LoadInt4(D d, const uint8_t* row, int64_t j, V& first, V& second) {
+#if HWY_TARGET == HWY_SCALAR
+  const int lo = row[j / 2] & 0x0F, hi = row[j / 2] >> 4;  // One lane: columns j and j + 1.
+  first = hn::Set(d, static_cast<float>((lo ^ 8) - 8));
+  second = hn::Set(d, static_cast<float>((hi ^ 8) - 8));
+#else
+  const hn::Rebind<uint8_t, D> du8;  // Lanes bytes: 2 Lanes nibbles.
+  const hn::Rebind<int32_t, D> di;
+  const auto bytes = hn::LoadU(du8, row + j / 2);
+  const auto lo = hn::And(bytes, hn::Set(du8, 0x0F));
+  const auto hi = hn::ShiftRight<4>(bytes);
+  // Column order: lo0 hi0 lo1 hi1 ...; sign-extend the nibbles: (v ^ 8) - 8.
+  const auto eight = hn::Set(di, 8);
+  const auto a = hn::PromoteTo(di, hn::InterleaveLower(du8, lo, hi));
+  const auto b = hn::PromoteTo(di, hn::InterleaveUpper(du8, lo, hi));
+  first = hn::ConvertTo(d, hn::Sub(hn::Xor(a, eight), eight));
+  second = hn::ConvertTo(d, hn::Sub(hn::Xor(b, eight), eight));
+#endif
+}
+
+/// acc[r][c] += x[r, i] · w[c] over columns [0, width) of the range, for one row i of W.
+HWY_INLINE void AddRow(D d, const LinearQuantMatmul& p, const uint8_t* row, int64_t i, int64_t j0,
+                       int64_t width, float* acc) {
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  int64_t c = 0;
+  if (p.four_bit) {
+    for (; c + 2 * lanes <= width; c += 2 * lanes) {
+      V w0, w1;
+      LoadInt4(d, row, j0 + c, w0, w1);
+      for (int64_t r = 0; r < p.m; ++r) {
+        const V xr = hn::Set(d, p.x[r * p.k + i]);
+        float* a = acc + r * width + c;
+        hn::StoreU(hn::MulAdd(xr, w0, hn::LoadU(d, a)), d, a);
+        hn::StoreU(hn::MulAdd(xr, w1, hn::LoadU(d, a + lanes)), d, a + lanes);
+      }
+    }
+  } else {
+    for (; c + lanes <= width; c += lanes) {
+      const V w = LoadInt8(d, row, j0 + c);
+      for (int64_t r = 0; r < p.m; ++r) {
+        float* a = acc + r * width + c;
+        hn::StoreU(hn::MulAdd(hn::Set(d, p.x[r * p.k + i]), w, hn::LoadU(d, a)), d, a);
+      }
+    }
+  }
+  for (; c < width; ++c) {  // The last columns one at a time.
+    const int64_t j = j0 + c;
+    int v;
+    if (p.four_bit) {
+      const int nibble = (row[j / 2] >> (j % 2 == 0 ? 0 : 4)) & 0x0F;
+      v = nibble >= 8 ? nibble - 16 : nibble;
+    } else {
+      v = static_cast<int8_t>(row[j]);
+    }
+    for (int64_t r = 0; r < p.m; ++r) acc[r * width + c] += p.x[r * p.k + i] * static_cast<float>(v);
+  }
+}
+
+/// Vectors of columns per panel of the register kernel (64 int8 columns, a cache line, on AVX2).
+constexpr int kPanel = 8;
+
+/// Row r of y over the panel of kPanel vectors at column j, for the block of W's rows starting at
+/// b0: the block's sums stay in registers and are scaled into y once.
+HWY_INLINE void Panel(D d, const LinearQuantMatmul& p, int64_t r, int64_t b0, int64_t j) {
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t row_bytes = p.four_bit ? p.n / 2 : p.n;
+  V acc[kPanel];
+  for (int v = 0; v < kPanel; ++v) acc[v] = hn::Zero(d);
+  float xsum = 0;
+  for (int64_t i = b0; i < b0 + p.block; ++i) {
+    const float xv = p.x[r * p.k + i];
+    xsum += xv;
+    const V xr = hn::Set(d, xv);
+    const uint8_t* row = p.q + i * row_bytes;
+    if (p.four_bit) {
+      for (int v = 0; v < kPanel; v += 2) {
+        V w0, w1;
+        LoadInt4(d, row, j + v * lanes, w0, w1);
+        acc[v] = hn::MulAdd(xr, w0, acc[v]);
+        acc[v + 1] = hn::MulAdd(xr, w1, acc[v + 1]);
+      }
+    } else {
+      for (int v = 0; v < kPanel; ++v) acc[v] = hn::MulAdd(xr, LoadInt8(d, row, j + v * lanes), acc[v]);
+    }
+  }
+  float* y = p.y + r * p.n + j;
+  const float* s = p.scale + (b0 / p.block) * p.n + j;
+  const float* z = p.zero != nullptr ? p.zero + (b0 / p.block) * p.n + j : nullptr;
+  const V xs = hn::Set(d, xsum);
+  for (int v = 0; v < kPanel; ++v) {
+    V out = hn::MulAdd(acc[v], hn::LoadU(d, s + v * lanes), hn::LoadU(d, y + v * lanes));
+    if (z != nullptr) out = hn::MulAdd(xs, hn::LoadU(d, z + v * lanes), out);
+    hn::StoreU(out, d, y + v * lanes);
+  }
+}
+
+void Run(const LinearQuantMatmul& p, int64_t n_begin, int64_t n_end, float* acc) {
+  const D d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t row_bytes = p.four_bit ? p.n / 2 : p.n;
+  for (int64_t r = 0; r < p.m; ++r) {  // y starts at the bias (or 0).
+    float* y = p.y + r * p.n + n_begin;
+    if (p.bias != nullptr) {
+      std::memcpy(y, p.bias + n_begin, static_cast<size_t>(n_end - n_begin) * sizeof(float));
+    } else {
+      std::fill(y, y + n_end - n_begin, 0.0f);
+    }
+  }
+  // Whole panels in registers; the columns after them through per-row accumulators in memory.
+  const int64_t panel = kPanel * lanes;
+  const int64_t panels_end = n_begin + (n_end - n_begin) / panel * panel;
+  // Block by block of W's rows (a few pages), panel by panel across them.
+  for (int64_t b0 = 0; b0 < p.k; b0 += p.block)
+    for (int64_t j = n_begin; j < panels_end; j += panel)
+      for (int64_t r = 0; r < p.m; ++r) Panel(d, p, r, b0, j);
+  n_begin = panels_end;
+  const int64_t width = n_end - n_begin;
+  if (width == 0) return;
+  for (int64_t b0 = 0; b0 < p.k; b0 += p.block) {
+    std::fill(acc, acc + p.m * width, 0.0f);
+    for (int64_t i = b0; i < b0 + p.block; ++i) AddRow(d, p, p.q + i * row_bytes, i, n_begin, width, acc);
+    const float* s = p.scale + (b0 / p.block) * p.n + n_begin;
+    const float* z = p.zero != nullptr ? p.zero + (b0 / p.block) * p.n + n_begin : nullptr;
+    for (int64_t r = 0; r < p.m; ++r) {
+      float xsum = 0;  // The zero point adds zero[j] · (the block's sum of x).
+      if (z != nullptr)
+        for (int64_t i = b0; i < b0 + p.block; ++i) xsum += p.x[r * p.k + i];
+      const V xs = hn::Set(d, xsum);
+      float* y = p.y + r * p.n + n_begin;
+      const float* a = acc + r * width;
+      int64_t c = 0;
+      for (; c + lanes <= width; c += lanes) {
+        V out = hn::MulAdd(hn::LoadU(d, a + c), hn::LoadU(d, s + c), hn::LoadU(d, y + c));
+        if (z != nullptr) out = hn::MulAdd(xs, hn::LoadU(d, z + c), out);
+        hn::StoreU(out, d, y + c);
+      }
+      for (; c < width; ++c) y[c] += a[c] * s[c] + (z != nullptr ? xsum * z[c] : 0.0f);
+    }
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kiln::compute::cpu
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace kiln::compute::cpu {
+
+HWY_EXPORT(Run);
+
+void RunLinearQuantMatmul(const LinearQuantMatmul& p, int64_t n_begin, int64_t n_end, float* scratch) {
+  HWY_DYNAMIC_DISPATCH(Run)(p, n_begin, n_end, scratch);
+}
+
+void LinearQuantMatmulReference(const LinearQuantMatmul& p) {
+  const int64_t row_bytes = p.four_bit ? p.n / 2 : p.n;
+  for (int64_t r = 0; r < p.m; ++r) {
+    for (int64_t j = 0; j < p.n; ++j) {
+      double sum = p.bias != nullptr ? p.bias[j] : 0.0;
+      for (int64_t i = 0; i < p.k; ++i) {
+        const uint8_t* row = p.q + i * row_bytes;
+        int v;
+        if (p.four_bit) {
+          const int nibble = (row[j / 2] >> (j % 2 == 0 ? 0 : 4)) & 0x0F;
+          v = nibble >= 8 ? nibble - 16 : nibble;
+        } else {
+          v = static_cast<int8_t>(row[j]);
+        }
+        const int64_t s = (i / p.block) * p.n + j;
+        const double w = v * static_cast<double>(p.scale[s]) + (p.zero != nullptr ? p.zero[s] : 0.0);
+        sum += static_cast<double>(p.x[r * p.k + i]) * w;
+      }
+      p.y[r * p.n + j] = static_cast<float>(sum);
+    }
+  }
+}
+
+}  // namespace kiln::compute::cpu
+#endif  // HWY_ONCE

@@ -1,0 +1,33 @@
+#pragma once
+// Matrix products with linearly quantized weights, dequantized in registers (quant_matmul.cc,
+// Highway with dynamic dispatch): the weights are streamed once, row by row, and never stored as
+// floats. For few rows of x (a batch of one to a few), where the product is bound by reading the
+// weights: int8 weights read a quarter of float32's bytes, int4 an eighth.
+
+#include <cstdint>
+
+namespace kiln::compute::cpu {
+
+/// y [m, n] = x [m, k] · W [k, n], W[i, j] = q[i, j] · scale[i / block, j] (+ zero[i / block, j]).
+struct LinearQuantMatmul {
+  const float* x = nullptr;  ///< [m, k], row-major.
+  int64_t m = 0, k = 0, n = 0;
+  /// The integer weights [k, n], row-major: one int8 per byte, or (four_bit) two int4 per byte,
+  /// the first in the low nibble (n even).
+  const uint8_t* q = nullptr;
+  bool four_bit = false;
+  const float* scale = nullptr;  ///< [k / block, n].
+  const float* zero = nullptr;   ///< [k / block, n], or nullptr.
+  int64_t block = 0;             ///< Rows of W per scale row; divides k.
+  const float* bias = nullptr;   ///< [n], or nullptr.
+  float* y = nullptr;            ///< [m, n], written.
+};
+
+/// Computes columns [n_begin, n_end) of y (both even for four_bit weights); `scratch` holds
+/// m · (n_end - n_begin) floats. Threads may run disjoint column ranges at once.
+void RunLinearQuantMatmul(const LinearQuantMatmul& p, int64_t n_begin, int64_t n_end, float* scratch);
+
+/// The same product computed element by element in double (tests' reference).
+void LinearQuantMatmulReference(const LinearQuantMatmul& p);
+
+}  // namespace kiln::compute::cpu
