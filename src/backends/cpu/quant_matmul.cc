@@ -99,38 +99,89 @@ HWY_INLINE void AddRow(D d, const LinearQuantMatmul& p, const uint8_t* row, int6
 /// Vectors of columns per panel of the register kernel (64 int8 columns, a cache line, on AVX2).
 constexpr int kPanel = 8;
 
-/// Row r of y over the panel of kPanel vectors at column j, for the block of W's rows starting at
-/// b0: the block's sums stay in registers and are scaled into y once.
-HWY_INLINE void Panel(D d, const LinearQuantMatmul& p, int64_t r, int64_t b0, int64_t j) {
+/// Adds rows [i, i + rows) of W's panel at column j, times row r of x, into the block sums
+/// `acc` (kPanel vectors). The sums stay in eight named registers while the rows stream (GCC
+/// keeps an array of vectors on the stack).
+template <bool kFourBit>
+HWY_INLINE void PanelRows(D d, const LinearQuantMatmul& p, int64_t r, int64_t i, int64_t rows, int64_t j,
+                          float* acc) {
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
-  const int64_t row_bytes = p.four_bit ? p.n / 2 : p.n;
-  V acc[kPanel];
-  for (int v = 0; v < kPanel; ++v) acc[v] = hn::Zero(d);
-  float xsum = 0;
-  for (int64_t i = b0; i < b0 + p.block; ++i) {
-    const float xv = p.x[r * p.k + i];
-    xsum += xv;
-    const V xr = hn::Set(d, xv);
-    const uint8_t* row = p.q + i * row_bytes;
-    if (p.four_bit) {
-      for (int v = 0; v < kPanel; v += 2) {
-        V w0, w1;
-        LoadInt4(d, row, j + v * lanes, w0, w1);
-        acc[v] = hn::MulAdd(xr, w0, acc[v]);
-        acc[v + 1] = hn::MulAdd(xr, w1, acc[v + 1]);
-      }
+  const int64_t row_bytes = kFourBit ? p.n / 2 : p.n;
+  V a0 = hn::LoadU(d, acc), a1 = hn::LoadU(d, acc + lanes), a2 = hn::LoadU(d, acc + 2 * lanes),
+    a3 = hn::LoadU(d, acc + 3 * lanes), a4 = hn::LoadU(d, acc + 4 * lanes),
+    a5 = hn::LoadU(d, acc + 5 * lanes), a6 = hn::LoadU(d, acc + 6 * lanes),
+    a7 = hn::LoadU(d, acc + 7 * lanes);
+  const float* x = p.x + r * p.k;
+  const uint8_t* row = p.q + i * row_bytes;
+  for (int64_t e = i; e < i + rows; ++e, row += row_bytes) {
+    const V xr = hn::Set(d, x[e]);
+    if constexpr (kFourBit) {
+      V w0, w1;
+      LoadInt4(d, row, j, w0, w1);
+      a0 = hn::MulAdd(xr, w0, a0);
+      a1 = hn::MulAdd(xr, w1, a1);
+      LoadInt4(d, row, j + 2 * lanes, w0, w1);
+      a2 = hn::MulAdd(xr, w0, a2);
+      a3 = hn::MulAdd(xr, w1, a3);
+      LoadInt4(d, row, j + 4 * lanes, w0, w1);
+      a4 = hn::MulAdd(xr, w0, a4);
+      a5 = hn::MulAdd(xr, w1, a5);
+      LoadInt4(d, row, j + 6 * lanes, w0, w1);
+      a6 = hn::MulAdd(xr, w0, a6);
+      a7 = hn::MulAdd(xr, w1, a7);
     } else {
-      for (int v = 0; v < kPanel; ++v) acc[v] = hn::MulAdd(xr, LoadInt8(d, row, j + v * lanes), acc[v]);
+      a0 = hn::MulAdd(xr, LoadInt8(d, row, j), a0);
+      a1 = hn::MulAdd(xr, LoadInt8(d, row, j + lanes), a1);
+      a2 = hn::MulAdd(xr, LoadInt8(d, row, j + 2 * lanes), a2);
+      a3 = hn::MulAdd(xr, LoadInt8(d, row, j + 3 * lanes), a3);
+      a4 = hn::MulAdd(xr, LoadInt8(d, row, j + 4 * lanes), a4);
+      a5 = hn::MulAdd(xr, LoadInt8(d, row, j + 5 * lanes), a5);
+      a6 = hn::MulAdd(xr, LoadInt8(d, row, j + 6 * lanes), a6);
+      a7 = hn::MulAdd(xr, LoadInt8(d, row, j + 7 * lanes), a7);
     }
   }
-  float* y = p.y + r * p.n + j;
-  const float* s = p.scale + (b0 / p.block) * p.n + j;
-  const float* z = p.zero != nullptr ? p.zero + (b0 / p.block) * p.n + j : nullptr;
-  const V xs = hn::Set(d, xsum);
-  for (int v = 0; v < kPanel; ++v) {
-    V out = hn::MulAdd(acc[v], hn::LoadU(d, s + v * lanes), hn::LoadU(d, y + v * lanes));
-    if (z != nullptr) out = hn::MulAdd(xs, hn::LoadU(d, z + v * lanes), out);
-    hn::StoreU(out, d, y + v * lanes);
+  hn::StoreU(a0, d, acc);
+  hn::StoreU(a1, d, acc + lanes);
+  hn::StoreU(a2, d, acc + 2 * lanes);
+  hn::StoreU(a3, d, acc + 3 * lanes);
+  hn::StoreU(a4, d, acc + 4 * lanes);
+  hn::StoreU(a5, d, acc + 5 * lanes);
+  hn::StoreU(a6, d, acc + 6 * lanes);
+  hn::StoreU(a7, d, acc + 7 * lanes);
+}
+
+/// Rows of W per pass over the panels: few enough streams for the prefetchers, enough to keep
+/// the block sums in registers across them.
+constexpr int64_t kRowGroup = 4;
+
+/// The panels [n_begin, panels_end) of one block of W's rows (from b0): block sums in `acc`
+/// (m × width floats, width = n_end - n_begin), scaled into y at the end.
+template <bool kFourBit>
+void PanelBlock(D d, const LinearQuantMatmul& p, int64_t b0, int64_t n_begin, int64_t panels_end,
+                int64_t width, float* acc) {
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t panel = kPanel * lanes;
+  const int64_t used = panels_end - n_begin;
+  for (int64_t r = 0; r < p.m; ++r) std::fill(acc + r * width, acc + r * width + used, 0.0f);
+  const int64_t group = p.block % kRowGroup == 0 ? kRowGroup : 1;
+  for (int64_t i = b0; i < b0 + p.block; i += group)
+    for (int64_t j = n_begin; j < panels_end; j += panel)
+      for (int64_t r = 0; r < p.m; ++r)
+        PanelRows<kFourBit>(d, p, r, i, group, j, acc + r * width + (j - n_begin));
+  const float* s = p.scale + (b0 / p.block) * p.n + n_begin;
+  const float* z = p.zero != nullptr ? p.zero + (b0 / p.block) * p.n + n_begin : nullptr;
+  for (int64_t r = 0; r < p.m; ++r) {
+    float xsum = 0;
+    if (z != nullptr)
+      for (int64_t i = b0; i < b0 + p.block; ++i) xsum += p.x[r * p.k + i];
+    const V xs = hn::Set(d, xsum);
+    float* y = p.y + r * p.n + n_begin;
+    const float* a = acc + r * width;
+    for (int64_t c = 0; c < used; c += lanes) {
+      V out = hn::MulAdd(hn::LoadU(d, a + c), hn::LoadU(d, s + c), hn::LoadU(d, y + c));
+      if (z != nullptr) out = hn::MulAdd(xs, hn::LoadU(d, z + c), out);
+      hn::StoreU(out, d, y + c);
+    }
   }
 }
 
@@ -149,10 +200,16 @@ void Run(const LinearQuantMatmul& p, int64_t n_begin, int64_t n_end, float* acc)
   // Whole panels in registers; the columns after them through per-row accumulators in memory.
   const int64_t panel = kPanel * lanes;
   const int64_t panels_end = n_begin + (n_end - n_begin) / panel * panel;
-  // Block by block of W's rows (a few pages), panel by panel across them.
-  for (int64_t b0 = 0; b0 < p.k; b0 += p.block)
-    for (int64_t j = n_begin; j < panels_end; j += panel)
-      for (int64_t r = 0; r < p.m; ++r) Panel(d, p, r, b0, j);
+  // Block by block of W's rows, a few rows at a time streamed across the panels.
+  if (panels_end > n_begin) {
+    for (int64_t b0 = 0; b0 < p.k; b0 += p.block) {
+      if (p.four_bit) {
+        PanelBlock<true>(d, p, b0, n_begin, panels_end, n_end - n_begin, acc);
+      } else {
+        PanelBlock<false>(d, p, b0, n_begin, panels_end, n_end - n_begin, acc);
+      }
+    }
+  }
   n_begin = panels_end;
   const int64_t width = n_end - n_begin;
   if (width == 0) return;
