@@ -18,5 +18,6 @@ void RegisterTrainerCases();
 void RegisterInteropCases();
 /// dynamic/...: the batch axis dynamic against the static build, side by side; first-call cost.
 void RegisterDynamicCases();
+void RegisterQuantCases();
 
 }  // namespace kiln::bench

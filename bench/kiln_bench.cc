@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   kiln::bench::RegisterTrainerCases();
   kiln::bench::RegisterInteropCases();
   kiln::bench::RegisterDynamicCases();
+  kiln::bench::RegisterQuantCases();
   benchmark::AddCustomContext("kiln_backend", kiln::bench::Backend()->Description());
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
