@@ -21,12 +21,7 @@
 // from the system per call: the reference SelectAndScatter's operand-sized std::vector<double>
 // was a fresh heap or mmap block, page-faulted in and given back on every call.
 
-#ifndef HWY_COMPILE_ALL_ATTAINABLE
-#define HWY_COMPILE_ALL_ATTAINABLE
-#endif
-#ifndef HWY_DISABLED_TARGETS
-#define HWY_DISABLED_TARGETS (HWY_SSSE3 | HWY_SSE4)
-#endif
+#include "backends/cpu/hwy_targets.h"  // IWYU pragma: keep
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "backends/cpu/pool_kernels.cc"

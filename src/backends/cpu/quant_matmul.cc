@@ -4,13 +4,7 @@
 // scaled (and offset by the zero point times the block's sum of x) into y at the end of each
 // block of rows.
 
-// Targets as fused_simd.cc: the best of AVX3 / AVX2 at run time, the portable baseline below.
-#ifndef HWY_COMPILE_ALL_ATTAINABLE
-#define HWY_COMPILE_ALL_ATTAINABLE
-#endif
-#ifndef HWY_DISABLED_TARGETS
-#define HWY_DISABLED_TARGETS (HWY_SSSE3 | HWY_SSE4)
-#endif
+#include "backends/cpu/hwy_targets.h"  // IWYU pragma: keep
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "backends/cpu/quant_matmul.cc"
