@@ -185,12 +185,13 @@ int main(int argc, char** argv) {
       // Post-training quantization of the dense layers, evaluated by a new trainer (the store's
       // variables changed).
       const quant::StoreQuantization q = quant::QuantizeStore(store, quant::SchemeFromName(flags.quantize));
-      train::Trainer quantized(backend, store, flags.model == "cnn" ? train::ModelFn(Cnn) : train::ModelFn(Mlp),
+      train::Trainer quantized(backend, store,
+                               flags.model == "cnn" ? train::ModelFn(Cnn) : train::ModelFn(Mlp),
                                losses::SparseCategoricalCrossEntropyLogits, optimizers::FromStore(store), {},
                                {metrics::NewSparseCategoricalAccuracy("Mean Accuracy", "#acc")});
       std::vector<Tensor> r = quantized.Eval(test_ds);
-      std::cout << "quantized " << flags.quantize << " (" << q.paths.size() << " weight matrices, " << q.bytes_before
-                << " -> " << q.bytes_after << " bytes): test loss: " << r[0].Item<float>()
+      std::cout << "quantized " << flags.quantize << " (" << q.paths.size() << " weight matrices, "
+                << q.bytes_before << " -> " << q.bytes_after << " bytes): test loss: " << r[0].Item<float>()
                 << ", test accuracy: " << r[1].Item<float>() << "\n";
     }
   } catch (const Error& e) {
