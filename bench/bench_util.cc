@@ -2,6 +2,8 @@
 
 #include "bench_util.h"
 
+#include <algorithm>
+
 #include <sys/resource.h>
 
 #include <cstdlib>
@@ -82,6 +84,11 @@ void SetRate(benchmark::State& state, const std::string& name, double per_iterat
 }
 
 // ru_maxrss is in KiB on Linux.
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 int64_t PeakRssBytes() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);

@@ -34,5 +34,7 @@ Tensor LabelTensor(uint64_t seed, int64_t count, int classes);
 void SetRate(benchmark::State& state, const std::string& name, double per_iteration);
 /// Peak resident set size of this process so far, in bytes (getrusage).
 int64_t PeakRssBytes();
+/// The median of `v` (the upper one of an even count); v must not be empty.
+double Median(std::vector<double> v);
 
 }  // namespace kiln::bench

@@ -17,11 +17,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 /// Axes for an Exec whose last `tail` inputs have a dynamic axis 0 named "batch".
 std::vector<std::vector<std::string>> BatchAxes(const std::vector<Tensor>& inputs, size_t tail) {
   std::vector<std::vector<std::string>> axes(inputs.size());

@@ -10,6 +10,7 @@
 
 #include "core/check.h"
 #include "io/atomic_file.h"
+#include "quant/float_values.h"
 
 namespace kiln::io {
 
@@ -513,23 +514,7 @@ GgufTensor ToGgufTensor(const std::string& name, const Tensor& value, nn::GGMLTy
   if (t.dims.back() % ts.block_values != 0)
     detail::Throw("{}: type {} needs the last dimension ({}) a multiple of {}", where, ts.name, t.dims.back(),
                   ts.block_values);
-  std::vector<float> v;
-  if (value.dtype() == DType::Float32) {
-    v = value.ToVector<float>();
-  } else if (value.dtype() == DType::Float64) {
-    const std::vector<double> d = value.ToVector<double>();
-    v.assign(d.begin(), d.end());
-  } else {
-    value.ConstBytes([&](std::span<const uint8_t> b) {
-      v.resize(b.size() / 2);
-      for (size_t i = 0; i < v.size(); ++i) {
-        uint16_t bits;
-        std::memcpy(&bits, b.data() + 2 * i, 2);
-        v[i] = value.dtype() == DType::Float16 ? detail::HalfBitsToFloat(bits)
-                                               : detail::BFloat16BitsToFloat(bits);
-      }
-    });
-  }
+  const std::vector<float> v = quant::detail::FloatValues(value);
   const Shape shape = DataShape(ts, t.dims);
   std::vector<uint8_t> bytes(static_cast<size_t>(shape.ByteSize()));
   if (type == nn::GGMLType::F64) {

@@ -38,8 +38,10 @@ const char* SchemeName(QuantizationScheme s) {
   return "unknown";
 }
 
+/// A ggml block type kiln decodes (the plain F32/F16/BF16 are not blocks of weights).
 bool IsQuantizedGGML(GGMLType t) {
-  return t == GGMLType::Q8_0 || t == GGMLType::Q4_0 || t == GGMLType::Q4_K || t == GGMLType::Q6_K;
+  const quant::GGMLTypeInfo* info = quant::FindGGMLType(static_cast<int32_t>(t));
+  return info != nullptr && info->decodable && info->block_values > 1;
 }
 
 // ---- ggml rows --------------------------------------------------------------------------------

@@ -3,11 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "core/check.h"
-#include "kiln/core/half.h"
 #include "kiln/quant/quant.h"
+#include "quant/float_values.h"
 
 namespace kiln::quant {
 
@@ -48,7 +47,6 @@ constexpr SchemeInfo kSchemes[] = {
 bool IsLinear(Scheme s) {
   return s == Scheme::Int8 || s == Scheme::Int8Asymmetric || s == Scheme::Int4 || s == Scheme::Int4Asymmetric;
 }
-bool IsAsymmetric(Scheme s) { return s == Scheme::Int8Asymmetric || s == Scheme::Int4Asymmetric; }
 bool IsFourBit(Scheme s) { return s == Scheme::Int4 || s == Scheme::Int4Asymmetric; }
 
 /// The storage dtype of the weights of a Linear or NF4 scheme.
@@ -221,6 +219,8 @@ Scheme SchemeFromName(const std::string& name) {
   kiln::detail::Throw("quant: unknown scheme \"{}\" (known: {})", name, fmt::join(names, ", "));
 }
 
+bool IsAsymmetric(Scheme s) { return s == Scheme::Int8Asymmetric || s == Scheme::Int4Asymmetric; }
+
 bool IsGGML(Scheme s) {
   return s == Scheme::Q8_0 || s == Scheme::Q4_0 || s == Scheme::Q4_K || s == Scheme::Q6_K;
 }
@@ -268,22 +268,7 @@ Quantized Quantize(const Tensor& w, Scheme scheme, int64_t block_size, int block
     kiln::detail::Throw("quant::Quantize: block_axis {} is not 0 (K) or 1 (N)", block_axis);
   const std::vector<int64_t> dims = w.shape().Dimensions();
   if (dims[0] == 0 || dims[1] == 0) kiln::detail::Throw("quant::Quantize: the matrix {} is empty", w.shape());
-  std::vector<float> v = w.dtype() == DType::Float32 ? w.ToVector<float>() : [&] {
-    std::vector<double> d = w.dtype() == DType::Float64 ? w.ToVector<double>() : std::vector<double>{};
-    if (d.empty()) {
-      std::vector<float> f(static_cast<size_t>(w.Size()));
-      w.ConstBytes([&](std::span<const uint8_t> b) {
-        for (size_t i = 0; i < f.size(); ++i) {
-          uint16_t bits;
-          std::memcpy(&bits, b.data() + 2 * i, 2);
-          f[i] =
-              w.dtype() == DType::Float16 ? detail::HalfBitsToFloat(bits) : detail::BFloat16BitsToFloat(bits);
-        }
-      });
-      return f;
-    }
-    return std::vector<float>(d.begin(), d.end());
-  }();
+  const std::vector<float> v = detail::FloatValues(w);
   for (size_t i = 0; i < v.size(); ++i) {
     if (!std::isfinite(v[i]))
       kiln::detail::Throw("quant::Quantize: element {} of {} is {}", i, w.shape(), v[i]);

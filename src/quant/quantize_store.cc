@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "kiln/quant/quant.h"
+#include "quant/float_values.h"
 
 namespace kiln::quant {
 
@@ -17,29 +18,17 @@ constexpr const char* kBlockAxis = "quantization_block_axis";
 /// The float matrix t [R, C] (any float dtype) as float32 [C, R].
 Tensor TransposedF32(const Tensor& t) {
   const int64_t r = t.shape().Dim(0), c = t.shape().Dim(1);
-  std::vector<double> v;
-  if (t.dtype() == DType::Float64) {
-    v = t.ToVector<double>();
-  } else if (t.dtype() == DType::Float32) {
-    const std::vector<float> f = t.ToVector<float>();
-    v.assign(f.begin(), f.end());
-  } else {
-    kiln::detail::Throw("quant::QuantizeStore: a {} table: quantize from Float32 or Float64", t.dtype());
-  }
+  const std::vector<float> v = detail::FloatValues(t);
   std::vector<float> out(v.size());
   for (int64_t i = 0; i < r; ++i)
-    for (int64_t j = 0; j < c; ++j)
-      out[static_cast<size_t>(j * r + i)] = static_cast<float>(v[static_cast<size_t>(i * c + j)]);
+    for (int64_t j = 0; j < c; ++j) out[static_cast<size_t>(j * r + i)] = v[static_cast<size_t>(i * c + j)];
   return Tensor::FromFlat(Shape(DType::Float32, {c, r}), out);
 }
-
-bool IsAsym(Scheme s) { return s == Scheme::Int8Asymmetric || s == Scheme::Int4Asymmetric; }
 
 }  // namespace
 
 StoreQuantization QuantizeStore(model::Store& store, Scheme scheme, int64_t block_size,
                                 const std::function<bool(const model::Variable&)>& filter) {
-  SchemeName(scheme);  // Names it in errors below.
   StoreQuantization out;
   for (const model::Variable& v : store.Variables()) {
     const std::string name = v.Name();
@@ -96,7 +85,7 @@ std::optional<std::pair<graph::Node, nn::Quantization>> QuantizedVariableIn(cons
     const model::Variable s = scope.InspectVariable(name + "_scales");
     if (!s.Ok()) kiln::detail::Throw("{}: quantized weights without \"{}_scales\"", w.Path(), name);
     q.scale = s.NodeValue(g);
-    if (IsAsym(scheme)) {
+    if (IsAsymmetric(scheme)) {
       const model::Variable z = scope.InspectVariable(name + "_zero_points");
       if (!z.Ok())
         kiln::detail::Throw("{}: {} weights without \"{}_zero_points\"", w.Path(), SchemeName(scheme), name);

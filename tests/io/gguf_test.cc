@@ -263,7 +263,7 @@ TEST(Gguf, WriteChecksTensors) {
         io::ToGgufTensor("t", RandomMatrix({2, 33}, 4), nn::GGMLType::Q8_0);
       },
       {"Q8_0", "33"}));
-  // A failed write leaves the previous file in place.
+  // A refused write leaves the previous file untouched.
   f.tensors.resize(1);
   io::WriteGguf(dir / "w.gguf", f);
   const std::vector<uint8_t> before = ReadAll(dir / "w.gguf");

@@ -51,6 +51,8 @@ enum class Scheme {
 std::string SchemeName(Scheme scheme);
 /// The scheme named `name` (as SchemeName writes it); kiln::Error for an unknown name.
 Scheme SchemeFromName(const std::string& name);
+/// Whether `scheme` stores zero points (Int8Asymmetric, Int4Asymmetric).
+bool IsAsymmetric(Scheme scheme);
 /// Whether `scheme` is one of ggml's block formats.
 bool IsGGML(Scheme scheme);
 /// The graph-side scheme (nn::QuantizationScheme) of a host scheme.

@@ -79,13 +79,8 @@ HWY_INLINE void AddRow(D d, const LinearQuantMatmul& p, const uint8_t* row, int6
   }
   for (; c < width; ++c) {  // The last columns one at a time.
     const int64_t j = j0 + c;
-    int v;
-    if (p.four_bit) {
-      const int nibble = (row[j / 2] >> (j % 2 == 0 ? 0 : 4)) & 0x0F;
-      v = nibble >= 8 ? nibble - 16 : nibble;
-    } else {
-      v = static_cast<int8_t>(row[j]);
-    }
+    const int v =
+        p.four_bit ? (((row[j / 2] >> (j % 2 == 0 ? 0 : 4)) & 0x0F) ^ 8) - 8 : static_cast<int8_t>(row[j]);
     for (int64_t r = 0; r < p.m; ++r) acc[r * width + c] += p.x[r * p.k + i] * static_cast<float>(v);
   }
 }
@@ -241,29 +236,6 @@ HWY_EXPORT(Run);
 
 void RunLinearQuantMatmul(const LinearQuantMatmul& p, int64_t n_begin, int64_t n_end, float* scratch) {
   HWY_DYNAMIC_DISPATCH(Run)(p, n_begin, n_end, scratch);
-}
-
-void LinearQuantMatmulReference(const LinearQuantMatmul& p) {
-  const int64_t row_bytes = p.four_bit ? p.n / 2 : p.n;
-  for (int64_t r = 0; r < p.m; ++r) {
-    for (int64_t j = 0; j < p.n; ++j) {
-      double sum = p.bias != nullptr ? p.bias[j] : 0.0;
-      for (int64_t i = 0; i < p.k; ++i) {
-        const uint8_t* row = p.q + i * row_bytes;
-        int v;
-        if (p.four_bit) {
-          const int nibble = (row[j / 2] >> (j % 2 == 0 ? 0 : 4)) & 0x0F;
-          v = nibble >= 8 ? nibble - 16 : nibble;
-        } else {
-          v = static_cast<int8_t>(row[j]);
-        }
-        const int64_t s = (i / p.block) * p.n + j;
-        const double w = v * static_cast<double>(p.scale[s]) + (p.zero != nullptr ? p.zero[s] : 0.0);
-        sum += static_cast<double>(p.x[r * p.k + i]) * w;
-      }
-      p.y[r * p.n + j] = static_cast<float>(sum);
-    }
-  }
 }
 
 }  // namespace kiln::compute::cpu

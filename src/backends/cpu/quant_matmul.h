@@ -27,7 +27,4 @@ struct LinearQuantMatmul {
 /// m · (n_end - n_begin) floats. Threads may run disjoint column ranges at once.
 void RunLinearQuantMatmul(const LinearQuantMatmul& p, int64_t n_begin, int64_t n_end, float* scratch);
 
-/// The same product computed element by element in double (tests' reference).
-void LinearQuantMatmulReference(const LinearQuantMatmul& p);
-
 }  // namespace kiln::compute::cpu
