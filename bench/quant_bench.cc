@@ -1,17 +1,18 @@
 // Quantized weights against float32, side by side in one process: a [batch, 4096] x [4096, 4096]
-// product through the cpu backend's float32 MatMul, and the quant_matmul kernel with int8 and
-// packed int4 weights (blocks of 32 scales along K), its columns split over the bench's threads.
+// dense layer on the cpu backend, nn::Dense with float32 weights against nn::QuantizedDense with
+// weights quantized by quant::Quantize (Int8 per channel, Int4 in blocks of 32 along K, and NF4
+// and Q4_0, which run their decomposition), all fed as inputs as a loaded model's are.
 // Interleaved rounds; reports each median (ms) and float32 time / quantized time.
 
-#include <omp.h>
-
-#include <algorithm>
 #include <chrono>
+#include <string>
 #include <vector>
 
-#include "backends/cpu/quant_matmul.h"
 #include "bench_util.h"
 #include "cases.h"
+#include "kiln/ml/nn.h"
+#include "kiln/ml/quantized.h"
+#include "kiln/quant/quant.h"
 
 namespace kiln::bench {
 namespace {
@@ -25,59 +26,60 @@ double Seconds(Fn&& fn, int calls) {
   return std::chrono::duration<double>(Clock::now() - start).count() / calls;
 }
 
+struct Variant {
+  const char* name;
+  quant::Scheme scheme;
+  int64_t block;
+};
+
 void QuantVsFloat(benchmark::State& state, int64_t batch) {
-  const int64_t k = 4096, n = 4096, block = 32;
+  const int64_t k = 4096, n = 4096;
   const Tensor w = UniformTensor(1, {k, n}, -0.05f, 0.05f);
   const Tensor x = UniformTensor(2, {batch, k}, -1, 1);
-  graph::Exec dense =
-      graph::NewExec(Backend(), [](graph::Node a, graph::Node b) { return graph::MatMul(a, b); });
-  std::vector<uint8_t> q8(static_cast<size_t>(k * n)), q4(static_cast<size_t>(k * n / 2));
-  for (size_t i = 0; i < q8.size(); ++i) q8[i] = static_cast<uint8_t>(HashAt(3, i) & 0xFF);
-  for (size_t i = 0; i < q4.size(); ++i) q4[i] = static_cast<uint8_t>(HashAt(4, i) & 0xFF);
-  const std::vector<float> scale = UniformValues(5, k / block * n, 0.001f, 0.002f);
-  const std::vector<float> xv = x.ToVector<float>();
-  std::vector<float> y(static_cast<size_t>(batch * n)), scratch(static_cast<size_t>(batch * n));
-  compute::cpu::LinearQuantMatmul p;
-  p.x = xv.data();
-  p.m = batch;
-  p.k = k;
-  p.n = n;
-  p.scale = scale.data();
-  p.block = block;
-  p.y = y.data();
-  const int threads = BenchThreads();
-  auto run = [&](bool four_bit) {
-    p.four_bit = four_bit;
-    p.q = four_bit ? q4.data() : q8.data();
-    const int64_t part = (n / threads) & ~int64_t{63};
-#pragma omp parallel for num_threads(threads)
-    for (int t = 0; t < threads; ++t) {
-      const int64_t begin = t * part, end = t == threads - 1 ? n : (t + 1) * part;
-      compute::cpu::RunLinearQuantMatmul(p, begin, end, scratch.data() + begin * batch);
-    }
+  graph::Exec dense = graph::NewExec(Backend(), [](graph::Node a, graph::Node b) { return nn::Dense(a, b); });
+  const std::vector<Variant> variants = {{"int8", quant::Scheme::Int8, 0},
+                                         {"int4", quant::Scheme::Int4, 32},
+                                         {"nf4", quant::Scheme::NF4, 64},
+                                         {"q4_0", quant::Scheme::Q4_0, 0}};
+  std::vector<quant::Quantized> qs;
+  std::vector<graph::Exec> execs;
+  for (const Variant& v : variants) {
+    qs.push_back(quant::Quantize(w, v.scheme, v.block));
+    const quant::Quantized& q = qs.back();
+    execs.push_back(graph::NewExec(Backend(), [&q](const std::vector<graph::Node>& p) {
+      nn::Quantization spec = q.QuantizationIn(p[0].graph());  // Layout and type from q...
+      if (spec.scale.Ok()) spec.scale = p[2];                  // ...values from the inputs.
+      return nn::QuantizedDense(p[0], p[1], spec);
+    }));
+  }
+  auto call = [&](size_t i) {
+    const quant::Quantized& q = qs[i];
+    std::vector<Tensor> in = {x, q.weights};
+    if (q.scales.Ok()) in.push_back(q.scales);
+    return execs[i].Call(in);
   };
   dense.Call(x, w);
-  run(false);
-  run(true);
+  for (size_t i = 0; i < variants.size(); ++i) call(i);
   const int calls = batch == 1 ? 20 : 3;
-  std::vector<double> f32, i8, i4;
+  std::vector<double> f32;
+  std::vector<std::vector<double>> times(variants.size());
   for (auto _ : state) {
     f32.push_back(Seconds([&] { benchmark::DoNotOptimize(dense.Call(x, w)); }, calls));
-    i8.push_back(Seconds([&] { run(false); }, calls));
-    i4.push_back(Seconds([&] { run(true); }, calls));
+    for (size_t i = 0; i < variants.size(); ++i)
+      times[i].push_back(Seconds([&] { benchmark::DoNotOptimize(call(i)); }, calls));
   }
   state.counters["f32_ms"] = Median(f32) * 1e3;
-  state.counters["int8_ms"] = Median(i8) * 1e3;
-  state.counters["int4_ms"] = Median(i4) * 1e3;
-  state.counters["int8_speedup"] = Median(f32) / Median(i8);
-  state.counters["int4_speedup"] = Median(f32) / Median(i4);
+  for (size_t i = 0; i < variants.size(); ++i) {
+    state.counters[std::string(variants[i].name) + "_ms"] = Median(times[i]) * 1e3;
+    state.counters[std::string(variants[i].name) + "_speedup"] = Median(f32) / Median(times[i]);
+  }
 }
 
 }  // namespace
 
 void RegisterQuantCases() {
-  for (int64_t batch : {1, 64}) {
-    benchmark::RegisterBenchmark(("quant/matmul_4096_b" + std::to_string(batch)).c_str(), QuantVsFloat, batch)
+  for (int64_t batch : {1, 16, 64}) {
+    benchmark::RegisterBenchmark(("quant/dense_4096_b" + std::to_string(batch)).c_str(), QuantVsFloat, batch)
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond)
         ->Iterations(9);

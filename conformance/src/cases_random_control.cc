@@ -134,6 +134,25 @@ void AddControlCases(CaseList& L) {
             return OptimizationBarrier({p[0], p[1]});
           }),
           {in, reversed}, {in, reversed});
+    // A name no backend has a kernel for: the decomposition runs.
+    L.Add("Composite", "decomposition", d, P([](const std::vector<Node>& p) {
+            return graph::Composite("test.reverse_pair", {7}, {p[0], p[1]}, [](const std::vector<Node>& v) {
+              return std::vector<Node>{graph::Reverse(v[0], {0}), v[1]};
+            });
+          }),
+          {in, reversed}, {reversed, reversed});
+  }
+  // Packed operands reach the decomposition as they are (quantized weights do).
+  for (DType p : kPacked) {
+    const DType wide = IsUnsigned(p) ? DType::Uint8 : DType::Int8;
+    const std::vector<double> v =
+        IsUnsigned(p) ? std::vector<double>{0, 1, 3} : std::vector<double>{-1, 0, 1};
+    L.Add("Composite", "packed_operand", p, P([wide](const std::vector<Node>& x) {
+            return graph::Composite("test.unpack", {}, {x[0]}, [wide](const std::vector<Node>& a) {
+              return std::vector<Node>{graph::ConvertDType(a[0], wide)};
+            });
+          }),
+          {V(p, {3}, v)}, {V(wide, {3}, v)});
   }
 }
 
@@ -157,6 +176,11 @@ bool ControlPrimitiveAccepts(OpType op, DType dtype) {
       case OpType::GetTupleElement:
         graph::OptimizationBarrier({x});
         break;
+      case OpType::Composite:  // Any dtype, packed ones included (unpacked in the decomposition).
+        graph::Composite("test.widen", {}, {x}, [](const std::vector<Node>& v) {
+          return std::vector<Node>{graph::ConvertDType(v[0], DType::Int32)};
+        });
+        break;
 #define KILN_LISTED_Control
 #include "kiln/compute/op_cases.inc"
         return false;
@@ -177,6 +201,8 @@ void AddRandomControlCatalogue(std::vector<CatalogueEntry>& entries) {
   entries.push_back({"ForLoop", {OpType::While, OpType::GetTupleElement}});
   entries.push_back({"If", {OpType::If, OpType::GetTupleElement}});
   entries.push_back({"OptimizationBarrier", {OpType::OptimizationBarrier, OpType::GetTupleElement}});
+  // (Its GetTupleElement reads the results, which are never packed: the rule is Composite's.)
+  entries.push_back({"Composite", {OpType::Composite}});
 }
 
 void AddRandomControlCases(CaseList& list) {

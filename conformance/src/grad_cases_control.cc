@@ -185,6 +185,15 @@ void AddControlGrads(std::vector<GradCase>& out) {
           return Nodes{r[0] * r[1], r[1], graph::ConvertDType(r[2], DType::Float64)};
         }),
         {L.Rand({2, 3}), L.Rand({2, 3}), I32({2}, {4, 5})});
+  // Two results, an integer operand (no gradient) and a product inside: the gradient is the
+  // decomposition's, through a Composite "<name>.vjp".
+  L.Add("Composite/decomposition", P([](const Nodes& p) {
+          return graph::Composite("test.mixed", {1, 2}, {p[0], p[1], p[2]}, [](const Nodes& v) {
+            Node scaled = v[1] * graph::ConvertDType(v[2], v[1].dtype());
+            return Nodes{graph::MatMul(v[0], scaled), graph::Sin(v[0])};
+          });
+        }),
+        {L.Rand({2, 3}), L.Rand({3, 2}), I32({3, 2}, {1, -2, 3, 0, 2, 1})});
 }
 
 }  // namespace kiln::conformance::internal

@@ -39,7 +39,9 @@ enum class Attr {
   scatter,
   sizes,
   reverse,
-  trip_count
+  trip_count,
+  name,
+  values
 };
 
 struct OpInfo {
@@ -63,7 +65,7 @@ const std::vector<OpInfo>& OpTable() {
   return table;
 }
 
-static_assert(kNumOps == 96, "ops.def changed: update the op count, the shape rules and every kernel table");
+static_assert(kNumOps == 97, "ops.def changed: update the op count, the shape rules and every kernel table");
 
 std::string Ints(const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
 
@@ -139,6 +141,10 @@ std::string FormatAttr(Attr a, const OpAttributes& at) {
       return fmt::format("reverse={}", at.reverse);
     case Attr::trip_count:
       return fmt::format("trip_count={}", at.trip_count);
+    case Attr::name:
+      return fmt::format("name={}", at.name);
+    case Attr::values:
+      return "values=" + Ints(at.values);
   }
   return "?";
 }
@@ -199,6 +205,10 @@ bool AttrEqual(Attr a, const OpAttributes& x, const OpAttributes& y) {
       return x.reverse == y.reverse;
     case Attr::trip_count:
       return x.trip_count == y.trip_count;
+    case Attr::name:
+      return x.name == y.name;
+    case Attr::values:
+      return x.values == y.values;
   }
   return false;
 }

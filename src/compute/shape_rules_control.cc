@@ -1,5 +1,5 @@
-// Shape rules of the control-flow ops: While, If, OptimizationBarrier (tuple results) and
-// GetTupleElement. The sub-programs' signatures must match the operands exactly.
+// Shape rules of the control-flow ops: While, If, OptimizationBarrier, Composite (tuple results)
+// and GetTupleElement. The sub-programs' signatures must match the operands exactly.
 
 #include <string>
 
@@ -56,7 +56,8 @@ void CheckParameters(OpType op, const Program& p, const std::vector<Shape>& want
 }  // namespace
 
 bool IsTupleOp(OpType op) {
-  return op == OpType::While || op == OpType::If || op == OpType::OptimizationBarrier;
+  return op == OpType::While || op == OpType::If || op == OpType::OptimizationBarrier ||
+         op == OpType::Composite;
 }
 
 Shape ControlShape(OpType op, const std::vector<Shape>& operands, const OpAttributes& attrs) {
@@ -68,7 +69,7 @@ Shape ControlShape(OpType op, const std::vector<Shape>& operands, const OpAttrib
 
 std::vector<Shape> InferTupleShapes(OpType op, const std::vector<Shape>& operands, const OpAttributes& attrs,
                                     const std::vector<std::shared_ptr<const Program>>& subprograms) {
-  const size_t want_subs = op == OpType::OptimizationBarrier ? 0 : 2;
+  const size_t want_subs = op == OpType::OptimizationBarrier ? 0 : op == OpType::Composite ? 1 : 2;
   if (!IsTupleOp(op)) Fail(op, "is not a tuple-producing op");
   if (subprograms.size() != want_subs)
     Fail(op, fmt::format("takes {} sub-programs, got {}", want_subs, subprograms.size()));
@@ -113,6 +114,19 @@ std::vector<Shape> InferTupleShapes(OpType op, const std::vector<Shape>& operand
     case OpType::OptimizationBarrier:
       CheckValues(op, operands, "operand");
       return operands;
+    case OpType::Composite: {
+      if (attrs.name.empty()) Fail(op, "has no name");
+      for (size_t i = 0; i < operands.size(); ++i)
+        if (!operands[i].Ok())
+          Fail(op,
+               fmt::format("operand {} has an invalid shape (a tuple must go through GetTupleElement)", i));
+      const Program& body = Sub(op, subprograms, 0, "decomposition");
+      CheckParameters(op, body, operands, fmt::format("decomposition of {}", attrs.name).c_str());
+      const std::vector<Shape> r = OutputShapes(body);
+      if (r.empty()) Fail(op, fmt::format("the decomposition of {} returns nothing", attrs.name));
+      CheckValues(op, r, "result");
+      return r;
+    }
     case OpType::GetTupleElement:
 #define KILN_LISTED_Control
 #include "kiln/compute/op_cases.inc"

@@ -1,4 +1,4 @@
-// While, ForLoop, If and OptimizationBarrier: sub-programs from lambdas, tuple ops in the graph.
+// While, ForLoop, If, OptimizationBarrier and Composite: sub-programs from lambdas, tuple ops in the graph.
 
 #include "kiln/graph/control_flow.h"
 
@@ -112,6 +112,18 @@ std::vector<Node> If(Node pred, const SubFn& true_fn, const SubFn& false_fn,
 std::vector<Node> OptimizationBarrier(const std::vector<Node>& values) {
   Graph& g = GraphOf("OptimizationBarrier", values);
   return g.AddTupleOp(compute::OpType::OptimizationBarrier, values, {}, {});
+}
+
+std::vector<Node> Composite(const std::string& name, const std::vector<int64_t>& values,
+                            const std::vector<Node>& operands, const SubFn& decomposition) {
+  if (name.empty()) kiln::detail::Throw("Composite: the name is empty");
+  Graph& g = GraphOf("Composite", operands);
+  const std::vector<Shape> shapes = ShapesOf("Composite", operands);
+  auto body = BuildSubprogram("Composite " + name, shapes, decomposition);
+  compute::OpAttributes attrs;
+  attrs.name = name;
+  attrs.values = values;
+  return g.AddTupleOp(compute::OpType::Composite, operands, attrs, {body});
 }
 
 }  // namespace kiln::graph

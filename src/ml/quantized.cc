@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "core/check.h"
+#include "kiln/compute/composite.h"
+#include "kiln/graph/control_flow.h"
 #include "kiln/graph/gather.h"
 #include "kiln/ml/nn.h"
 #include "kiln/quant/quant.h"
@@ -248,30 +250,68 @@ Node Dequantized(Node weights, const Quantization& q, DType dtype) {
   return graph::ConvertDType(Scaled(weights, q, scale, zero), dtype);
 }
 
+namespace {
+
+/// x [..., K] · dequantized(weights) -> [..., N] through the kQuantizedMatmul composite, whose
+/// decomposition is the product with Dequantized(weights) (the rows of ggml blocks for GGML).
+Node QuantizedMatmul(Node x, Node weights, const Quantization& q, int64_t block) {
+  namespace cm = compute::composite;
+  std::vector<Node> operands = {x, weights};
+  if (q.scheme != QuantizationScheme::GGML) operands.push_back(q.scale);
+  if (q.zero_point.Ok()) operands.push_back(q.zero_point);
+  std::vector<int64_t> values(cm::kNumQuantizedMatmulValues, 0);
+  values[cm::kScheme] = static_cast<int64_t>(q.scheme);
+  values[cm::kGGMLType] = static_cast<int64_t>(q.ggml_type);
+  values[cm::kBlockAxis] = q.block_axis;
+  values[cm::kBlockSize] = block;
+  values[cm::kHasZero] = q.zero_point.Ok() ? 1 : 0;
+  Quantization inner = q;
+  const DType dtype = x.dtype();
+  const int last = x.rank() - 1;
+  return graph::Composite(cm::kQuantizedMatmul, values, operands, [&](const std::vector<Node>& p) {
+    inner.scale = inner.scheme != QuantizationScheme::GGML ? p[2] : Node();
+    inner.zero_point = q.zero_point.Ok() ? p[3] : Node();
+    if (inner.scheme == QuantizationScheme::GGML) {
+      Node rows = graph::ConvertDType(DecodeRows("QuantizedDense", p[1], inner.ggml_type), dtype);  // [N, K]
+      return std::vector<Node>{graph::Dot(p[0], rows).General({last}, {}, {1}, {})};
+    }
+    return std::vector<Node>{graph::Dot(p[0], Dequantized(p[1], inner, dtype)).General({last}, {}, {0}, {})};
+  })[0];
+}
+
+}  // namespace
+
 Node QuantizedDense(Node x, Node weights, const Quantization& q, Node bias,
                     const std::function<Node(Node)>& activation) {
   if (!x.Ok() || !IsFloat(x.dtype()) || x.rank() < 1)
     kiln::detail::Throw("nn::QuantizedDense: x must be a float node with at least one axis");
   if (!weights.Ok()) kiln::detail::Throw("nn::QuantizedDense: weights is an invalid node");
   const int64_t k = x.shape().Dimensions().back();
+  int64_t n = 0, block = 0;
   if (q.scheme == QuantizationScheme::GGML) {
-    Node rows = DecodeRows("QuantizedDense", weights, q.ggml_type);  // [N, K]
+    Node rows = DecodeRows("QuantizedDense", weights, q.ggml_type);  // Checks the rows: [N, K].
     if (rows.rank() != 2 || rows.shape().Dim(1) != k)
       kiln::detail::Throw(
           "nn::QuantizedDense: {} weights {} hold rows of {} values; x {} has {} input features",
           GGMLTypeName(q.ggml_type), weights.shape(), rows.shape().Dimensions().back(), x.shape(), k);
-    Node y = graph::Dot(x, graph::ConvertDType(rows, x.dtype())).General({x.rank() - 1}, {}, {1}, {});
-    if (bias.Ok()) {
-      if (bias.shape().Dimensions() != std::vector<int64_t>{rows.shape().Dim(0)})
-        kiln::detail::Throw("nn::QuantizedDense: bias {} must be [{}]", bias.shape(), rows.shape().Dim(0));
-      y = y + graph::InsertAxes(bias, std::vector<int>(static_cast<size_t>(x.rank() - 1), 0));
-    }
-    return activation ? activation(y) : y;
+    n = rows.shape().Dim(0);
+    block = quant::GGMLBlockValues(q.ggml_type);
+  } else {
+    if (weights.rank() != 2 || weights.shape().Dim(0) != k)
+      kiln::detail::Throw("nn::QuantizedDense: weights {} must be [K, N] with K = {}, x's last axis (x {})",
+                          weights.shape(), k, x.shape());
+    block = CheckScales("QuantizedDense", q, weights);
+    n = weights.shape().Dim(1);
   }
-  if (weights.rank() != 2 || weights.shape().Dim(0) != k)
-    kiln::detail::Throw("nn::QuantizedDense: weights {} must be [K, N] with K = {}, x's last axis (x {})",
-                        weights.shape(), k, x.shape());
-  return Dense(x, Dequantized(weights, q, x.dtype()), bias, activation);
+  Node y = QuantizedMatmul(x, weights, q, block);
+  if (bias.Ok()) {
+    if (bias.shape().Dimensions() != std::vector<int64_t>{n})
+      kiln::detail::Throw("nn::QuantizedDense: bias {} must be [{}]", bias.shape(), n);
+    // Size-1 leading axes broadcast on the add (x's leading axes may be dynamic).
+    y = y + graph::InsertAxes(graph::ConvertDType(bias, y.dtype()),
+                              std::vector<int>(static_cast<size_t>(x.rank() - 1), 0));
+  }
+  return activation ? activation(y) : y;
 }
 
 Node QuantizedEmbedding(Node ids, Node table, const Quantization& q) {

@@ -1,6 +1,8 @@
 // Tests for the cpu backend's quantized matrix-product kernel (quant_matmul.cc): int8 and packed
 // int4 weights, blocks of scales along K, zero points, bias, column ranges and ragged sizes,
-// against an element-by-element reference written here, on every SIMD target this CPU runs.
+// against an element-by-element reference written here, on every SIMD target this CPU runs; and
+// for the "kiln.quantized_matmul" Composite that nn::QuantizedDense emits: which forms the cpu
+// backend runs with the kernel (quant_composite.cc), and that both paths agree with ref.
 
 #include "backends/cpu/quant_matmul.h"
 
@@ -10,7 +12,12 @@
 #include <random>
 #include <vector>
 
+#include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/fused_simd.h"
+#include "backends/cpu/kernels.h"
+#include "kiln/kiln.h"
+#include "kiln/ml/quantized.h"
+#include "kiln/quant/quant.h"
 
 namespace {
 
@@ -95,6 +102,85 @@ TEST(QuantMatmul, MatchesTheReferenceOnEveryTarget) {
     uint32_t seed = 1;
     for (const Case& c : cases) Check(c, seed++);
   });
+}
+
+// ---- The Composite -------------------------------------------------------------------------------
+
+/// Gaussian floats of `dims`.
+kiln::Tensor Gaussian(const std::vector<int64_t>& dims, uint32_t seed, float stddev) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0, stddev);
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = dist(rng);
+  return kiln::Tensor::FromFlat(kiln::Shape(kiln::DType::Float32, dims), v);
+}
+
+struct CompositeCase {
+  kiln::quant::Scheme scheme;
+  int64_t block;
+  int axis;
+  int64_t n;
+  bool kernel;  ///< Whether the cpu backend runs it with quant_matmul.
+};
+
+TEST(QuantMatmul, QuantizedDenseRunsTheKernelWhereItApplies) {
+  using namespace kiln;
+  using quant::Scheme;
+  const std::vector<CompositeCase> cases = {
+      {Scheme::Int8, 0, 0, 300, true},
+      {Scheme::Int8, 64, 0, 257, true},
+      {Scheme::Int4, 32, 0, 300, true},
+      {Scheme::Int4Asymmetric, 32, 0, 130, true},
+      {Scheme::Int8Asymmetric, 64, 0, 77, true},
+      {Scheme::Int4, 32, 0, 129, false},  // Odd N: rows split bytes.
+      {Scheme::Int8, 16, 1, 64, false},
+      {Scheme::NF4, 64, 0, 64, false},
+      {Scheme::Q8_0, 0, 0, 64, false},
+  };
+  const int64_t k = 256;
+  compute::BackendPtr cpu = compute::NewWithConfig("cpu:threads=2,serial_work=0");
+  compute::BackendPtr ref = compute::NewWithConfig("ref");
+  auto* cpu_backend = dynamic_cast<compute::cpu::CpuBackend*>(cpu.get());
+  ASSERT_NE(cpu_backend, nullptr);
+  uint32_t seed = 10;
+  for (const CompositeCase& c : cases) {
+    const std::string what = quant::SchemeName(c.scheme) + " block " + std::to_string(c.block) + " axis " +
+                             std::to_string(c.axis) + " n " + std::to_string(c.n);
+    const Tensor w = Gaussian({k, c.n}, seed++, 0.1f);
+    quant::Quantized q = quant::Quantize(w, c.scheme, c.block, c.axis);
+    auto build = [&](graph::Graph& g, graph::Node x) {
+      return nn::QuantizedDense(x, q.WeightsIn(g), q.QuantizationIn(g));
+    };
+    // The kernel choice, read off the Composite instruction.
+    graph::Graph g;
+    std::shared_ptr<const compute::Program> program =
+        g.Build({build(g, g.Parameter(Shape(DType::Float32, {3, k})))});
+    int composites = 0;
+    for (const compute::Instruction& inst : program->Instructions()) {
+      if (inst.op != compute::OpType::Composite) continue;
+      ++composites;
+      EXPECT_EQ(inst.attrs.name, "kiln.quantized_matmul") << what;
+      EXPECT_EQ(static_cast<bool>(compute::cpu::MakeQuantizedMatmulKernel(cpu_backend, inst)), c.kernel)
+          << what;
+    }
+    EXPECT_EQ(composites, 1) << what;
+    // cpu (kernel or decomposition) against ref, for one row, a few, rows of a rank-3 x, and
+    // enough rows for the tiled path (dequantized tiles through sgemm).
+    for (const std::vector<int64_t>& dims : {std::vector<int64_t>{1, k}, std::vector<int64_t>{5, k},
+                                             std::vector<int64_t>{2, 3, k}, std::vector<int64_t>{20, k}}) {
+      const Tensor x = Gaussian(dims, seed++, 1.0f);
+      auto run = [&](const compute::BackendPtr& backend) {
+        graph::Exec exec = graph::NewExec(backend, [&](graph::Node xn) { return build(xn.graph(), xn); });
+        return exec.Call1(x).ToVector<float>();
+      };
+      const std::vector<float> got = run(cpu), want = run(ref);
+      ASSERT_EQ(got.size(), want.size()) << what;
+      for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], 1e-4 * (1 + std::abs(want[i]))) << what << " element " << i;
+    }
+  }
 }
 
 }  // namespace

@@ -66,11 +66,11 @@ TEST(ConformanceTable, NotApplicableFollowsTheShapeRules) {
   EXPECT_FALSE(conformance::PrimitiveAccepts(OpType::Less, DType::Bool));
   EXPECT_TRUE(conformance::PrimitiveAccepts(OpType::Where, DType::Bool));
   EXPECT_FALSE(conformance::PrimitiveAccepts(OpType::BitCount, DType::Float16));
-  // Packed dtypes: storage only.
+  // Packed dtypes: storage only (a Composite hands them to its decomposition as they are).
   for (DType d : {DType::Int4, DType::Uint4, DType::Int2, DType::Uint2}) {
     for (OpType op : compute::AllOps()) {
       const bool storage = op == OpType::ConvertDType || op == OpType::Reshape || op == OpType::Parameter ||
-                           op == OpType::Constant;
+                           op == OpType::Constant || op == OpType::Composite;
       EXPECT_EQ(conformance::PrimitiveAccepts(op, d), storage)
           << compute::OpName(op) << " x " << DTypeName(d);
     }

@@ -46,7 +46,7 @@ enum class OpCategory {
   Window,          ///< ReduceWindow, SelectAndScatter.
   Indexing,        ///< Gather, Scatter, DynamicSlice, DynamicUpdateSlice.
   SortScan,        ///< ArgSort, CumSum.
-  Control,         ///< While, If, OptimizationBarrier (tuple results), GetTupleElement.
+  Control,         ///< While, If, OptimizationBarrier, Composite (tuple results), GetTupleElement.
 };
 
 /// The element dtypes an op takes (the DTypes column of ops.def): its operands' dtype (the values'
@@ -164,6 +164,8 @@ struct OpAttributes {
   std::vector<int64_t> sizes;                ///< DynamicSlice: the slice sizes.
   bool reverse = false;                      ///< ArgSort: descending; CumSum: from the end.
   int64_t trip_count = -1;                   ///< While: the static iteration count, -1 when data-dependent.
+  std::string name;                          ///< Composite: the operation's name ("kiln.quantized_matmul").
+  std::vector<int64_t> values;               ///< Composite: its integer attributes.
 };
 
 /// One instruction: its result is value number `id` (its position in the program).
@@ -174,7 +176,7 @@ struct Instruction {
   Shape shape;                ///< Result shape (an invalid Shape() for tuple-producing ops).
   /// Programs the op runs (loop condition and body, branches, comparators), in op order.
   std::vector<std::shared_ptr<const class Program>> subprograms;
-  /// The results of a tuple-producing op (While, If, OptimizationBarrier); empty otherwise.
+  /// The results of a tuple-producing op (While, If, OptimizationBarrier, Composite); empty otherwise.
   std::vector<Shape> tuple_shapes = {};
   /// True for a tuple-producing op (its results are read through GetTupleElement).
   bool IsTuple() const { return !tuple_shapes.empty(); }

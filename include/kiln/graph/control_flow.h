@@ -1,7 +1,7 @@
 #pragma once
 /// @file
 /// Control flow that runs at execution time, with sub-programs built from C++ lambdas: While
-/// loops, ForLoop (a static trip count), If and OptimizationBarrier.
+/// loops, ForLoop (a static trip count), If, OptimizationBarrier and Composite.
 ///
 /// A sub-program (condition, body, branch) is built in a child graph of its own, whose
 /// parameters are the values passed to it: nodes of the enclosing graph cannot be used inside
@@ -50,5 +50,12 @@ std::vector<Node> If(Node pred, const SubFn& true_fn, const SubFn& false_fn,
 
 /// The values unchanged; later passes never merge or move computations across it.
 std::vector<Node> OptimizationBarrier(const std::vector<Node>& values);
+
+/// A named operation defined by `decomposition` (built from the operands' shapes, packed dtypes
+/// included) with integer attributes `values`: every backend runs the decomposition, except
+/// where it has a kernel of that name for these operands (the cpu backend's
+/// "kiln.quantized_matmul"); gradients are the decomposition's. Returns its results.
+std::vector<Node> Composite(const std::string& name, const std::vector<int64_t>& values,
+                            const std::vector<Node>& operands, const SubFn& decomposition);
 
 }  // namespace kiln::graph

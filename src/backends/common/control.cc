@@ -1,4 +1,4 @@
-// While, If and OptimizationBarrier for the host backends.
+// While, If, OptimizationBarrier and Composite (its decomposition) for the host backends.
 
 #include "backends/common/control.h"
 
@@ -43,6 +43,10 @@ TupleKernel MakeControlKernel(const Instruction& inst, std::vector<std::shared_p
         const std::vector<BufferPtr> values(operands.begin() + 1, operands.end());
         const bool pred = ops.read_bool(operands.at(0));
         return Unaliased(ops, subs[pred ? 0 : 1]->Execute(values, {}, device), operands);
+      };
+    case OpType::Composite:
+      return [subs, ops](const std::vector<BufferPtr>& operands, int device) {
+        return Unaliased(ops, subs[0]->Execute(operands, {}, device), operands);
       };
     case OpType::OptimizationBarrier:
       return [ops](const std::vector<BufferPtr>& operands, int) {

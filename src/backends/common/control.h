@@ -1,7 +1,8 @@
 #pragma once
-// Control flow shared by the host backends: While, If and OptimizationBarrier run their
-// sub-programs (compiled once, as executables of the backend) on the operands' buffers. A backend
-// supplies how to copy one of its buffers and how to read a scalar Bool from one.
+// Control flow shared by the host backends: While, If, OptimizationBarrier and Composite (which
+// runs its decomposition) run their sub-programs (compiled once, as executables of the backend) on the
+// operands' buffers. A backend supplies how to copy one of its buffers and how to read a scalar Bool from
+// one.
 
 #include <functional>
 #include <memory>

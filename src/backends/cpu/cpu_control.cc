@@ -1,5 +1,6 @@
-// The cpu backend's control flow: the shared While/If/OptimizationBarrier kernels
-// (backends/common/control.h) over cpu buffers, sub-programs compiled as cpu executables.
+// The cpu backend's control flow: the shared While/If/OptimizationBarrier/Composite kernels
+// (backends/common/control.h) over cpu buffers, sub-programs compiled as cpu executables. (A
+// Composite the backend has a kernel for, quant_composite.cc, runs that instead: ChooseKernels.)
 
 #include <cstring>
 #include <memory>

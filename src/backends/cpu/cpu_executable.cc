@@ -182,8 +182,14 @@ void CpuExecutable::ChooseKernels(const Module& m) {
     const Value& val = values_[i];
     if (inst.op == OpType::OptimizationBarrier) continue;
     if (inst.IsTuple()) {
-      steps_.push_back(Step{StepKind::kTuple, v, inst.operands, Kernel(), MakeTupleKernel(backend_, inst), -1,
-                            0, std::string(OpName(inst.op))});
+      // A Composite runs the backend's kernel of its name where there is one, else its decomposition.
+      TupleKernel k =
+          inst.op == OpType::Composite ? MakeQuantizedMatmulKernel(backend_, inst) : TupleKernel();
+      std::string name = k ? "quant_matmul" : std::string(OpName(inst.op));
+      if (!k && inst.op == OpType::Composite) name += " " + inst.attrs.name + " (decomposition)";
+      if (!k) k = MakeTupleKernel(backend_, inst);
+      steps_.push_back(
+          Step{StepKind::kTuple, v, inst.operands, Kernel(), std::move(k), -1, 0, std::move(name)});
     } else if (val.loc == Loc::kAlias) {
       steps_.push_back(
           Step{StepKind::kAlias,
@@ -282,7 +288,8 @@ std::string CpuExecutable::DescribeSteps() const {
                               steps_.size(), arena_bytes_, in_place_, threads_, threads_ == 1 ? "" : "s",
                               threads_ < backend_->options().threads ? " (a small program)" : "");
   for (const Step& st : steps_) {
-    if (st.kind == StepKind::kKernel) s += fmt::format("  step %{} kernel {}\n", st.value, st.name);
+    if (st.kind == StepKind::kKernel || st.kind == StepKind::kTuple)
+      s += fmt::format("  step %{} kernel {}\n", st.value, st.name);
   }
   return s;
 }

@@ -46,9 +46,13 @@ KernelChoice ChooseKernel(CpuBackend& backend, int threads, const Node& node,
 /// Whether the node's result may be written over an operand of the same size at its last use.
 bool WritesInPlace(const Node& node, const std::vector<Shape>& operands);
 
-/// A compiled tuple op (While, If, OptimizationBarrier): operand buffers in, fresh result buffers
-/// out; sub-programs are compiled for the cpu backend once (cpu_control.cc).
+/// A compiled tuple op (While, If, OptimizationBarrier, Composite): operand buffers in, fresh
+/// result buffers out; sub-programs are compiled for the cpu backend once (cpu_control.cc).
 using TupleKernel = std::function<std::vector<BufferPtr>(const std::vector<BufferPtr>& operands, int device)>;
 TupleKernel MakeTupleKernel(CpuBackend* backend, const Instruction& inst);
+
+/// The kernel of a "kiln.quantized_matmul" Composite when the cpu backend has one for its
+/// operands (quant_composite.cc), else an empty function.
+TupleKernel MakeQuantizedMatmulKernel(CpuBackend* backend, const Instruction& inst);
 
 }  // namespace kiln::compute::cpu

@@ -1,8 +1,9 @@
 // Linear-quantized matrix products (quant_matmul.h). Each row i of W is read once and turned
-// into float vectors in registers (int8: widen and convert; int4: split nibbles, interleave,
-// sign-extend); every row of x adds x[r, i] times it into a per-block accumulator, which is
-// scaled (and offset by the zero point times the block's sum of x) into y at the end of each
-// block of rows.
+// into float vectors in registers (int8: widen and convert; int4: split the nibbles of each byte
+// into the even and the odd columns, as q + 8); every row of x adds x[r, i] times it into a
+// per-block accumulator, which is scaled (and offset by the zero point, and for int4 by -8,
+// times the block's sum of x) into y at the end of each block of rows. DequantizeTile turns a
+// tile of W into floats for the batched path (quant_composite.cc).
 
 #include "backends/cpu/hwy_targets.h"  // IWYU pragma: keep
 
@@ -50,6 +51,18 @@ HWY_INLINE void LoadInt4(D d, const uint8_t* row, int64_t j, V& first, V& second
   first = hn::ConvertTo(d, hn::Sub(hn::Xor(a, eight), eight));
   second = hn::ConvertTo(d, hn::Sub(hn::Xor(b, eight), eight));
 #endif
+}
+
+/// Columns [j, j + 2 Lanes) of packed int4 row `row` (j even) as the offset values q + 8 in
+/// [0, 16), split by parity instead of interleaved: `even` holds columns j, j + 2, ..., `odd`
+/// columns j + 1, j + 3, ... (one widening load, a flip of both sign bits, a mask and a shift;
+/// the panels keep their sums in this order and subtract the offset once per block).
+HWY_INLINE void SplitInt4(D d, const uint8_t* row, int64_t j, V& even, V& odd) {
+  const hn::Rebind<uint8_t, D> du8;
+  const hn::Rebind<int32_t, D> di;
+  const auto v = hn::Xor(hn::PromoteTo(di, hn::LoadU(du8, row + j / 2)), hn::Set(di, 0x88));
+  even = hn::ConvertTo(d, hn::And(v, hn::Set(di, 0x0F)));
+  odd = hn::ConvertTo(d, hn::ShiftRight<4>(v));
 }
 
 /// acc[r][c] += x[r, i] · w[c] over columns [0, width) of the range, for one row i of W.
@@ -102,20 +115,26 @@ HWY_INLINE void PanelRows(D d, const LinearQuantMatmul& p, int64_t r, int64_t i,
     a7 = hn::LoadU(d, acc + 7 * lanes);
   const float* x = p.x + r * p.k;
   const uint8_t* row = p.q + i * row_bytes;
+  // The same bytes of the next rows: each row is read once, in short runs the hardware
+  // prefetchers do not follow (a row of int8 weights is a page), so fetch a group ahead.
+  if (r == 0 && i + 2 * rows <= p.k) {  // (Rows past k_end are the next thread's.)
+    const uint8_t* ahead = row + rows * row_bytes + (kFourBit ? j / 2 : j);
+    for (int64_t e = 0; e < rows; ++e) __builtin_prefetch(ahead + e * row_bytes);
+  }
   for (int64_t e = i; e < i + rows; ++e, row += row_bytes) {
     const V xr = hn::Set(d, x[e]);
     if constexpr (kFourBit) {
       V w0, w1;
-      LoadInt4(d, row, j, w0, w1);
+      SplitInt4(d, row, j, w0, w1);
       a0 = hn::MulAdd(xr, w0, a0);
       a1 = hn::MulAdd(xr, w1, a1);
-      LoadInt4(d, row, j + 2 * lanes, w0, w1);
+      SplitInt4(d, row, j + 2 * lanes, w0, w1);
       a2 = hn::MulAdd(xr, w0, a2);
       a3 = hn::MulAdd(xr, w1, a3);
-      LoadInt4(d, row, j + 4 * lanes, w0, w1);
+      SplitInt4(d, row, j + 4 * lanes, w0, w1);
       a4 = hn::MulAdd(xr, w0, a4);
       a5 = hn::MulAdd(xr, w1, a5);
-      LoadInt4(d, row, j + 6 * lanes, w0, w1);
+      SplitInt4(d, row, j + 6 * lanes, w0, w1);
       a6 = hn::MulAdd(xr, w0, a6);
       a7 = hn::MulAdd(xr, w1, a7);
     } else {
@@ -160,27 +179,48 @@ void PanelBlock(D d, const LinearQuantMatmul& p, int64_t b0, int64_t n_begin, in
   const float* s = p.scale + (b0 / p.block) * p.n + n_begin;
   const float* z = p.zero != nullptr ? p.zero + (b0 / p.block) * p.n + n_begin : nullptr;
   for (int64_t r = 0; r < p.m; ++r) {
-    float xsum = 0;
-    if (z != nullptr)
+    float xsum = 0;  // The zero point (and int4's offset of 8) times the block's sum of x.
+    if (z != nullptr || kFourBit)
       for (int64_t i = b0; i < b0 + p.block; ++i) xsum += p.x[r * p.k + i];
     const V xs = hn::Set(d, xsum);
     float* y = p.y + r * p.n + n_begin;
     const float* a = acc + r * width;
-    for (int64_t c = 0; c < used; c += lanes) {
-      V out = hn::MulAdd(hn::LoadU(d, a + c), hn::LoadU(d, s + c), hn::LoadU(d, y + c));
-      if (z != nullptr) out = hn::MulAdd(xs, hn::LoadU(d, z + c), out);
-      hn::StoreU(out, d, y + c);
+    if constexpr (kFourBit) {
+      // Sums of columns split by parity (SplitInt4): y += a · s + xsum · (z - 8 s).
+      const V minus8 = hn::Set(d, -8.0f);
+      for (int64_t c = 0; c < used; c += 2 * lanes) {
+        V se, so, ye, yo;
+        hn::LoadInterleaved2(d, s + c, se, so);
+        hn::LoadInterleaved2(d, y + c, ye, yo);
+        V ze = hn::Mul(minus8, se), zo = hn::Mul(minus8, so);
+        if (z != nullptr) {
+          V pe, po;
+          hn::LoadInterleaved2(d, z + c, pe, po);
+          ze = hn::Add(ze, pe);
+          zo = hn::Add(zo, po);
+        }
+        ye = hn::MulAdd(xs, ze, hn::MulAdd(hn::LoadU(d, a + c), se, ye));
+        yo = hn::MulAdd(xs, zo, hn::MulAdd(hn::LoadU(d, a + c + lanes), so, yo));
+        hn::StoreInterleaved2(ye, yo, d, y + c);
+      }
+    } else {
+      for (int64_t c = 0; c < used; c += lanes) {
+        V out = hn::MulAdd(hn::LoadU(d, a + c), hn::LoadU(d, s + c), hn::LoadU(d, y + c));
+        if (z != nullptr) out = hn::MulAdd(xs, hn::LoadU(d, z + c), out);
+        hn::StoreU(out, d, y + c);
+      }
     }
   }
 }
 
-void Run(const LinearQuantMatmul& p, int64_t n_begin, int64_t n_end, float* acc) {
+void Run(const LinearQuantMatmul& p, int64_t n_begin, int64_t n_end, int64_t k_begin, int64_t k_end,
+         float* acc) {
   const D d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   const int64_t row_bytes = p.four_bit ? p.n / 2 : p.n;
   for (int64_t r = 0; r < p.m; ++r) {  // y starts at the bias (or 0).
     float* y = p.y + r * p.n + n_begin;
-    if (p.bias != nullptr) {
+    if (p.bias != nullptr && k_begin == 0) {
       std::memcpy(y, p.bias + n_begin, static_cast<size_t>(n_end - n_begin) * sizeof(float));
     } else {
       std::fill(y, y + n_end - n_begin, 0.0f);
@@ -191,7 +231,7 @@ void Run(const LinearQuantMatmul& p, int64_t n_begin, int64_t n_end, float* acc)
   const int64_t panels_end = n_begin + (n_end - n_begin) / panel * panel;
   // Block by block of W's rows, a few rows at a time streamed across the panels.
   if (panels_end > n_begin) {
-    for (int64_t b0 = 0; b0 < p.k; b0 += p.block) {
+    for (int64_t b0 = k_begin; b0 < k_end; b0 += p.block) {
       if (p.four_bit) {
         PanelBlock<true>(d, p, b0, n_begin, panels_end, n_end - n_begin, acc);
       } else {
@@ -202,7 +242,7 @@ void Run(const LinearQuantMatmul& p, int64_t n_begin, int64_t n_end, float* acc)
   n_begin = panels_end;
   const int64_t width = n_end - n_begin;
   if (width == 0) return;
-  for (int64_t b0 = 0; b0 < p.k; b0 += p.block) {
+  for (int64_t b0 = k_begin; b0 < k_end; b0 += p.block) {
     std::fill(acc, acc + p.m * width, 0.0f);
     for (int64_t i = b0; i < b0 + p.block; ++i) AddRow(d, p, p.q + i * row_bytes, i, n_begin, width, acc);
     const float* s = p.scale + (b0 / p.block) * p.n + n_begin;
@@ -225,6 +265,45 @@ void Run(const LinearQuantMatmul& p, int64_t n_begin, int64_t n_end, float* acc)
   }
 }
 
+void DequantizeTile(const LinearQuantMatmul& p, int64_t k0, int64_t k1, int64_t n0, int64_t n1, float* out) {
+  const D d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t row_bytes = p.four_bit ? p.n / 2 : p.n;
+  const int64_t width = n1 - n0;
+  for (int64_t i = k0; i < k1; ++i) {
+    const uint8_t* row = p.q + i * row_bytes;
+    const float* s = p.scale + (i / p.block) * p.n;
+    const float* z = p.zero != nullptr ? p.zero + (i / p.block) * p.n : nullptr;
+    float* o = out + (i - k0) * width;
+    int64_t j = n0;
+    if (p.four_bit) {
+      for (; j + 2 * lanes <= n1; j += 2 * lanes) {
+        V w0, w1;
+        LoadInt4(d, row, j, w0, w1);
+        w0 = hn::Mul(w0, hn::LoadU(d, s + j));
+        w1 = hn::Mul(w1, hn::LoadU(d, s + j + lanes));
+        if (z != nullptr) {
+          w0 = hn::Add(w0, hn::LoadU(d, z + j));
+          w1 = hn::Add(w1, hn::LoadU(d, z + j + lanes));
+        }
+        hn::StoreU(w0, d, o + (j - n0));
+        hn::StoreU(w1, d, o + (j - n0) + lanes);
+      }
+    } else {
+      for (; j + lanes <= n1; j += lanes) {
+        V w = hn::Mul(LoadInt8(d, row, j), hn::LoadU(d, s + j));
+        if (z != nullptr) w = hn::Add(w, hn::LoadU(d, z + j));
+        hn::StoreU(w, d, o + (j - n0));
+      }
+    }
+    for (; j < n1; ++j) {  // The last columns one at a time.
+      const int v =
+          p.four_bit ? (((row[j / 2] >> (j % 2 == 0 ? 0 : 4)) & 0x0F) ^ 8) - 8 : static_cast<int8_t>(row[j]);
+      o[j - n0] = static_cast<float>(v) * s[j] + (z != nullptr ? z[j] : 0.0f);
+    }
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace kiln::compute::cpu
 HWY_AFTER_NAMESPACE();
@@ -233,9 +312,16 @@ HWY_AFTER_NAMESPACE();
 namespace kiln::compute::cpu {
 
 HWY_EXPORT(Run);
+HWY_EXPORT(DequantizeTile);
 
-void RunLinearQuantMatmul(const LinearQuantMatmul& p, int64_t n_begin, int64_t n_end, float* scratch) {
-  HWY_DYNAMIC_DISPATCH(Run)(p, n_begin, n_end, scratch);
+void RunLinearQuantMatmul(const LinearQuantMatmul& p, int64_t n_begin, int64_t n_end, float* scratch,
+                          int64_t k_begin, int64_t k_end) {
+  HWY_DYNAMIC_DISPATCH(Run)(p, n_begin, n_end, k_begin, k_end < 0 ? p.k : k_end, scratch);
+}
+
+void DequantizeLinearTile(const LinearQuantMatmul& p, int64_t k_begin, int64_t k_end, int64_t n_begin,
+                          int64_t n_end, float* out) {
+  HWY_DYNAMIC_DISPATCH(DequantizeTile)(p, k_begin, k_end, n_begin, n_end, out);
 }
 
 }  // namespace kiln::compute::cpu

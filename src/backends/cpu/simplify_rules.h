@@ -37,7 +37,8 @@ inline bool Opaque(const Instruction& inst) {
   if (inst.IsTuple() || !inst.subprograms.empty()) return true;
   const OpType op = inst.op;
   return op == OpType::Parameter || op == OpType::Constant || op == OpType::GetTupleElement ||
-         op == OpType::OptimizationBarrier || op == OpType::While || op == OpType::If;
+         op == OpType::OptimizationBarrier || op == OpType::While || op == OpType::If ||
+         op == OpType::Composite;
 }
 
 /// An instruction with no attributes set.

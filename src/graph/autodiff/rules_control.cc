@@ -1,9 +1,13 @@
 // Gradient rules of the control ops: OptimizationBarrier (the identity per value), If (an If on
-// the same predicate whose branches are the vector-Jacobian products of the forward branches)
+// the same predicate whose branches are the vector-Jacobian products of the forward branches),
+// Composite (a Composite "<name>.vjp" whose decomposition is the forward one's VJP)
 // and While with a static trip count (ForLoop): a recording loop re-runs the body and stores
 // each iteration's state in stacked [n, ...] buffers, then a backward loop applies the body's
 // vector-Jacobian product from the last iteration to the first. A While with a data-dependent
 // trip count has no gradient (the rule throws, naming While).
+
+#include <algorithm>
+#include <string>
 
 #include "core/check.h"
 #include "graph/autodiff/subprogram.h"
@@ -51,6 +55,36 @@ V IfRule(const VJPContext& c) {
   size_t next = 0;
   for (int i = 0; i < num_values; ++i)
     if (wanted[static_cast<size_t>(i)]) grads[static_cast<size_t>(i) + 1] = r.at(next++);
+  return grads;
+}
+
+// A Composite named "<name>.vjp" over (operands..., adjoints of the float results that received
+// one...) whose decomposition is the vector-Jacobian product of the forward decomposition.
+V CompositeRule(const VJPContext& c) {
+  const compute::Instruction& inst = c.inst();
+  V operands;
+  std::vector<bool> wanted, with_adjoint;
+  for (int i = 0; i < c.NumOperands(); ++i) {
+    operands.push_back(c.X(i));
+    wanted.push_back(c.Needs(i) && IsFloat(c.X(i).dtype()));
+  }
+  for (size_t k = 0; k < inst.tuple_shapes.size(); ++k) {
+    const Node& a = c.Adjoints().at(k);
+    with_adjoint.push_back(a.Ok() && IsFloat(inst.tuple_shapes[k].dtype()));
+    if (with_adjoint.back()) operands.push_back(a);
+  }
+  V grads(static_cast<size_t>(c.NumOperands()));
+  if (operands.size() == static_cast<size_t>(c.NumOperands())) return grads;
+  if (std::find(wanted.begin(), wanted.end(), true) == wanted.end()) return grads;
+  const std::string name = inst.attrs.name + ".vjp";
+  auto body = BuildVJPProgram(name, *inst.subprograms.at(0), with_adjoint, wanted);
+  compute::OpAttributes attrs;
+  attrs.name = name;
+  attrs.values = inst.attrs.values;
+  const V r = c.graph().AddTupleOp(OpType::Composite, operands, attrs, {body});
+  size_t next = 0;
+  for (int i = 0; i < c.NumOperands(); ++i)
+    if (wanted[static_cast<size_t>(i)]) grads[static_cast<size_t>(i)] = r.at(next++);
   return grads;
 }
 
@@ -192,6 +226,7 @@ void RegisterControlRules(RuleTable& t) {
   t.Set(OpType::While, WhileRule);
   t.Set(OpType::If, IfRule);
   t.Set(OpType::OptimizationBarrier, BarrierRule);
+  t.Set(OpType::Composite, CompositeRule);
 }
 
 }  // namespace kiln::graph::autodiff

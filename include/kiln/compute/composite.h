@@ -1,0 +1,28 @@
+#pragma once
+/// @file
+/// The named Composite operations kiln's own libraries emit, and the layout of their integer
+/// attributes (OpAttributes::values): the contract between the graph code that builds them and
+/// the backends that have kernels for them. A backend without a kernel runs the decomposition.
+
+#include <cstdint>
+
+namespace kiln::compute::composite {
+
+/// y [M, N] = x [M, K] · dequantized(weights): nn::QuantizedDense's contraction. Operands: x
+/// (float), the weights, then (Linear, NF4) the scale and, when kHasZero, the zero point.
+inline constexpr const char* kQuantizedMatmul = "kiln.quantized_matmul";
+
+/// Positions in kQuantizedMatmul's values.
+enum QuantizedMatmulValue : int {
+  kScheme = 0,     ///< A QuantizedMatmulScheme.
+  kGGMLType = 1,   ///< kSchemeGGML: ggml's type number (8 = Q8_0, 2 = Q4_0, ...).
+  kBlockAxis = 2,  ///< 0: blocks run along K (the scale is [K / block, N]); 1: along N.
+  kBlockSize = 3,  ///< Elements per block along the block axis (the whole axis: its size).
+  kHasZero = 4,    ///< 1 when a zero-point operand follows the scale.
+  kNumQuantizedMatmulValues = 5,
+};
+
+/// The schemes of kQuantizedMatmul (nn::QuantizationScheme's order).
+enum QuantizedMatmulScheme : int64_t { kSchemeLinear = 0, kSchemeNF4 = 1, kSchemeGGML = 2 };
+
+}  // namespace kiln::compute::composite
