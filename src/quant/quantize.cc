@@ -5,29 +5,13 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "kiln/compute/composite.h"
 #include "kiln/quant/quant.h"
 #include "quant/float_values.h"
 
 namespace kiln::quant {
 
-const std::array<float, 16> kNF4Table = {
-    -1.0f,
-    -0.6961928009986877f,
-    -0.5250730514526367f,
-    -0.39491748809814453f,
-    -0.28444138169288635f,
-    -0.18477343022823334f,
-    -0.09105003625154495f,
-    0.0f,
-    0.07958029955625534f,
-    0.16093020725250244f,
-    0.24611230194568634f,
-    0.33791524171829224f,
-    0.44070982933044434f,
-    0.5626170039176941f,
-    0.7229568362236023f,
-    1.0f,
-};
+const std::array<float, 16> kNF4Table = compute::composite::kNF4Values;
 
 namespace {
 

@@ -32,14 +32,17 @@ void Reference(const LinearQuantMatmul& p) {
       for (int64_t i = 0; i < p.k; ++i) {
         const uint8_t* row = p.q + i * row_bytes;
         int v;
+        double value;
         if (p.four_bit) {
           const int nibble = (row[j / 2] >> (j % 2 == 0 ? 0 : 4)) & 0x0F;
           v = nibble >= 8 ? nibble - 16 : nibble;
+          value = p.table != nullptr ? p.table[nibble] : v;  // NF4: the code's table entry.
         } else {
           v = static_cast<int8_t>(row[j]);
+          value = v;
         }
         const int64_t s = (i / p.block) * p.n + j;
-        const double w = v * static_cast<double>(p.scale[s]) + (p.zero != nullptr ? p.zero[s] : 0.0);
+        const double w = value * static_cast<double>(p.scale[s]) + (p.zero != nullptr ? p.zero[s] : 0.0);
         sum += static_cast<double>(p.x[r * p.k + i]) * w;
       }
       p.y[r * p.n + j] = static_cast<float>(sum);
@@ -50,6 +53,7 @@ void Reference(const LinearQuantMatmul& p) {
 struct Case {
   int64_t m, k, n, block;
   bool four_bit, zero, bias;
+  bool nf4 = false;  ///< four_bit codes into a table of 16 values.
 };
 
 void Check(const Case& c, uint32_t seed) {
@@ -71,6 +75,9 @@ void Check(const Case& c, uint32_t seed) {
   p.n = c.n;
   p.q = q.data();
   p.four_bit = c.four_bit;
+  std::vector<float> table(16);
+  for (float& v : table) v = u(rng);
+  p.table = c.nf4 ? table.data() : nullptr;
   p.scale = scale.data();
   p.zero = c.zero ? zero.data() : nullptr;
   p.block = c.block;
@@ -87,15 +94,37 @@ void Check(const Case& c, uint32_t seed) {
   for (size_t i = 0; i < want.size(); ++i)
     ASSERT_NEAR(got[i], want[i], 1e-4 * (1 + std::abs(want[i])))
         << "m " << c.m << " k " << c.k << " n " << c.n << " block " << c.block << " four_bit " << c.four_bit
-        << " zero " << c.zero << " element " << i;
+        << " nf4 " << c.nf4 << " zero " << c.zero << " element " << i;
+  // The tiles of the batched path: W itself, column and row ranges included.
+  const int64_t k0 = c.block, k1 = c.k, n0 = split, n1 = c.n;
+  std::vector<float> tile(static_cast<size_t>((k1 - k0) * (n1 - n0)));
+  kiln::compute::cpu::DequantizeLinearTile(p, k0, k1, n0, n1, tile.data());
+  LinearQuantMatmul one = p;  // x = e_i picks row i of W.
+  std::vector<float> e(static_cast<size_t>(c.k)), w_row(static_cast<size_t>(c.n));
+  one.x = e.data();
+  one.m = 1;
+  one.bias = nullptr;
+  one.y = w_row.data();
+  for (int64_t i = k0; i < k1; i += 7) {
+    std::fill(e.begin(), e.end(), 0.0f);
+    e[static_cast<size_t>(i)] = 1;
+    Reference(one);
+    for (int64_t j = n0; j < n1; ++j)
+      ASSERT_NEAR(tile[static_cast<size_t>((i - k0) * (n1 - n0) + (j - n0))], w_row[static_cast<size_t>(j)],
+                  1e-6)
+          << "tile of m " << c.m << " k " << c.k << " n " << c.n << " nf4 " << c.nf4 << " at " << i << ", "
+          << j;
+  }
 }
 
 TEST(QuantMatmul, MatchesTheReferenceOnEveryTarget) {
   const std::vector<Case> cases = {
-      {1, 64, 64, 64, false, false, false}, {1, 64, 64, 32, true, false, true},
-      {3, 96, 70, 32, false, true, true},   {5, 32, 34, 16, true, true, false},
-      {2, 128, 130, 64, true, false, true}, {4, 48, 33, 16, false, false, true},
-      {1, 256, 512, 32, true, true, true},  {7, 16, 18, 8, false, true, false},
+      {1, 64, 64, 64, false, false, false},       {1, 64, 64, 32, true, false, true},
+      {3, 96, 70, 32, false, true, true},         {5, 32, 34, 16, true, true, false},
+      {2, 128, 130, 64, true, false, true},       {4, 48, 33, 16, false, false, true},
+      {1, 256, 512, 32, true, true, true},        {7, 16, 18, 8, false, true, false},
+      {1, 64, 64, 32, true, false, false, true},  {3, 128, 130, 64, true, false, true, true},
+      {2, 96, 256, 32, true, false, false, true},
   };
   kiln::compute::cpu::ForEachFusedSimdTarget([&](const char* target) {
     SCOPED_TRACE(target);
@@ -136,8 +165,13 @@ TEST(QuantMatmul, QuantizedDenseRunsTheKernelWhereItApplies) {
       {Scheme::Int8Asymmetric, 64, 0, 77, true},
       {Scheme::Int4, 32, 0, 129, false},  // Odd N: rows split bytes.
       {Scheme::Int8, 16, 1, 64, false},
-      {Scheme::NF4, 64, 0, 64, false},
-      {Scheme::Q8_0, 0, 0, 64, false},
+      {Scheme::NF4, 64, 0, 64, true},
+      {Scheme::NF4, 32, 0, 200, true},
+      {Scheme::NF4, 16, 1, 64, false},
+      {Scheme::Q8_0, 0, 0, 64, true},
+      {Scheme::Q4_0, 0, 0, 70, true},
+      {Scheme::Q4_K, 0, 0, 64, false},
+      {Scheme::Q6_K, 0, 0, 40, false},
   };
   const int64_t k = 256;
   compute::BackendPtr cpu = compute::NewWithConfig("cpu:threads=2,serial_work=0");
@@ -175,10 +209,14 @@ TEST(QuantMatmul, QuantizedDenseRunsTheKernelWhereItApplies) {
         graph::Exec exec = graph::NewExec(backend, [&](graph::Node xn) { return build(xn.graph(), xn); });
         return exec.Call1(x).ToVector<float>();
       };
-      const std::vector<float> got = run(cpu), want = run(ref);
-      ASSERT_EQ(got.size(), want.size()) << what;
-      for (size_t i = 0; i < want.size(); ++i)
-        ASSERT_NEAR(got[i], want[i], 1e-4 * (1 + std::abs(want[i]))) << what << " element " << i;
+      const std::vector<float> want = run(ref);
+      compute::cpu::ForEachFusedSimdTarget([&](const char* target) {  // Each kernel on every target.
+        const std::vector<float> got = run(cpu);
+        ASSERT_EQ(got.size(), want.size()) << what;
+        for (size_t i = 0; i < want.size(); ++i)
+          ASSERT_NEAR(got[i], want[i], 1e-4 * (1 + std::abs(want[i])))
+              << what << " on " << target << " element " << i;
+      });
     }
   }
 }

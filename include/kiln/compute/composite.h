@@ -4,6 +4,7 @@
 /// attributes (OpAttributes::values): the contract between the graph code that builds them and
 /// the backends that have kernels for them. A backend without a kernel runs the decomposition.
 
+#include <array>
 #include <cstdint>
 
 namespace kiln::compute::composite {
@@ -24,5 +25,25 @@ enum QuantizedMatmulValue : int {
 
 /// The schemes of kQuantizedMatmul (nn::QuantizationScheme's order).
 enum QuantizedMatmulScheme : int64_t { kSchemeLinear = 0, kSchemeNF4 = 1, kSchemeGGML = 2 };
+
+/// kSchemeNF4: the values of the 16 codes (QLoRA's NormalFloat4; quant::kNF4Table).
+inline constexpr std::array<float, 16> kNF4Values = {
+    -1.0f,
+    -0.6961928009986877f,
+    -0.5250730514526367f,
+    -0.39491748809814453f,
+    -0.28444138169288635f,
+    -0.18477343022823334f,
+    -0.09105003625154495f,
+    0.0f,
+    0.07958029955625534f,
+    0.16093020725250244f,
+    0.24611230194568634f,
+    0.33791524171829224f,
+    0.44070982933044434f,
+    0.5626170039176941f,
+    0.7229568362236023f,
+    1.0f,
+};
 
 }  // namespace kiln::compute::composite

@@ -1,9 +1,9 @@
-// Linear-quantized matrix products (quant_matmul.h). Each row i of W is read once and turned
-// into float vectors in registers (int8: widen and convert; int4: split the nibbles of each byte
-// into the even and the odd columns, as q + 8); every row of x adds x[r, i] times it into a
-// per-block accumulator, which is scaled (and offset by the zero point, and for int4 by -8,
-// times the block's sum of x) into y at the end of each block of rows. DequantizeTile turns a
-// tile of W into floats for the batched path (quant_composite.cc).
+// Linear-quantized and NF4 matrix products (quant_matmul.h). Each row i of W is read once and
+// turned into float vectors in registers (int8: widen and convert; int4 and NF4: split the
+// nibbles of each byte into the even and the odd columns, as q + 8 or the table's value); every row of x adds
+// x[r, i] times it into a per-block accumulator, which is scaled (and offset by the zero point, and for int4
+// by -8, times the block's sum of x) into y at the end of each block of rows. DequantizeTile turns a tile of
+// W into floats for the batched path (quant_composite.cc).
 
 #include "backends/cpu/hwy_targets.h"  // IWYU pragma: keep
 
@@ -25,6 +25,18 @@ namespace hn = hwy::HWY_NAMESPACE;
 using D = hn::ScalableTag<float>;
 using V = hn::Vec<D>;
 
+/// How the weights' bytes are read (LinearQuantMatmul::four_bit and ::table).
+enum Mode : int { kInt8 = 0, kInt4 = 1, kNF4 = 2 };
+
+Mode ModeOf(const LinearQuantMatmul& p) { return !p.four_bit ? kInt8 : p.table != nullptr ? kNF4 : kInt4; }
+
+/// Column j of row `row`, the integer (int8, int4) or table value (NF4) before scaling.
+float ValueAt(const LinearQuantMatmul& p, const uint8_t* row, int64_t j) {
+  if (!p.four_bit) return static_cast<float>(static_cast<int8_t>(row[j]));
+  const int nibble = (row[j / 2] >> (j % 2 == 0 ? 0 : 4)) & 0x0F;
+  return p.table != nullptr ? p.table[nibble] : static_cast<float>((nibble ^ 8) - 8);
+}
+
 /// Columns [j, j + Lanes) of int8 row `row` as floats.
 HWY_INLINE V LoadInt8(D d, const uint8_t* row, int64_t j) {
   const hn::Rebind<int8_t, D> d8;
@@ -32,69 +44,53 @@ HWY_INLINE V LoadInt8(D d, const uint8_t* row, int64_t j) {
   return hn::ConvertTo(d, hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const int8_t*>(row) + j)));
 }
 
-/// Columns [j, j + 2 Lanes) of packed int4 row `row` (j even) as two float vectors.
-HWY_INLINE void LoadInt4(D d, const uint8_t* row, int64_t j, V& first, V& second) {
-#if HWY_TARGET == HWY_SCALAR
-  const int lo = row[j / 2] & 0x0F, hi = row[j / 2] >> 4;  // One lane: columns j and j + 1.
-  first = hn::Set(d, static_cast<float>((lo ^ 8) - 8));
-  second = hn::Set(d, static_cast<float>((hi ^ 8) - 8));
-#else
-  const hn::Rebind<uint8_t, D> du8;  // Lanes bytes: 2 Lanes nibbles.
-  const hn::Rebind<int32_t, D> di;
-  const auto bytes = hn::LoadU(du8, row + j / 2);
-  const auto lo = hn::And(bytes, hn::Set(du8, 0x0F));
-  const auto hi = hn::ShiftRight<4>(bytes);
-  // Column order: lo0 hi0 lo1 hi1 ...; sign-extend the nibbles: (v ^ 8) - 8.
-  const auto eight = hn::Set(di, 8);
-  const auto a = hn::PromoteTo(di, hn::InterleaveLower(du8, lo, hi));
-  const auto b = hn::PromoteTo(di, hn::InterleaveUpper(du8, lo, hi));
-  first = hn::ConvertTo(d, hn::Sub(hn::Xor(a, eight), eight));
-  second = hn::ConvertTo(d, hn::Sub(hn::Xor(b, eight), eight));
-#endif
-}
+using DI = hn::Rebind<int32_t, D>;
+using VI = hn::Vec<DI>;
 
-/// Columns [j, j + 2 Lanes) of packed int4 row `row` (j even) as the offset values q + 8 in
-/// [0, 16), split by parity instead of interleaved: `even` holds columns j, j + 2, ..., `odd`
-/// columns j + 1, j + 3, ... (one widening load, a flip of both sign bits, a mask and a shift;
-/// the panels keep their sums in this order and subtract the offset once per block).
-HWY_INLINE void SplitInt4(D d, const uint8_t* row, int64_t j, V& even, V& odd) {
-  const hn::Rebind<uint8_t, D> du8;
-  const hn::Rebind<int32_t, D> di;
-  const auto v = hn::Xor(hn::PromoteTo(di, hn::LoadU(du8, row + j / 2)), hn::Set(di, 0x88));
-  even = hn::ConvertTo(d, hn::And(v, hn::Set(di, 0x0F)));
-  odd = hn::ConvertTo(d, hn::ShiftRight<4>(v));
-}
-
-/// acc[r][c] += x[r, i] · w[c] over columns [0, width) of the range, for one row i of W.
-HWY_INLINE void AddRow(D d, const LinearQuantMatmul& p, const uint8_t* row, int64_t i, int64_t j0,
-                       int64_t width, float* acc) {
-  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
-  int64_t c = 0;
-  if (p.four_bit) {
-    for (; c + 2 * lanes <= width; c += 2 * lanes) {
-      V w0, w1;
-      LoadInt4(d, row, j0 + c, w0, w1);
-      for (int64_t r = 0; r < p.m; ++r) {
-        const V xr = hn::Set(d, p.x[r * p.k + i]);
-        float* a = acc + r * width + c;
-        hn::StoreU(hn::MulAdd(xr, w0, hn::LoadU(d, a)), d, a);
-        hn::StoreU(hn::MulAdd(xr, w1, hn::LoadU(d, a + lanes)), d, a + lanes);
-      }
-    }
-  } else {
-    for (; c + lanes <= width; c += lanes) {
-      const V w = LoadInt8(d, row, j0 + c);
-      for (int64_t r = 0; r < p.m; ++r) {
-        float* a = acc + r * width + c;
-        hn::StoreU(hn::MulAdd(hn::Set(d, p.x[r * p.k + i]), w, hn::LoadU(d, a)), d, a);
-      }
-    }
+/// table[idx] for 4-bit indices: one lane permutation where a vector holds the 16 entries, two
+/// and a blend on AVX2, a gather otherwise.
+HWY_INLINE V Lookup16(D d, const float* table, VI idx) {
+  const DI di;
+  const size_t lanes = hn::Lanes(d);
+  if (lanes >= 16) return hn::TableLookupLanes(hn::LoadU(d, table), hn::IndicesFromVec(d, idx));
+  if (lanes == 8) {
+    const auto low = hn::IndicesFromVec(d, hn::And(idx, hn::Set(di, 7)));
+    const V a = hn::TableLookupLanes(hn::LoadU(d, table), low);
+    const V b = hn::TableLookupLanes(hn::LoadU(d, table + 8), low);
+    return hn::IfThenElse(hn::RebindMask(d, hn::Gt(idx, hn::Set(di, 7))), b, a);
   }
-  for (; c < width; ++c) {  // The last columns one at a time.
-    const int64_t j = j0 + c;
-    const int v =
-        p.four_bit ? (((row[j / 2] >> (j % 2 == 0 ? 0 : 4)) & 0x0F) ^ 8) - 8 : static_cast<int8_t>(row[j]);
-    for (int64_t r = 0; r < p.m; ++r) acc[r * width + c] += p.x[r * p.k + i] * static_cast<float>(v);
+  return hn::GatherIndex(d, table, idx);
+}
+
+/// Columns [j, j + 2 Lanes) of packed 4-bit row `row` (j even), split by parity instead of
+/// interleaved: `even` holds columns j, j + 2, ..., `odd` columns j + 1, j + 3, ... (one
+/// widening load, a mask and a shift; the panels keep their sums in this order). Int4 gives
+/// the offset values q + 8 in [0, 16) (both sign bits flipped; the offset is subtracted once
+/// per block), NF4 the table's values.
+template <int kMode>
+HWY_INLINE void SplitNibbles(D d, const LinearQuantMatmul& p, const uint8_t* row, int64_t j, V& even,
+                             V& odd) {
+  const hn::Rebind<uint8_t, D> du8;
+  const DI di;
+  auto v = hn::PromoteTo(di, hn::LoadU(du8, row + j / 2));
+  if constexpr (kMode == kInt4) v = hn::Xor(v, hn::Set(di, 0x88));
+  const VI lo = hn::And(v, hn::Set(di, 0x0F)), hi = hn::ShiftRight<4>(v);
+  if constexpr (kMode == kNF4) {
+    even = Lookup16(d, p.table, lo);
+    odd = Lookup16(d, p.table, hi);
+  } else {
+    even = hn::ConvertTo(d, lo);
+    odd = hn::ConvertTo(d, hi);
+  }
+}
+
+/// acc[r][c] += x[r, i] · w[c] over columns [0, width) of the range, for one row i of W (the
+/// columns after the last whole panel, one at a time).
+void AddRow(const LinearQuantMatmul& p, const uint8_t* row, int64_t i, int64_t j0, int64_t width,
+            float* acc) {
+  for (int64_t c = 0; c < width; ++c) {
+    const float v = ValueAt(p, row, j0 + c);
+    for (int64_t r = 0; r < p.m; ++r) acc[r * width + c] += p.x[r * p.k + i] * v;
   }
 }
 
@@ -104,10 +100,11 @@ constexpr int kPanel = 8;
 /// Adds rows [i, i + rows) of W's panel at column j, times row r of x, into the block sums
 /// `acc` (kPanel vectors). The sums stay in eight named registers while the rows stream (GCC
 /// keeps an array of vectors on the stack).
-template <bool kFourBit>
+template <int kMode>
 HWY_INLINE void PanelRows(D d, const LinearQuantMatmul& p, int64_t r, int64_t i, int64_t rows, int64_t j,
                           float* acc) {
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  constexpr bool kFourBit = kMode != kInt8;
   const int64_t row_bytes = kFourBit ? p.n / 2 : p.n;
   V a0 = hn::LoadU(d, acc), a1 = hn::LoadU(d, acc + lanes), a2 = hn::LoadU(d, acc + 2 * lanes),
     a3 = hn::LoadU(d, acc + 3 * lanes), a4 = hn::LoadU(d, acc + 4 * lanes),
@@ -125,16 +122,16 @@ HWY_INLINE void PanelRows(D d, const LinearQuantMatmul& p, int64_t r, int64_t i,
     const V xr = hn::Set(d, x[e]);
     if constexpr (kFourBit) {
       V w0, w1;
-      SplitInt4(d, row, j, w0, w1);
+      SplitNibbles<kMode>(d, p, row, j, w0, w1);
       a0 = hn::MulAdd(xr, w0, a0);
       a1 = hn::MulAdd(xr, w1, a1);
-      SplitInt4(d, row, j + 2 * lanes, w0, w1);
+      SplitNibbles<kMode>(d, p, row, j + 2 * lanes, w0, w1);
       a2 = hn::MulAdd(xr, w0, a2);
       a3 = hn::MulAdd(xr, w1, a3);
-      SplitInt4(d, row, j + 4 * lanes, w0, w1);
+      SplitNibbles<kMode>(d, p, row, j + 4 * lanes, w0, w1);
       a4 = hn::MulAdd(xr, w0, a4);
       a5 = hn::MulAdd(xr, w1, a5);
-      SplitInt4(d, row, j + 6 * lanes, w0, w1);
+      SplitNibbles<kMode>(d, p, row, j + 6 * lanes, w0, w1);
       a6 = hn::MulAdd(xr, w0, a6);
       a7 = hn::MulAdd(xr, w1, a7);
     } else {
@@ -164,7 +161,7 @@ constexpr int64_t kRowGroup = 4;
 
 /// The panels [n_begin, panels_end) of one block of W's rows (from b0): block sums in `acc`
 /// (m × width floats, width = n_end - n_begin), scaled into y at the end.
-template <bool kFourBit>
+template <int kMode>
 void PanelBlock(D d, const LinearQuantMatmul& p, int64_t b0, int64_t n_begin, int64_t panels_end,
                 int64_t width, float* acc) {
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
@@ -175,19 +172,20 @@ void PanelBlock(D d, const LinearQuantMatmul& p, int64_t b0, int64_t n_begin, in
   for (int64_t i = b0; i < b0 + p.block; i += group)
     for (int64_t j = n_begin; j < panels_end; j += panel)
       for (int64_t r = 0; r < p.m; ++r)
-        PanelRows<kFourBit>(d, p, r, i, group, j, acc + r * width + (j - n_begin));
+        PanelRows<kMode>(d, p, r, i, group, j, acc + r * width + (j - n_begin));
   const float* s = p.scale + (b0 / p.block) * p.n + n_begin;
   const float* z = p.zero != nullptr ? p.zero + (b0 / p.block) * p.n + n_begin : nullptr;
   for (int64_t r = 0; r < p.m; ++r) {
     float xsum = 0;  // The zero point (and int4's offset of 8) times the block's sum of x.
-    if (z != nullptr || kFourBit)
+    if (z != nullptr || kMode == kInt4)
       for (int64_t i = b0; i < b0 + p.block; ++i) xsum += p.x[r * p.k + i];
     const V xs = hn::Set(d, xsum);
     float* y = p.y + r * p.n + n_begin;
     const float* a = acc + r * width;
-    if constexpr (kFourBit) {
-      // Sums of columns split by parity (SplitInt4): y += a · s + xsum · (z - 8 s).
-      const V minus8 = hn::Set(d, -8.0f);
+    if constexpr (kMode != kInt8) {
+      // Sums of columns split by parity (SplitNibbles): y += a · s + xsum · (z - 8 s) (int4),
+      // y += a · s (NF4).
+      const V minus8 = hn::Set(d, kMode == kInt4 ? -8.0f : 0.0f);
       for (int64_t c = 0; c < used; c += 2 * lanes) {
         V se, so, ye, yo;
         hn::LoadInterleaved2(d, s + c, se, so);
@@ -232,10 +230,16 @@ void Run(const LinearQuantMatmul& p, int64_t n_begin, int64_t n_end, int64_t k_b
   // Block by block of W's rows, a few rows at a time streamed across the panels.
   if (panels_end > n_begin) {
     for (int64_t b0 = k_begin; b0 < k_end; b0 += p.block) {
-      if (p.four_bit) {
-        PanelBlock<true>(d, p, b0, n_begin, panels_end, n_end - n_begin, acc);
-      } else {
-        PanelBlock<false>(d, p, b0, n_begin, panels_end, n_end - n_begin, acc);
+      switch (ModeOf(p)) {
+        case kInt8:
+          PanelBlock<kInt8>(d, p, b0, n_begin, panels_end, n_end - n_begin, acc);
+          break;
+        case kInt4:
+          PanelBlock<kInt4>(d, p, b0, n_begin, panels_end, n_end - n_begin, acc);
+          break;
+        case kNF4:
+          PanelBlock<kNF4>(d, p, b0, n_begin, panels_end, n_end - n_begin, acc);
+          break;
       }
     }
   }
@@ -244,7 +248,7 @@ void Run(const LinearQuantMatmul& p, int64_t n_begin, int64_t n_end, int64_t k_b
   if (width == 0) return;
   for (int64_t b0 = k_begin; b0 < k_end; b0 += p.block) {
     std::fill(acc, acc + p.m * width, 0.0f);
-    for (int64_t i = b0; i < b0 + p.block; ++i) AddRow(d, p, p.q + i * row_bytes, i, n_begin, width, acc);
+    for (int64_t i = b0; i < b0 + p.block; ++i) AddRow(p, p.q + i * row_bytes, i, n_begin, width, acc);
     const float* s = p.scale + (b0 / p.block) * p.n + n_begin;
     const float* z = p.zero != nullptr ? p.zero + (b0 / p.block) * p.n + n_begin : nullptr;
     for (int64_t r = 0; r < p.m; ++r) {
@@ -276,18 +280,27 @@ void DequantizeTile(const LinearQuantMatmul& p, int64_t k0, int64_t k1, int64_t 
     const float* z = p.zero != nullptr ? p.zero + (i / p.block) * p.n : nullptr;
     float* o = out + (i - k0) * width;
     int64_t j = n0;
-    if (p.four_bit) {
+    const Mode mode = ModeOf(p);
+    if (mode != kInt8) {
+      // Values by parity (SplitNibbles), scaled, stored back in column order.
+      const V offset = hn::Set(d, mode == kInt4 ? -8.0f : 0.0f);
       for (; j + 2 * lanes <= n1; j += 2 * lanes) {
-        V w0, w1;
-        LoadInt4(d, row, j, w0, w1);
-        w0 = hn::Mul(w0, hn::LoadU(d, s + j));
-        w1 = hn::Mul(w1, hn::LoadU(d, s + j + lanes));
-        if (z != nullptr) {
-          w0 = hn::Add(w0, hn::LoadU(d, z + j));
-          w1 = hn::Add(w1, hn::LoadU(d, z + j + lanes));
+        V we, wo, se, so;
+        if (mode == kInt4) {
+          SplitNibbles<kInt4>(d, p, row, j, we, wo);
+        } else {
+          SplitNibbles<kNF4>(d, p, row, j, we, wo);
         }
-        hn::StoreU(w0, d, o + (j - n0));
-        hn::StoreU(w1, d, o + (j - n0) + lanes);
+        hn::LoadInterleaved2(d, s + j, se, so);
+        we = hn::Mul(hn::Add(we, offset), se);
+        wo = hn::Mul(hn::Add(wo, offset), so);
+        if (z != nullptr) {
+          V ze, zo;
+          hn::LoadInterleaved2(d, z + j, ze, zo);
+          we = hn::Add(we, ze);
+          wo = hn::Add(wo, zo);
+        }
+        hn::StoreInterleaved2(we, wo, d, o + (j - n0));
       }
     } else {
       for (; j + lanes <= n1; j += lanes) {
@@ -296,11 +309,8 @@ void DequantizeTile(const LinearQuantMatmul& p, int64_t k0, int64_t k1, int64_t 
         hn::StoreU(w, d, o + (j - n0));
       }
     }
-    for (; j < n1; ++j) {  // The last columns one at a time.
-      const int v =
-          p.four_bit ? (((row[j / 2] >> (j % 2 == 0 ? 0 : 4)) & 0x0F) ^ 8) - 8 : static_cast<int8_t>(row[j]);
-      o[j - n0] = static_cast<float>(v) * s[j] + (z != nullptr ? z[j] : 0.0f);
-    }
+    for (; j < n1; ++j)  // The last columns one at a time.
+      o[j - n0] = ValueAt(p, row, j) * s[j] + (z != nullptr ? z[j] : 0.0f);
   }
 }
 

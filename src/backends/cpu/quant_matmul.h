@@ -8,7 +8,8 @@
 
 namespace kiln::compute::cpu {
 
-/// y [m, n] = x [m, k] · W [k, n], W[i, j] = q[i, j] · scale[i / block, j] (+ zero[i / block, j]).
+/// y [m, n] = x [m, k] · W [k, n], W[i, j] = q[i, j] · scale[i / block, j] (+ zero[i / block, j]),
+/// or table[q[i, j]] · scale[i / block, j] for NF4.
 struct LinearQuantMatmul {
   const float* x = nullptr;  ///< [m, k], row-major.
   int64_t m = 0, k = 0, n = 0;
@@ -16,6 +17,9 @@ struct LinearQuantMatmul {
   /// the first in the low nibble (n even).
   const uint8_t* q = nullptr;
   bool four_bit = false;
+  /// NF4 (four_bit weights only): the 16 values the unsigned 4-bit codes stand for, W[i, j] =
+  /// table[q[i, j]] · scale[i / block, j]; nullptr for linear weights.
+  const float* table = nullptr;
   const float* scale = nullptr;  ///< [k / block, n].
   const float* zero = nullptr;   ///< [k / block, n], or nullptr.
   int64_t block = 0;             ///< Rows of W per scale row; divides k.
