@@ -41,14 +41,13 @@ void QuantVsFloat(benchmark::State& state, int64_t batch) {
                                          {"int4", quant::Scheme::Int4, 32},
                                          {"nf4", quant::Scheme::NF4, 64},
                                          {"q4_0", quant::Scheme::Q4_0, 0}};
-  std::vector<quant::Quantized> qs;
+  std::vector<quant::Quantized> qs;  // All made first: each Exec refers to its element.
+  for (const Variant& v : variants) qs.push_back(quant::Quantize(w, v.scheme, v.block));
   std::vector<graph::Exec> execs;
-  for (const Variant& v : variants) {
-    qs.push_back(quant::Quantize(w, v.scheme, v.block));
-    const quant::Quantized& q = qs.back();
+  for (const quant::Quantized& q : qs) {
     execs.push_back(graph::NewExec(Backend(), [&q](const std::vector<graph::Node>& p) {
       nn::Quantization spec = q.QuantizationIn(p[0].graph());  // Layout and type from q...
-      if (spec.scale.Ok()) spec.scale = p[2];                  // ...values from the inputs.
+      if (spec.scale.Ok()) spec.scale = p[2];                   // ...values from the inputs.
       return nn::QuantizedDense(p[0], p[1], spec);
     }));
   }

@@ -20,7 +20,12 @@ CpuBuffer::CpuBuffer(Backend* backend, std::shared_ptr<BufferPool> pool, int64_t
   if (zero && bytes > 0) std::memset(data_, 0, static_cast<size_t>(bytes));
 }
 
-CpuBuffer::~CpuBuffer() { pool_->Release(data_, ByteSize()); }
+CpuBuffer::CpuBuffer(Backend* backend, uint8_t* memory, int64_t bytes)
+    : Buffer(backend, 0, bytes), data_(memory) {}
+
+CpuBuffer::~CpuBuffer() {
+  if (pool_) pool_->Release(data_, ByteSize());
+}
 
 namespace {
 

@@ -33,10 +33,14 @@ struct Options {
   int dynamic_cache = kDefaultDynamicCache;
 };
 
-/// Host memory from the backend's pool; shared with tensors.
+/// Host memory from the backend's pool; shared with tensors. (Or a view of memory owned
+/// elsewhere, made only for the duration of one call.)
 class CpuBuffer final : public Buffer {
  public:
   CpuBuffer(Backend* backend, std::shared_ptr<BufferPool> pool, int64_t bytes, bool zero);
+  /// A view of `bytes` of memory the buffer does not own (an execution's value handed to a
+  /// tuple op for the length of the call; see cpu_executable.cc).
+  CpuBuffer(Backend* backend, uint8_t* memory, int64_t bytes);
   ~CpuBuffer() override;
   void* HostData() const override { return data_; }
   uint8_t* data() const { return data_; }

@@ -397,12 +397,13 @@ std::vector<BufferPtr> CpuExecutable::Execute(const std::vector<BufferPtr>& inpu
         break;
       }
       case StepKind::kTuple: {
+        // The operands are lent as views, not copied: tuple kernels only read them (their
+        // sub-programs take them undonated) and return results that never alias them, and the
+        // call ends before any later step may write over that memory.
         std::vector<BufferPtr> operands;
         for (int o : st.operands) {
           const int64_t bytes = values_[static_cast<size_t>(o)].bytes;
-          std::shared_ptr<CpuBuffer> b = backend_->NewBuffer(bytes);
-          if (bytes > 0) std::memcpy(b->data(), ptr[static_cast<size_t>(o)], static_cast<size_t>(bytes));
-          operands.push_back(std::move(b));
+          operands.push_back(std::make_shared<CpuBuffer>(backend_, ptr[static_cast<size_t>(o)], bytes));
         }
         tuples[static_cast<size_t>(tuple_slot_[static_cast<size_t>(st.value)])] = st.tuple(operands, device);
         break;

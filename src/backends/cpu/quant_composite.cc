@@ -30,10 +30,9 @@ namespace cm = composite;
 constexpr int64_t kColumnAlign = 128;
 
 /// Rows of x from which the tiled path (dequantized tiles through sgemm) beats the register
-/// kernel: measured on 4096 × 4096 int8 and int4 weights, one thread, with the microbenchmark
-/// of bench/quant_bench.cc (quant/matmul_4096_b*): at 8 rows the register kernel is ahead,
-/// from 16 the tiles (0.72x the float32 product against 0.47x at 16 rows, 0.99x against 0.34x
-/// at 64).
+/// kernels: measured on 4096 × 4096 int8 and int4 weights with bench/quant_bench.cc
+/// (quant/dense_4096_b*): at 8 rows the register kernel is ahead, from 16 the tiles (0.72x the
+/// float32 product against 0.47x at 16 rows, 0.89x against 0.34x at 64).
 constexpr int64_t kTiledRows = 12;
 /// The tile of W dequantized at a time: 256 × 256 floats (256 KiB, within L2).
 constexpr int64_t kTileRows = 256, kTileColumns = 256;
