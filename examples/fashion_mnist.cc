@@ -5,6 +5,7 @@
 //   fashion_mnist [--model=cnn|mlp] [--epochs=5] [--steps=N] [--batch=128] [--lr=0.001]
 //                 [--ckpt=DIR] [--backend=cpu] [--set="k=v;k2=v2"] [--data=DIR] [--plot=FILE]
 //                 [--seed=42] [--ckpt_every=N] [--accumulate=1] [--eval_every=N] [--quantize=SCHEME]
+//                 [--mixed_precision]
 //
 // --seed seeds both the variables' initialisation (the store's random state) and the order in
 // which the training set is shuffled. With --ckpt, a checkpoint is saved every --ckpt_every steps
@@ -14,7 +15,8 @@
 // plot gets an evaluation on the test set every --eval_every steps (default: every epoch, or
 // halfway through a shorter run; 0: only the final evaluation). --quantize=Int8 (or another
 // quant::Scheme name) then quantizes the trained dense layers (quant::QuantizeStore) and
-// evaluates the quantized model on the test set too.
+// evaluates the quantized model on the test set too. --mixed_precision trains with bfloat16
+// compute and float32 variables (train::Trainer::WithMixedPrecision).
 
 #include <kiln/kiln.h>
 
@@ -40,6 +42,7 @@ struct Flags {
   int accumulate = 1;
   int64_t eval_every = -1;
   std::string quantize;
+  bool mixed_precision = false;
 };
 
 Flags Parse(int argc, char** argv) {
@@ -78,11 +81,13 @@ Flags Parse(int argc, char** argv) {
       f.quantize = value;
     else if (key == "--eval_every")
       f.eval_every = std::stoll(value);
+    else if (a == "--mixed_precision")
+      f.mixed_precision = true;
     else {
       std::cerr
           << "unknown flag " << a
           << " (valid: --model --epochs --steps --batch --lr --ckpt --backend --set --data --plot --seed"
-          << " --ckpt_every --accumulate --eval_every --quantize)\n";
+          << " --ckpt_every --accumulate --eval_every --quantize --mixed_precision)\n";
       std::exit(2);
     }
   }
@@ -140,6 +145,7 @@ int main(int argc, char** argv) {
         {metrics::NewMovingAverageSparseCategoricalAccuracy("Moving Average Accuracy", "~acc", 0.01)},
         {metrics::NewSparseCategoricalAccuracy("Mean Accuracy", "#acc")});
     trainer.AccumulateGradients(flags.accumulate);
+    if (flags.mixed_precision) trainer.WithMixedPrecision(DType::BFloat16);
     train::Loop loop(trainer);
     commandline::AttachProgressBar(loop);
     const int64_t steps_per_epoch = train_ds->NumExamples() / batch;

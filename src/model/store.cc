@@ -218,10 +218,33 @@ void CheckSameShape(const VariableData& v, const Shape& shape, const char* fn) {
 
 }  // namespace
 
-Variable Scope::VariableWithShape(const std::string& name, const Shape& shape) const {
+namespace {
+
+/// `dtype` when it is a half type and the "mixed_precision" parameter seen from `scope` names it
+/// ("BFloat16" or "Float16"), else DType::Invalid.
+DType MixedPrecisionDType(const Scope& scope, DType dtype) {
+  if (dtype != DType::BFloat16 && dtype != DType::Float16) return DType::Invalid;
+  const std::optional<ParamValue> p = scope.FindParam("mixed_precision");
+  if (!p) return DType::Invalid;
+  const std::string* name = std::get_if<std::string>(&*p);
+  if (name == nullptr || (*name != "BFloat16" && *name != "Float16"))
+    kiln::detail::Throw("parameter \"mixed_precision\" is {}: it must be \"BFloat16\" or \"Float16\"",
+                        ParamToString(*p));
+  return *name == DTypeName(dtype) ? dtype : DType::Invalid;
+}
+
+}  // namespace
+
+Variable Scope::VariableWithShape(const std::string& name, const Shape& requested) const {
   const std::string path = detail::JoinPath(path_, name, "VariableWithShape");
-  if (!shape.Ok() || shape.IsDynamic())
-    kiln::detail::Throw("VariableWithShape(\"{}\"): invalid or dynamic shape {}", path, shape);
+  if (!requested.Ok() || requested.IsDynamic())
+    kiln::detail::Throw("VariableWithShape(\"{}\"): invalid or dynamic shape {}", path, requested);
+  // Mixed precision: a half-precision variable the "mixed_precision" parameter names is kept as
+  // a Float32 master and read through a handle that converts it.
+  const DType compute = MixedPrecisionDType(*this, requested.dtype());
+  if (compute != DType::Invalid)
+    return VariableWithShape(name, Shape(DType::Float32, requested.Dimensions())).ComputeAs(compute);
+  const Shape& shape = requested;
   StoreData& s = *store_.data();
   std::lock_guard lock(s.mu);
   if (auto it = s.by_path.find(path); it != s.by_path.end()) {

@@ -2,6 +2,7 @@
 
 #include "core/check.h"
 #include "kiln/compute/backend.h"
+#include "kiln/graph/ops.h"
 #include "model/model_internal.h"
 
 namespace kiln::model {
@@ -64,19 +65,25 @@ const Variable& Variable::SetTrainable(bool trainable) const {
 graph::Node Variable::NodeValue(graph::Graph& g) const {
   detail::VariableData& d = Data(data_);
   detail::GraphState& st = detail::StateOf(g);
+  auto view = [&](graph::Node n) {
+    return compute_ != DType::Invalid && compute_ != n.dtype() ? graph::ConvertDType(n, compute_) : n;
+  };
   for (auto it = st.updates.rbegin(); it != st.updates.rend(); ++it)
-    if (it->first.get() == &d) return it->second;
+    if (it->first.get() == &d) return view(it->second);
   for (size_t i = 0; i < st.inputs.size(); ++i)
-    if (st.inputs[i].get() == &d) return st.input_nodes[i];
+    if (st.inputs[i].get() == &d) return view(st.input_nodes[i]);
   graph::Node n = g.Parameter(d.shape, d.path);
   st.inputs.push_back(data_);
   st.input_nodes.push_back(n);
-  return n;
+  return view(n);
 }
 
 void Variable::SetNodeValue(graph::Node node) const {
   detail::VariableData& d = Data(data_);
   if (!node.Ok()) kiln::detail::Throw("Variable \"{}\": SetNodeValue with an invalid node", d.path);
+  if (compute_ != DType::Invalid && node.dtype() == compute_ && compute_ != d.shape.dtype() &&
+      node.shape().Dimensions() == d.shape.Dimensions())
+    node = graph::ConvertDType(node, d.shape.dtype());
   if (node.shape() != d.shape) {
     kiln::detail::Throw("Variable \"{}\": SetNodeValue with a node of shape {}, the variable has {}", d.path,
                         node.shape(), d.shape);
@@ -89,6 +96,15 @@ void Variable::SetNodeValue(graph::Node node) const {
     }
   }
   st.updates.emplace_back(data_, node);
+}
+
+Variable Variable::ComputeAs(DType compute) const {
+  if (!data_) kiln::detail::Throw("Variable::ComputeAs on an invalid handle");
+  if (compute != DType::Invalid && !IsFloat(compute))
+    kiln::detail::Throw("Variable \"{}\": ComputeAs({}): not a float dtype", data_->path, compute);
+  Variable v = *this;
+  v.compute_ = compute;
+  return v;
 }
 
 std::string Variable::ToString() const {

@@ -46,8 +46,9 @@ struct Trainer::State {
   std::unique_ptr<model::Exec> train_exec, eval_exec;
   size_t num_inputs = 0;  // Of the current call: inputs first, then labels, in the exec's nodes.
   std::any spec;
-  int accumulate = 1;    // TrainSteps per optimizer update.
-  bool started = false;  // A TrainStep has run (the training graph may be compiled).
+  int accumulate = 1;              // TrainSteps per optimizer update.
+  bool started = false;            // A TrainStep has run (the training graph may be compiled).
+  DType compute = DType::Invalid;  // WithMixedPrecision's dtype.
   std::vector<std::function<void(const data::DatasetPtr&, const std::vector<Tensor>&)>> on_eval;
 
   /// The model, the loss and the added terms: {loss, predictions...}.
@@ -55,8 +56,16 @@ struct Trainer::State {
                             std::vector<Node>& preds) {
     std::vector<Node> inputs(nodes.begin(), nodes.begin() + static_cast<long>(num_inputs));
     labels.assign(nodes.begin() + static_cast<long>(num_inputs), nodes.end());
+    if (compute != DType::Invalid) {  // Mixed precision: float inputs in the compute dtype.
+      for (Node& n : inputs)
+        if (n.dtype() == DType::Float32) n = graph::ConvertDType(n, compute);
+    }
     preds = model(scope, spec, inputs);
     if (preds.empty()) kiln::detail::Throw("Trainer: the model function returned no predictions");
+    if (compute != DType::Invalid) {  // ...and the predictions back in Float32 for the loss.
+      for (Node& n : preds)
+        if (n.Ok() && n.dtype() == compute) n = graph::ConvertDType(n, DType::Float32);
+    }
     Node l = loss(labels, preds);
     if (!l.Ok() || l.rank() != 0 || !IsFloat(l.dtype()))
       kiln::detail::Throw("Trainer: the loss must be a float scalar, got {}",
@@ -193,6 +202,21 @@ Trainer::Trainer(compute::BackendPtr backend, model::Store store, ModelFn model,
 Trainer::~Trainer() = default;
 
 int Trainer::NumBuilds() const { return state_->train_exec->NumBuilds() + state_->eval_exec->NumBuilds(); }
+
+Trainer& Trainer::WithMixedPrecision(DType compute) {
+  State& s = *state_;
+  if (compute != DType::BFloat16) {
+    kiln::detail::Throw(
+        "Trainer::WithMixedPrecision: {} is not supported (BFloat16 is; Float16 would need loss scaling)",
+        compute);
+  }
+  if (s.started) kiln::detail::Throw("Trainer::WithMixedPrecision: training has started");
+  s.compute = compute;
+  s.store.RootScope().SetParam("mixed_precision", std::string(DTypeName(compute)));
+  return *this;
+}
+
+DType Trainer::MixedPrecision() const { return state_->compute; }
 
 Trainer& Trainer::WithDynamicBatch(const std::string& name) {
   state_->train_exec->WithDynamicBatch(name);

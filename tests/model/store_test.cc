@@ -196,6 +196,44 @@ TEST(ModelExec, UpdatesInPlaceWithFlatMemory) {
   }
 }
 
+TEST(ModelVariable, MixedPrecisionHandlesReadAndWriteTheFloat32Master) {
+  // With "mixed_precision" = "BFloat16", a BFloat16 variable is a Float32 master read converted;
+  // a BFloat16 new value is converted back, so an update of 1 + 2^-10 is kept (BFloat16 alone
+  // would round it away).
+  for (const compute::BackendPtr& backend : Backends()) {
+    model::Store store;
+    store.SetParam("mixed_precision", std::string("BFloat16"));
+    model::Exec step = model::NewExec(backend, store, [](model::Scope scope, Graph& g) {
+      model::Variable w = scope.VariableWithValue("w", Tensor::FromScalarAndDimensions<float>(1.0f, {4}));
+      model::Variable h = scope.VariableWithShape("w", Shape(DType::BFloat16, {4}));
+      EXPECT_EQ(h.dtype(), DType::Float32);
+      EXPECT_EQ(h.ComputeDType(), DType::BFloat16);
+      Node x = h.NodeValue(g);
+      EXPECT_EQ(x.dtype(), DType::BFloat16);
+      w.SetNodeValue(w.NodeValue(g) + std::ldexp(1.0f, -10));
+      (void)x;
+      return ReduceAllSum(ConvertDType(h.NodeValue(g), DType::Float32));
+    });
+    step.Call();
+    step.Call();
+    for (float v : store.GetVariable("/w").Value().ToVector<float>())
+      EXPECT_EQ(v, 1.0f + std::ldexp(1.0f, -9));
+    // A BFloat16 node written through the handle lands in the master as Float32.
+    model::Exec write = model::NewExec(backend, store, [](model::Scope scope, Graph& g) {
+      model::Variable h = scope.VariableWithShape("w", Shape(DType::BFloat16, {4}));
+      h.SetNodeValue(h.NodeValue(g) * 2.0f);
+      return Scalar(g, DType::Float32, 0);
+    });
+    write.Call();
+    EXPECT_EQ(store.GetVariable("/w").dtype(), DType::Float32);
+    for (float v : store.GetVariable("/w").Value().ToVector<float>()) EXPECT_EQ(v, 2.0f);  // bf16(1+2^-9)=1.
+    // Other dtypes are untouched; a non-float ComputeAs is refused.
+    EXPECT_EQ(store.RootScope().VariableWithShape("f", Shape(DType::Float32, {1})).ComputeDType(),
+              DType::Invalid);
+    EXPECT_TRUE(Throws([&] { store.GetVariable("/f").ComputeAs(DType::Int32); }, {"ComputeAs", "Int32"}));
+  }
+}
+
 TEST(ModelExec, AUserHandleIsCopiedNotDonated) {
   model::Store store;
   model::Exec inc = model::NewExec(compute::New(), store, [](model::Scope scope, Graph& g) {

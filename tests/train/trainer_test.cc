@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <vector>
 
@@ -106,6 +107,76 @@ TEST(Trainer, LearnsALineAndEvaluatesByExamples) {
   EXPECT_NEAR(e[1].Item<float>(), whole[1].Item<float>(), 1e-6);
   ds->Infinite(true);
   EXPECT_TRUE(Throws([&] { trainer.Eval(ds); }, {"infinite"}));
+}
+
+TEST(Trainer, MixedPrecisionKeepsFloat32MastersAndLearnsAsFloat32) {
+  // y = sum of 4 features squared-ish, learned in float32 and with bfloat16 compute: the masters,
+  // the optimizer state and the checkpointable values stay Float32, the model computes in
+  // BFloat16, and the final loss is within what bfloat16's 8 bits of precision allow.
+  std::vector<std::vector<float>> rows;
+  std::vector<float> ys;
+  std::vector<float> flat;
+  for (int i = 0; i < 256; ++i) {
+    float y = 0;
+    for (int f = 0; f < 4; ++f) {
+      const float v = std::sin(0.37f * static_cast<float>(i * 4 + f));
+      flat.push_back(v);
+      y += (f % 2 == 0 ? 1.0f : -0.5f) * v;
+    }
+    ys.push_back(std::tanh(y));
+  }
+  const Tensor x = Tensor::FromFlat(Shape(DType::Float32, {256, 4}), flat);
+  const Tensor y = Tensor::FromFlat(Shape(DType::Float32, {256, 1}), ys);
+  auto train = [&](bool mixed) {
+    model::Store store;
+    store.SetRNGStateFromSeed(7);
+    compute::BackendPtr backend = compute::New();
+    std::vector<DType> input_dtypes;
+    train::ModelFn fn = [&](model::Scope scope, const std::any&, std::vector<Node> in) {
+      input_dtypes.push_back(in[0].dtype());
+      Node h = activations::Tanh(layers::Dense(scope.In("hidden"), in[0], true, 16));
+      return std::vector<Node>{layers::Dense(scope.In("out"), h, true, 1)};
+    };
+    train::Trainer trainer(backend, store, fn, losses::MeanSquaredError,
+                           optimizers::Adam().LearningRate(0.01).Done(), {}, {});
+    if (mixed) {
+      trainer.WithMixedPrecision();
+      EXPECT_EQ(trainer.MixedPrecision(), DType::BFloat16);
+    }
+    std::any spec;
+    float loss = 0;
+    for (int step = 0; step < 400; ++step)
+      loss = trainer.TrainStep(spec, {x.Clone()}, {y.Clone()})[0].Item<float>();
+    for (const char* path : {"/hidden/weights", "/hidden/biases", "/out/weights"})
+      EXPECT_EQ(store.GetVariable(path).dtype(), DType::Float32) << path;
+    for (const model::Variable& v : store.Variables()) {
+      if (IsFloat(v.dtype())) {
+        EXPECT_EQ(v.dtype(), DType::Float32) << v.Path();
+      }
+    }
+    EXPECT_FALSE(input_dtypes.empty());
+    for (DType d : input_dtypes) EXPECT_EQ(d, mixed ? DType::BFloat16 : DType::Float32);
+    return loss;
+  };
+  const float f32 = train(false), bf16 = train(true);
+  EXPECT_LT(f32, 2e-3f);
+  EXPECT_LT(bf16, 5e-3f) << "float32 reached " << f32;
+}
+
+TEST(Trainer, MixedPrecisionErrors) {
+  model::Store store;
+  train::Trainer trainer(compute::New(), store, Linear, losses::MeanSquaredError,
+                         optimizers::StochasticGradientDescent().Done(), {}, {});
+  EXPECT_TRUE(Throws([&] { trainer.WithMixedPrecision(DType::Float16); }, {"Float16", "loss scaling"}));
+  EXPECT_TRUE(Throws([&] { trainer.WithMixedPrecision(DType::Float32); }, {"Float32", "not supported"}));
+  std::any spec;
+  trainer.TrainStep(spec, {Column(std::vector<float>{1, 2})}, {Column(std::vector<float>{1, 2})});
+  EXPECT_TRUE(Throws([&] { trainer.WithMixedPrecision(); }, {"started"}));
+  // A parameter naming no half dtype is refused where a variable reads it.
+  model::Store other;
+  other.SetParam("mixed_precision", std::string("bf16"));
+  EXPECT_TRUE(Throws([&] { other.RootScope().VariableWithShape("w", Shape(DType::BFloat16, {2})); },
+                     {"mixed_precision", "bf16"}));
 }
 
 TEST(Trainer, DynamicBatchBuildsEachStepOnceAndTrainsAsTheStaticOne) {

@@ -34,7 +34,8 @@ class Variable {
   std::string Name() const;
   /// The scope path holding it: "/layer1".
   std::string ScopePath() const;
-  /// The shape and dtype, fixed when the variable is created.
+  /// The shape and dtype, fixed when the variable is created (for a mixed-precision handle, the
+  /// stored Float32 master's).
   const Shape& shape() const;
   /// The element type (shape().dtype()).
   DType dtype() const { return shape().dtype(); }
@@ -55,11 +56,21 @@ class Variable {
   const Variable& SetTrainable(bool trainable) const;
 
   /// The variable's value in graph `g`, an input of the graph (the same node every time in one
-  /// graph; model::Exec feeds it at each call).
+  /// graph; model::Exec feeds it at each call); converted to ComputeDType() where that is set.
   graph::Node NodeValue(graph::Graph& g) const;
-  /// Sets the variable's new value, computed by `node` (same shape and dtype) in the graph being
-  /// built: model::Exec stores it back after each call (in place, when it can).
+  /// Sets the variable's new value, computed by `node` (same shape and dtype, or of the handle's
+  /// compute dtype, converted back) in the graph being built: model::Exec stores it back after
+  /// each call (in place, when it can).
   void SetNodeValue(graph::Node node) const;
+
+  /// A handle whose NodeValue is this variable's value converted to `compute` (mixed precision:
+  /// a Float32 master read as BFloat16 or Float16 by the layers, its gradient converted back);
+  /// DType::Invalid gives the plain handle. Scope::VariableWithShape returns such handles when
+  /// the scope's "mixed_precision" parameter names the dtype asked for (see
+  /// train::Trainer::WithMixedPrecision).
+  Variable ComputeAs(DType compute) const;
+  /// The dtype NodeValue converts to (DType::Invalid: none).
+  DType ComputeDType() const { return compute_; }
 
   /// "/layer1/weights (Float32)[2, 3]".
   std::string ToString() const;
@@ -69,6 +80,7 @@ class Variable {
 
  private:
   std::shared_ptr<detail::VariableData> data_;
+  DType compute_ = DType::Invalid;
 };
 
 }  // namespace kiln::model

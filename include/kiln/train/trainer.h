@@ -67,6 +67,17 @@ class Trainer {
   /// size (a last partial batch, an evaluation batch of another size). The model, loss and
   /// metrics must then not depend on the batch size as a static number.
   Trainer& WithDynamicBatch(const std::string& name = "batch");
+  /// Mixed-precision training: the model computes in `compute` (BFloat16) while the variables,
+  /// the optimizer's state and the checkpoints stay Float32. Float32 inputs are converted to
+  /// `compute` before the model function; variables the layers ask for in `compute` are kept as
+  /// Float32 masters and read converted (the "mixed_precision" parameter of the store's root
+  /// scope, see model::Variable::ComputeAs), so their gradients and updates are Float32; the
+  /// predictions are converted back to Float32 before the loss and the metrics. bfloat16 keeps
+  /// float32's exponent range, so no loss scaling is needed; Float16 (which would need it) is a
+  /// kiln::Error, as is a call after training started.
+  Trainer& WithMixedPrecision(DType compute = DType::BFloat16);
+  /// The compute dtype of WithMixedPrecision (DType::Invalid: none).
+  DType MixedPrecision() const;
   /// Graphs built so far for the training and the evaluation steps together.
   int NumBuilds() const;
 

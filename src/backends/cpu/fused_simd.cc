@@ -35,7 +35,14 @@ namespace hn = hwy::HWY_NAMESPACE;
 // large enough that GCC's AddressSanitizer instrumentation at -O1 takes hours on this file, so
 // under ASan each case is its own function (same code, one call per op).
 #ifndef KILN_SIMD_CASE
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__)  // GCC
+#define KILN_SIMD_ASAN 1
+#elif defined(__has_feature)  // clang
+#if __has_feature(address_sanitizer)
+#define KILN_SIMD_ASAN 1
+#endif
+#endif
+#if defined(KILN_SIMD_ASAN)
 #define KILN_SIMD_CASE HWY_NOINLINE
 #else
 #define KILN_SIMD_CASE HWY_INLINE
