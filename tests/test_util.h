@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -83,6 +84,19 @@ inline void ForEachBackend(const std::function<void(const compute::BackendPtr&)>
     SCOPED_TRACE("backend " + info.name);
     fn(compute::NewWithConfig(info.name));
   }
+}
+
+/// A Float32 tensor of `dims` with values drawn from N(mean, stddev²) by a generator seeded
+/// with `seed` (the same values on every run).
+inline Tensor NormalTensor(const std::vector<int64_t>& dims, uint32_t seed, float stddev = 1,
+                           float mean = 0) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(mean, stddev);
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = dist(rng);
+  return Tensor::FromFlat(Shape(DType::Float32, dims), v);
 }
 
 /// The backend `config` names ("cpu:threads=2", "ref"...), created once per config and shared.

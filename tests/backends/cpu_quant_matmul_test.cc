@@ -18,6 +18,7 @@
 #include "kiln/kiln.h"
 #include "kiln/ml/quantized.h"
 #include "kiln/quant/quant.h"
+#include "test_util.h"
 
 namespace {
 
@@ -135,17 +136,6 @@ TEST(QuantMatmul, MatchesTheReferenceOnEveryTarget) {
 
 // ---- The Composite -------------------------------------------------------------------------------
 
-/// Gaussian floats of `dims`.
-kiln::Tensor Gaussian(const std::vector<int64_t>& dims, uint32_t seed, float stddev) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0, stddev);
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = dist(rng);
-  return kiln::Tensor::FromFlat(kiln::Shape(kiln::DType::Float32, dims), v);
-}
-
 struct CompositeCase {
   kiln::quant::Scheme scheme;
   int64_t block;
@@ -182,7 +172,7 @@ TEST(QuantMatmul, QuantizedDenseRunsTheKernelWhereItApplies) {
   for (const CompositeCase& c : cases) {
     const std::string what = quant::SchemeName(c.scheme) + " block " + std::to_string(c.block) + " axis " +
                              std::to_string(c.axis) + " n " + std::to_string(c.n);
-    const Tensor w = Gaussian({k, c.n}, seed++, 0.1f);
+    const Tensor w = kiln::test::NormalTensor({k, c.n}, seed++, 0.1f);
     quant::Quantized q = quant::Quantize(w, c.scheme, c.block, c.axis);
     auto build = [&](graph::Graph& g, graph::Node x) {
       return nn::QuantizedDense(x, q.WeightsIn(g), q.QuantizationIn(g));
@@ -204,7 +194,7 @@ TEST(QuantMatmul, QuantizedDenseRunsTheKernelWhereItApplies) {
     // enough rows for the tiled path (dequantized tiles through sgemm).
     for (const std::vector<int64_t>& dims : {std::vector<int64_t>{1, k}, std::vector<int64_t>{5, k},
                                              std::vector<int64_t>{2, 3, k}, std::vector<int64_t>{20, k}}) {
-      const Tensor x = Gaussian(dims, seed++, 1.0f);
+      const Tensor x = kiln::test::NormalTensor(dims, seed++, 1.0f);
       auto run = [&](const compute::BackendPtr& backend) {
         graph::Exec exec = graph::NewExec(backend, [&](graph::Node xn) { return build(xn.graph(), xn); });
         return exec.Call1(x).ToVector<float>();

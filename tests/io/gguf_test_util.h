@@ -7,18 +7,13 @@
 #include <vector>
 
 #include "kiln/io/gguf.h"
+#include "test_util.h"
 
 namespace kiln::test {
 
 /// A float32 tensor of `dims` with standard normal values from `seed`.
 inline Tensor RandomMatrix(const std::vector<int64_t>& dims, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0, 1);
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = dist(rng);
-  return Tensor::FromFlat(Shape(DType::Float32, dims), v);
+  return NormalTensor(dims, seed);
 }
 
 /// Metadata of every GGUF value type (nested arrays too, alignment 64) and a [4, 256] matrix as

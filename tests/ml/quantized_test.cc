@@ -23,13 +23,7 @@ using kiln::test::Throws;
 using quant::Scheme;
 
 Tensor Random(const std::vector<int64_t>& dims, uint32_t seed, float stddev = 1) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0, stddev);
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = dist(rng);
-  return Tensor::FromFlat(Shape(DType::Float32, dims), v);
+  return kiln::test::NormalTensor(dims, seed, stddev);
 }
 
 void ExpectClose(const Tensor& got, const Tensor& want, double tol, const std::string& what) {

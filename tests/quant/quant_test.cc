@@ -22,11 +22,7 @@ using kiln::test::Throws;
 using quant::Scheme;
 
 Tensor Gaussian(int64_t k, int64_t n, uint32_t seed, float mean = 0, float stddev = 1) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(mean, stddev);
-  std::vector<float> v(static_cast<size_t>(k * n));
-  for (float& x : v) x = dist(rng);
-  return Tensor::FromFlat(Shape(DType::Float32, {k, n}), v);
+  return kiln::test::NormalTensor({k, n}, seed, stddev, mean);
 }
 
 /// ||a - b|| / ||b|| (Frobenius).
