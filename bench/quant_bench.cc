@@ -1,7 +1,7 @@
 // Quantized weights against float32, side by side in one process: a [batch, 4096] x [4096, 4096]
 // dense layer on the cpu backend, nn::Dense with float32 weights against nn::QuantizedDense with
-// weights quantized by quant::Quantize (Int8 per channel, Int4 in blocks of 32 along K, and NF4
-// and Q4_0, which run their decomposition), all fed as inputs as a loaded model's are.
+// weights quantized by quant::Quantize (Int8 per channel, Int4 in blocks of 32 along K, NF4 in
+// blocks of 64, and ggml's Q4_0, Q4_K and Q6_K), all fed as inputs as a loaded model's are.
 // Interleaved rounds; reports each median (ms) and float32 time / quantized time.
 
 #include <chrono>
@@ -37,17 +37,16 @@ void QuantVsFloat(benchmark::State& state, int64_t batch) {
   const Tensor w = UniformTensor(1, {k, n}, -0.05f, 0.05f);
   const Tensor x = UniformTensor(2, {batch, k}, -1, 1);
   graph::Exec dense = graph::NewExec(Backend(), [](graph::Node a, graph::Node b) { return nn::Dense(a, b); });
-  const std::vector<Variant> variants = {{"int8", quant::Scheme::Int8, 0},
-                                         {"int4", quant::Scheme::Int4, 32},
-                                         {"nf4", quant::Scheme::NF4, 64},
-                                         {"q4_0", quant::Scheme::Q4_0, 0}};
+  const std::vector<Variant> variants = {{"int8", quant::Scheme::Int8, 0}, {"int4", quant::Scheme::Int4, 32},
+                                         {"nf4", quant::Scheme::NF4, 64},  {"q4_0", quant::Scheme::Q4_0, 0},
+                                         {"q4_k", quant::Scheme::Q4_K, 0}, {"q6_k", quant::Scheme::Q6_K, 0}};
   std::vector<quant::Quantized> qs;  // All made first: each Exec refers to its element.
   for (const Variant& v : variants) qs.push_back(quant::Quantize(w, v.scheme, v.block));
   std::vector<graph::Exec> execs;
   for (const quant::Quantized& q : qs) {
     execs.push_back(graph::NewExec(Backend(), [&q](const std::vector<graph::Node>& p) {
       nn::Quantization spec = q.QuantizationIn(p[0].graph());  // Layout and type from q...
-      if (spec.scale.Ok()) spec.scale = p[2];                   // ...values from the inputs.
+      if (spec.scale.Ok()) spec.scale = p[2];                  // ...values from the inputs.
       return nn::QuantizedDense(p[0], p[1], spec);
     }));
   }

@@ -160,8 +160,8 @@ TEST(QuantMatmul, QuantizedDenseRunsTheKernelWhereItApplies) {
       {Scheme::NF4, 16, 1, 64, false},
       {Scheme::Q8_0, 0, 0, 64, true},
       {Scheme::Q4_0, 0, 0, 70, true},
-      {Scheme::Q4_K, 0, 0, 64, false},
-      {Scheme::Q6_K, 0, 0, 40, false},
+      {Scheme::Q4_K, 0, 0, 64, true},
+      {Scheme::Q6_K, 0, 0, 40, true},
   };
   const int64_t k = 256;
   compute::BackendPtr cpu = compute::NewWithConfig("cpu:threads=2,serial_work=0");

@@ -1,6 +1,6 @@
 // The cpu kernel of the "kiln.quantized_matmul" composite (kiln/compute/composite.h): linearly
 // quantized Int8 and Int4 weights, and NF4 codes, with float32 scales in blocks along K, and
-// ggml's Q8_0 and Q4_0 blocks (ggml_matmul.h). Few rows of x (bound
+// ggml's Q8_0, Q4_0, Q4_K and Q6_K blocks (ggml_matmul.h). Few rows of x (bound
 // by reading the weights) run RunLinearQuantMatmul (quant_matmul.h), the weights dequantized only in
 // registers; many rows (bound by arithmetic) dequantize one cache-sized tile of W at a time and multiply by
 // it with oneDNN's sgemm, so no float copy of the whole matrix is ever made. Every other form of the
@@ -43,11 +43,11 @@ struct QuantPlan {
   int ggml = 0;  ///< The ggml block type (ggml_matmul.h), 0 for linear and NF4 weights.
 };
 
-/// The plan of a GGML instance (Q8_0, Q4_0) when the kernel runs it.
+/// The plan of a GGML instance (Q8_0, Q4_0, Q4_K, Q6_K) when the kernel runs it.
 bool PlanGGML(const Instruction& inst, QuantPlan& plan) {
   const std::vector<int64_t>& v = inst.attrs.values;
   const int64_t type = v[cm::kGGMLType];
-  if (type != kGGMLQ8_0 && type != kGGMLQ4_0) return false;
+  if (type != kGGMLQ8_0 && type != kGGMLQ4_0 && type != kGGMLQ4_K && type != kGGMLQ6_K) return false;
   const Program& body = *inst.subprograms[0];
   if (body.Parameters().size() != 2 || inst.tuple_shapes.size() != 1) return false;
   const Shape x = body.ParameterShape(0), w = body.ParameterShape(1);
@@ -57,7 +57,7 @@ bool PlanGGML(const Instruction& inst, QuantPlan& plan) {
   if (w.Dim(1) % bytes != 0) return false;
   plan.ggml = static_cast<int>(type);
   plan.n = w.Dim(0);
-  plan.k = w.Dim(1) / bytes * 32;
+  plan.k = w.Dim(1) / bytes * GGMLBlockValuesOf(static_cast<int>(type));
   if (x.Dimensions().back() != plan.k || plan.k == 0 || plan.n == 0) return false;
   std::vector<int64_t> out = x.Dimensions();
   out.back() = plan.n;
