@@ -1,9 +1,10 @@
 // ggml Q8_0 / Q4_0 / Q4_K / Q6_K matrix products (ggml_matmul.h). For each output feature j the
 // row of blocks is read once; each block is decoded into an L1-resident buffer (Q8_0 and Q4_0
-// widened with SIMD and scaled by the block's d afterwards; the K-quants decoded with their
-// sub-block scales, as ggml's reference does) and multiplied into a vector of partial sums with
-// the matching values of each row of x. Q4_0's offset of 8 is applied once per row:
-// -8 · Σ_blocks d · (the block's sum of x).
+// widened and scaled by the block's d afterwards; the K-quants with their sub-block scales, in
+// ggml's reference's order) and multiplied into a vector of partial sums with
+// the matching values of each row of x (the K-quants' decoders are vectorised too: the 6-bit
+// values of Q6_K assembled from their nibble and 2-bit parts in int32 lanes). Q4_0's offset of 8 is applied
+// once per row: -8 · Σ_blocks d · (the block's sum of x).
 
 #include "backends/cpu/hwy_targets.h"  // IWYU pragma: keep
 
@@ -58,42 +59,59 @@ inline void ScaleMinK4(int j, const uint8_t* q, int& sc, int& m) {
   }
 }
 
-/// block_q4_K (d, dmin, 12 bytes of scales and mins, 128 bytes of nibbles) -> 256 values.
-inline void DecodeQ4K(const uint8_t* b, float* w) {
-  const float d = HalfAt(b), dmin = HalfAt(b + 2);
+/// block_q4_K (d, dmin, 12 bytes of scales and mins, 128 bytes of nibbles) -> 256 values:
+/// 64 at a time, the low nibbles of 32 bytes then their high nibbles, each sub-block of 32 with
+/// its scale d · sc and offset dmin · m.
+HWY_INLINE void DecodeQ4K(D d, const uint8_t* b, float* w) {
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  const hn::Rebind<uint8_t, D> du8;
+  const hn::Rebind<int32_t, D> di;
+  const float dd = HalfAt(b), dmin = HalfAt(b + 2);
   const uint8_t* scales = b + 4;
   const uint8_t* q = b + 16;
-  for (int j = 0; j < 4; ++j, q += 32, w += 64) {  // 64 values: low nibbles, then high.
+  for (int j = 0; j < 4; ++j, q += 32, w += 64) {
     int sc, m;
     ScaleMinK4(2 * j, scales, sc, m);
-    const float d1 = d * static_cast<float>(sc), m1 = dmin * static_cast<float>(m);
+    const V d1 = hn::Set(d, dd * static_cast<float>(sc)), m1 = hn::Set(d, -dmin * static_cast<float>(m));
     ScaleMinK4(2 * j + 1, scales, sc, m);
-    const float d2 = d * static_cast<float>(sc), m2 = dmin * static_cast<float>(m);
-    for (int l = 0; l < 32; ++l) {
-      w[l] = d1 * static_cast<float>(q[l] & 0x0F) - m1;
-      w[32 + l] = d2 * static_cast<float>(q[l] >> 4) - m2;
+    const V d2 = hn::Set(d, dd * static_cast<float>(sc)), m2 = hn::Set(d, -dmin * static_cast<float>(m));
+    for (int64_t l = 0; l < 32; l += lanes) {
+      const auto v = hn::PromoteTo(di, hn::LoadU(du8, q + l));
+      hn::StoreU(hn::MulAdd(hn::ConvertTo(d, hn::And(v, hn::Set(di, 0x0F))), d1, m1), d, w + l);
+      hn::StoreU(hn::MulAdd(hn::ConvertTo(d, hn::ShiftRight<4>(v)), d2, m2), d, w + 32 + l);
     }
   }
 }
 
 /// block_q6_K (128 bytes of low nibbles, 64 of high 2-bit pairs, 16 int8 scales, d) -> 256
-/// values (ggml's dequantize_row_q6_K).
-inline void DecodeQ6K(const uint8_t* b, float* w) {
+/// values, laid out as ggml's dequantize_row_q6_K: in each half of 128, value l (l < 32) and
+/// l + 64 take the low and high nibble of ql[l], l + 32 and l + 96 those of ql[l + 32], their
+/// top two bits bits 0-1, 2-3, 4-5 and 6-7 of qh[l]; scale sc[l / 16 + 0, 2, 4, 6].
+HWY_INLINE void DecodeQ6K(D d, const uint8_t* b, float* w) {
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  const hn::Rebind<uint8_t, D> du8;
+  const hn::Rebind<int32_t, D> di;
   const uint8_t* ql = b;
   const uint8_t* qh = b + 128;
   const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
-  const float d = HalfAt(b + 208);
+  const float dd = HalfAt(b + 208);
+  const auto three = hn::Set(di, 3), low = hn::Set(di, 0x0F), bias = hn::Set(di, 32);
   for (int half = 0; half < 2; ++half, ql += 64, qh += 32, sc += 8, w += 128) {
-    for (int l = 0; l < 32; ++l) {
-      const int is = l / 16;
-      const int q1 = ((ql[l] & 0x0F) | (((qh[l] >> 0) & 3) << 4)) - 32;
-      const int q2 = ((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4)) - 32;
-      const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
-      const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
-      w[l] = d * static_cast<float>(sc[is]) * static_cast<float>(q1);
-      w[l + 32] = d * static_cast<float>(sc[is + 2]) * static_cast<float>(q2);
-      w[l + 64] = d * static_cast<float>(sc[is + 4]) * static_cast<float>(q3);
-      w[l + 96] = d * static_cast<float>(sc[is + 6]) * static_cast<float>(q4);
+    for (int64_t l = 0; l < 32; l += lanes) {  // Lanes <= 16 keep one l / 16 per vector.
+      const int64_t is = l / 16;
+      const auto a = hn::PromoteTo(di, hn::LoadU(du8, ql + l));
+      const auto c = hn::PromoteTo(di, hn::LoadU(du8, ql + l + 32));
+      const auto h = hn::PromoteTo(di, hn::LoadU(du8, qh + l));
+      const auto q1 = hn::Sub(hn::Or(hn::And(a, low), hn::ShiftLeft<4>(hn::And(h, three))), bias);
+      const auto q2 =
+          hn::Sub(hn::Or(hn::And(c, low), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<2>(h), three))), bias);
+      const auto q3 =
+          hn::Sub(hn::Or(hn::ShiftRight<4>(a), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<4>(h), three))), bias);
+      const auto q4 = hn::Sub(hn::Or(hn::ShiftRight<4>(c), hn::ShiftLeft<4>(hn::ShiftRight<6>(h))), bias);
+      hn::StoreU(hn::Mul(hn::ConvertTo(d, q1), hn::Set(d, dd * sc[is])), d, w + l);
+      hn::StoreU(hn::Mul(hn::ConvertTo(d, q2), hn::Set(d, dd * sc[is + 2])), d, w + l + 32);
+      hn::StoreU(hn::Mul(hn::ConvertTo(d, q3), hn::Set(d, dd * sc[is + 4])), d, w + l + 64);
+      hn::StoreU(hn::Mul(hn::ConvertTo(d, q4), hn::Set(d, dd * sc[is + 6])), d, w + l + 96);
     }
   }
 }
@@ -106,9 +124,9 @@ HWY_INLINE void DecodeBlock(D d, const uint8_t* block, float* w) {
   const hn::Rebind<int32_t, D> di;
   constexpr int64_t kBlock = 32;
   if constexpr (kType == kGGMLQ4_K) {
-    DecodeQ4K(block, w);
+    DecodeQ4K(d, block, w);
   } else if constexpr (kType == kGGMLQ6_K) {
-    DecodeQ6K(block, w);
+    DecodeQ6K(d, block, w);
   } else if constexpr (kType == kGGMLQ8_0) {
     const hn::Rebind<int8_t, D> d8;
     const int8_t* q = reinterpret_cast<const int8_t*>(block + 2);
