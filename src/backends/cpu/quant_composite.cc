@@ -1,10 +1,10 @@
 // The cpu kernel of the "kiln.quantized_matmul" composite (kiln/compute/composite.h): linearly
-// quantized Int8 and Int4 weights, and NF4 codes, with float32 scales in blocks along K, and
-// ggml's Q8_0, Q4_0, Q4_K and Q6_K blocks (ggml_matmul.h). Few rows of x (bound
-// by reading the weights) run RunLinearQuantMatmul (quant_matmul.h), the weights dequantized only in
-// registers; many rows (bound by arithmetic) dequantize one cache-sized tile of W at a time and multiply by
-// it with oneDNN's sgemm, so no float copy of the whole matrix is ever made. Every other form of the
-// composite runs its decomposition (cpu_control.cc).
+// quantized Int8 and Int4 weights and NF4 codes with float32 scales in blocks along K
+// (quant_matmul.h), and ggml's Q8_0, Q4_0, Q4_K and Q6_K rows (ggml_matmul.h). Few rows of x
+// (bound by reading the weights) run the register kernels, the weights dequantized only in
+// registers; many rows (bound by arithmetic) dequantize one cache-sized tile of W at a time and
+// multiply by it with oneDNN's sgemm, so no float copy of the whole matrix is ever made. Every
+// other form of the composite runs its decomposition (cpu_control.cc).
 
 #include <dnnl.h>
 #include <omp.h>
