@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <string>
 
+#include "kiln/core/error.h"
 #include "kiln/io/gguf.h"
 #include "kiln/quant/quant.h"
 
