@@ -128,16 +128,24 @@ Node DecodeQ6_K(Node b) {
   return graph::Reshape(d * sc * values, Lead(b, {256}));
 }
 
-/// Rows of ggml blocks, Uint8 [..., bytes per row] -> float32 [..., values per row].
-Node DecodeRows(const char* fn, Node rows, GGMLType type) {
+/// Checks that `rows` are Uint8 [..., bytes per row] of whole `type` blocks; returns the values
+/// per row.
+int64_t CheckRows(const char* fn, Node rows, GGMLType type) {
   if (!IsQuantizedGGML(type))
     kiln::detail::Throw("nn::{}: ggml type {} is not a quantized block format (Q8_0, Q4_0, Q4_K, Q6_K)", fn,
                         GGMLTypeName(type));
-  const int64_t bytes = quant::GGMLBlockBytes(type), values = quant::GGMLBlockValues(type);
+  const int64_t bytes = quant::GGMLBlockBytes(type);
   if (rows.dtype() != DType::Uint8 || rows.rank() < 1 || rows.shape().Dimensions().back() % bytes != 0 ||
       rows.shape().Dimensions().back() == 0)
     kiln::detail::Throw("nn::{}: {} weights must be Uint8 rows of whole {}-byte blocks, got {}", fn,
                         GGMLTypeName(type), bytes, rows.shape());
+  return rows.shape().Dimensions().back() / bytes * quant::GGMLBlockValues(type);
+}
+
+/// Rows of ggml blocks, Uint8 [..., bytes per row] -> float32 [..., values per row].
+Node DecodeRows(const char* fn, Node rows, GGMLType type) {
+  CheckRows(fn, rows, type);
+  const int64_t bytes = quant::GGMLBlockBytes(type), values = quant::GGMLBlockValues(type);
   std::vector<int64_t> dims = rows.shape().Dimensions();
   const int64_t nb = dims.back() / bytes;
   dims.back() = nb;
@@ -265,10 +273,10 @@ Node QuantizedMatmul(Node x, Node weights, const Quantization& q, int64_t block)
   values[cm::kBlockAxis] = q.block_axis;
   values[cm::kBlockSize] = block;
   values[cm::kHasZero] = q.zero_point.Ok() ? 1 : 0;
-  Quantization inner = q;
   const DType dtype = x.dtype();
   const int last = x.rank() - 1;
   return graph::Composite(cm::kQuantizedMatmul, values, operands, [&](const std::vector<Node>& p) {
+    Quantization inner = q;  // The same, its nodes the decomposition's parameters.
     inner.scale = inner.scheme != QuantizationScheme::GGML ? p[2] : Node();
     inner.zero_point = q.zero_point.Ok() ? p[3] : Node();
     if (inner.scheme == QuantizationScheme::GGML) {
@@ -289,12 +297,12 @@ Node QuantizedDense(Node x, Node weights, const Quantization& q, Node bias,
   const int64_t k = x.shape().Dimensions().back();
   int64_t n = 0, block = 0;
   if (q.scheme == QuantizationScheme::GGML) {
-    Node rows = DecodeRows("QuantizedDense", weights, q.ggml_type);  // Checks the rows: [N, K].
-    if (rows.rank() != 2 || rows.shape().Dim(1) != k)
+    const int64_t row_values = CheckRows("QuantizedDense", weights, q.ggml_type);
+    if (weights.rank() != 2 || row_values != k)
       kiln::detail::Throw(
           "nn::QuantizedDense: {} weights {} hold rows of {} values; x {} has {} input features",
-          GGMLTypeName(q.ggml_type), weights.shape(), rows.shape().Dimensions().back(), x.shape(), k);
-    n = rows.shape().Dim(0);
+          GGMLTypeName(q.ggml_type), weights.shape(), row_values, x.shape(), k);
+    n = weights.shape().Dim(0);
     block = quant::GGMLBlockValues(q.ggml_type);
   } else {
     if (weights.rank() != 2 || weights.shape().Dim(0) != k)
@@ -321,7 +329,7 @@ Node QuantizedEmbedding(Node ids, Node table, const Quantization& q) {
     kiln::detail::Throw("nn::QuantizedEmbedding: the table must be [vocab, dims]");
   Node at = graph::ExpandAxes(ids, {-1});
   if (q.scheme == QuantizationScheme::GGML) {
-    DecodeRows("QuantizedEmbedding", table, q.ggml_type);  // Checks the table.
+    CheckRows("QuantizedEmbedding", table, q.ggml_type);
     return DecodeRows("QuantizedEmbedding", graph::Gather(table, at), q.ggml_type);
   }
   const int64_t block = CheckScales("QuantizedEmbedding", q, table);

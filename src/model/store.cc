@@ -216,10 +216,6 @@ void CheckSameShape(const VariableData& v, const Shape& shape, const char* fn) {
   }
 }
 
-}  // namespace
-
-namespace {
-
 /// `dtype` when it is a half type and the "mixed_precision" parameter seen from `scope` names it
 /// ("BFloat16" or "Float16"), else DType::Invalid.
 DType MixedPrecisionDType(const Scope& scope, DType dtype) {
@@ -235,16 +231,15 @@ DType MixedPrecisionDType(const Scope& scope, DType dtype) {
 
 }  // namespace
 
-Variable Scope::VariableWithShape(const std::string& name, const Shape& requested) const {
+Variable Scope::VariableWithShape(const std::string& name, const Shape& shape) const {
   const std::string path = detail::JoinPath(path_, name, "VariableWithShape");
-  if (!requested.Ok() || requested.IsDynamic())
-    kiln::detail::Throw("VariableWithShape(\"{}\"): invalid or dynamic shape {}", path, requested);
+  if (!shape.Ok() || shape.IsDynamic())
+    kiln::detail::Throw("VariableWithShape(\"{}\"): invalid or dynamic shape {}", path, shape);
   // Mixed precision: a half-precision variable the "mixed_precision" parameter names is kept as
   // a Float32 master and read through a handle that converts it.
-  const DType compute = MixedPrecisionDType(*this, requested.dtype());
+  const DType compute = MixedPrecisionDType(*this, shape.dtype());
   if (compute != DType::Invalid)
-    return VariableWithShape(name, Shape(DType::Float32, requested.Dimensions())).ComputeAs(compute);
-  const Shape& shape = requested;
+    return VariableWithShape(name, Shape(DType::Float32, shape.Dimensions())).ComputeAs(compute);
   StoreData& s = *store_.data();
   std::lock_guard lock(s.mu);
   if (auto it = s.by_path.find(path); it != s.by_path.end()) {

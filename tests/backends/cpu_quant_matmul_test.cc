@@ -14,6 +14,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/fused_simd.h"
+#include "backends/cpu/ggml_matmul.h"
 #include "backends/cpu/kernels.h"
 #include "kiln/kiln.h"
 #include "kiln/ml/quantized.h"
@@ -208,6 +209,24 @@ TEST(QuantMatmul, QuantizedDenseRunsTheKernelWhereItApplies) {
               << what << " on " << target << " element " << i;
       });
     }
+  }
+}
+
+TEST(QuantMatmul, GGMLKernelLayoutsMatchQuantsTable) {
+  // The cpu backend may not use kiln::quant (layering), so its kernels keep the four block
+  // layouts they decode; they must agree with quant's table of ggml types.
+  using kiln::nn::GGMLType;
+  namespace cpu = kiln::compute::cpu;
+  const std::pair<int, GGMLType> types[] = {{cpu::kGGMLQ8_0, GGMLType::Q8_0},
+                                            {cpu::kGGMLQ4_0, GGMLType::Q4_0},
+                                            {cpu::kGGMLQ4_K, GGMLType::Q4_K},
+                                            {cpu::kGGMLQ6_K, GGMLType::Q6_K}};
+  for (const auto& [kernel, type] : types) {
+    EXPECT_EQ(kernel, static_cast<int>(type));
+    const kiln::quant::GGMLTypeInfo* info = kiln::quant::FindGGMLType(kernel);
+    ASSERT_NE(info, nullptr) << kernel;
+    EXPECT_EQ(cpu::GGMLBlockBytesOf(kernel), info->block_bytes) << info->name;
+    EXPECT_EQ(cpu::GGMLBlockValuesOf(kernel), info->block_values) << info->name;
   }
 }
 

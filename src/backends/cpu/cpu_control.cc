@@ -1,16 +1,31 @@
-// The cpu backend's control flow: the shared While/If/OptimizationBarrier/Composite kernels
-// (backends/common/control.h) over cpu buffers, sub-programs compiled as cpu executables. (A
-// Composite the backend has a kernel for, quant_composite.cc, runs that instead: ChooseKernels.)
+// The cpu backend's tuple ops: a Composite whose name has a kernel here (quant_composite.cc)
+// runs it; everything else runs the shared While/If/OptimizationBarrier/Composite kernels
+// (backends/common/control.h) over cpu buffers, sub-programs compiled as cpu executables.
 
 #include <cstring>
 #include <memory>
+#include <string>
 
 #include "backends/common/control.h"
 #include "backends/cpu/kernels.h"
+#include "kiln/compute/composite.h"
 
 namespace kiln::compute::cpu {
 
-TupleKernel MakeTupleKernel(CpuBackend* backend, const Instruction& inst) {
+namespace {
+
+/// The Composite names the cpu backend has kernels for, each with its maker (an empty kernel
+/// where it does not take these operands).
+struct CompositeKernel {
+  const char* name;
+  const char* kernel_name;
+  TupleKernel (*make)(CpuBackend*, const Instruction&);
+};
+constexpr CompositeKernel kCompositeKernels[] = {
+    {composite::kQuantizedMatmul, "quant_matmul", MakeQuantizedMatmulKernel},
+};
+
+TupleKernel MakeControlKernel(CpuBackend* backend, const Instruction& inst) {
   std::vector<std::shared_ptr<Executable>> subs;
   for (const auto& p : inst.subprograms) subs.push_back(CompileCpu(backend, p));
   common::BufferOps ops;
@@ -23,6 +38,19 @@ TupleKernel MakeTupleKernel(CpuBackend* backend, const Instruction& inst) {
   };
   ops.read_bool = [backend](const BufferPtr& b) { return backend->AsCpuBuffer(*b)->data()[0] != 0; };
   return common::MakeControlKernel(inst, std::move(subs), std::move(ops));
+}
+
+}  // namespace
+
+TupleKernelChoice ChooseTupleKernel(CpuBackend* backend, const Instruction& inst) {
+  if (inst.op == OpType::Composite) {
+    for (const CompositeKernel& c : kCompositeKernels) {
+      if (inst.attrs.name != c.name) continue;
+      if (TupleKernel k = c.make(backend, inst)) return {std::move(k), c.kernel_name};
+    }
+    return {MakeControlKernel(backend, inst), "Composite " + inst.attrs.name + " (decomposition)"};
+  }
+  return {MakeControlKernel(backend, inst), std::string(OpName(inst.op))};
 }
 
 }  // namespace kiln::compute::cpu

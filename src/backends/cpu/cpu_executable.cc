@@ -182,14 +182,9 @@ void CpuExecutable::ChooseKernels(const Module& m) {
     const Value& val = values_[i];
     if (inst.op == OpType::OptimizationBarrier) continue;
     if (inst.IsTuple()) {
-      // A Composite runs the backend's kernel of its name where there is one, else its decomposition.
-      TupleKernel k =
-          inst.op == OpType::Composite ? MakeQuantizedMatmulKernel(backend_, inst) : TupleKernel();
-      std::string name = k ? "quant_matmul" : std::string(OpName(inst.op));
-      if (!k && inst.op == OpType::Composite) name += " " + inst.attrs.name + " (decomposition)";
-      if (!k) k = MakeTupleKernel(backend_, inst);
+      TupleKernelChoice k = ChooseTupleKernel(backend_, inst);
       steps_.push_back(
-          Step{StepKind::kTuple, v, inst.operands, Kernel(), std::move(k), -1, 0, std::move(name)});
+          Step{StepKind::kTuple, v, inst.operands, Kernel(), std::move(k.kernel), -1, 0, std::move(k.name)});
     } else if (val.loc == Loc::kAlias) {
       steps_.push_back(
           Step{StepKind::kAlias,

@@ -49,7 +49,14 @@ bool WritesInPlace(const Node& node, const std::vector<Shape>& operands);
 /// A compiled tuple op (While, If, OptimizationBarrier, Composite): operand buffers in, fresh
 /// result buffers out; sub-programs are compiled for the cpu backend once (cpu_control.cc).
 using TupleKernel = std::function<std::vector<BufferPtr>(const std::vector<BufferPtr>& operands, int device)>;
-TupleKernel MakeTupleKernel(CpuBackend* backend, const Instruction& inst);
+struct TupleKernelChoice {
+  TupleKernel kernel;
+  /// Which implementation ("While", "quant_matmul", "Composite <name> (decomposition)").
+  std::string name;
+};
+/// The kernel of tuple op `inst`: a Composite runs the backend's kernel of its name where one
+/// accepts it, everything else the shared control flow (a Composite its decomposition).
+TupleKernelChoice ChooseTupleKernel(CpuBackend* backend, const Instruction& inst);
 
 /// The kernel of a "kiln.quantized_matmul" Composite when the cpu backend has one for its
 /// operands (quant_composite.cc), else an empty function.

@@ -114,7 +114,7 @@ HWY_INLINE void PanelRows(D d, const LinearQuantMatmul& p, int64_t r, int64_t i,
   const uint8_t* row = p.q + i * row_bytes;
   // The same bytes of the next rows: each row is read once, in short runs the hardware
   // prefetchers do not follow (a row of int8 weights is a page), so fetch a group ahead.
-  if (r == 0 && i + 2 * rows <= p.k) {  // (Rows past k_end are the next thread's.)
+  if (r == 0 && i + 2 * rows <= p.k) {
     const uint8_t* ahead = row + rows * row_bytes + (kFourBit ? j / 2 : j);
     for (int64_t e = 0; e < rows; ++e) __builtin_prefetch(ahead + e * row_bytes);
   }
@@ -211,14 +211,13 @@ void PanelBlock(D d, const LinearQuantMatmul& p, int64_t b0, int64_t n_begin, in
   }
 }
 
-void Run(const LinearQuantMatmul& p, int64_t n_begin, int64_t n_end, int64_t k_begin, int64_t k_end,
-         float* acc) {
+void Run(const LinearQuantMatmul& p, int64_t n_begin, int64_t n_end, float* acc) {
   const D d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   const int64_t row_bytes = p.four_bit ? p.n / 2 : p.n;
   for (int64_t r = 0; r < p.m; ++r) {  // y starts at the bias (or 0).
     float* y = p.y + r * p.n + n_begin;
-    if (p.bias != nullptr && k_begin == 0) {
+    if (p.bias != nullptr) {
       std::memcpy(y, p.bias + n_begin, static_cast<size_t>(n_end - n_begin) * sizeof(float));
     } else {
       std::fill(y, y + n_end - n_begin, 0.0f);
@@ -229,7 +228,7 @@ void Run(const LinearQuantMatmul& p, int64_t n_begin, int64_t n_end, int64_t k_b
   const int64_t panels_end = n_begin + (n_end - n_begin) / panel * panel;
   // Block by block of W's rows, a few rows at a time streamed across the panels.
   if (panels_end > n_begin) {
-    for (int64_t b0 = k_begin; b0 < k_end; b0 += p.block) {
+    for (int64_t b0 = 0; b0 < p.k; b0 += p.block) {
       switch (ModeOf(p)) {
         case kInt8:
           PanelBlock<kInt8>(d, p, b0, n_begin, panels_end, n_end - n_begin, acc);
@@ -246,7 +245,7 @@ void Run(const LinearQuantMatmul& p, int64_t n_begin, int64_t n_end, int64_t k_b
   n_begin = panels_end;
   const int64_t width = n_end - n_begin;
   if (width == 0) return;
-  for (int64_t b0 = k_begin; b0 < k_end; b0 += p.block) {
+  for (int64_t b0 = 0; b0 < p.k; b0 += p.block) {
     std::fill(acc, acc + p.m * width, 0.0f);
     for (int64_t i = b0; i < b0 + p.block; ++i) AddRow(p, p.q + i * row_bytes, i, n_begin, width, acc);
     const float* s = p.scale + (b0 / p.block) * p.n + n_begin;
@@ -274,13 +273,13 @@ void DequantizeTile(const LinearQuantMatmul& p, int64_t k0, int64_t k1, int64_t 
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   const int64_t row_bytes = p.four_bit ? p.n / 2 : p.n;
   const int64_t width = n1 - n0;
+  const Mode mode = ModeOf(p);
   for (int64_t i = k0; i < k1; ++i) {
     const uint8_t* row = p.q + i * row_bytes;
     const float* s = p.scale + (i / p.block) * p.n;
     const float* z = p.zero != nullptr ? p.zero + (i / p.block) * p.n : nullptr;
     float* o = out + (i - k0) * width;
     int64_t j = n0;
-    const Mode mode = ModeOf(p);
     if (mode != kInt8) {
       // Values by parity (SplitNibbles), scaled, stored back in column order.
       const V offset = hn::Set(d, mode == kInt4 ? -8.0f : 0.0f);
@@ -324,9 +323,8 @@ namespace kiln::compute::cpu {
 HWY_EXPORT(Run);
 HWY_EXPORT(DequantizeTile);
 
-void RunLinearQuantMatmul(const LinearQuantMatmul& p, int64_t n_begin, int64_t n_end, float* scratch,
-                          int64_t k_begin, int64_t k_end) {
-  HWY_DYNAMIC_DISPATCH(Run)(p, n_begin, n_end, k_begin, k_end < 0 ? p.k : k_end, scratch);
+void RunLinearQuantMatmul(const LinearQuantMatmul& p, int64_t n_begin, int64_t n_end, float* scratch) {
+  HWY_DYNAMIC_DISPATCH(Run)(p, n_begin, n_end, scratch);
 }
 
 void DequantizeLinearTile(const LinearQuantMatmul& p, int64_t k_begin, int64_t k_end, int64_t n_begin,

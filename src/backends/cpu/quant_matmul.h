@@ -27,12 +27,9 @@ struct LinearQuantMatmul {
   float* y = nullptr;            ///< [m, n], written.
 };
 
-/// Writes columns [n_begin, n_end) of y (both even for four_bit weights) as the sum over W's rows
-/// [k_begin, k_end) (whole blocks; k_end -1: k), the bias added only when k_begin is 0;
-/// `scratch` holds m · (n_end - n_begin) floats. Threads may run disjoint column ranges into one
-/// y, or disjoint row ranges into y's of their own that the caller then adds.
-void RunLinearQuantMatmul(const LinearQuantMatmul& p, int64_t n_begin, int64_t n_end, float* scratch,
-                          int64_t k_begin = 0, int64_t k_end = -1);
+/// Computes columns [n_begin, n_end) of y (both even for four_bit weights); `scratch` holds
+/// m · (n_end - n_begin) floats. Threads may run disjoint column ranges at once.
+void RunLinearQuantMatmul(const LinearQuantMatmul& p, int64_t n_begin, int64_t n_end, float* scratch);
 
 /// W[k_begin:k_end, n_begin:n_end] as floats into `out` (row stride n_end - n_begin; n_begin
 /// even for four_bit weights): for many rows of x, where the product is bound by arithmetic, a
