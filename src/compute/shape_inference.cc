@@ -8,6 +8,7 @@
 #include "compute/shape_dims.h"
 #include "compute/shape_rules.h"
 #include "core/check.h"
+#include "core/checked.h"
 
 namespace kiln::compute {
 
@@ -196,7 +197,10 @@ Shape PadShape(OpType op, const Shape& x, const Shape& fill, const OpAttributes&
       continue;
     }
     const int64_t n = axis.size;
-    const int64_t size = p.low + p.high + n + std::max<int64_t>(n - 1, 0) * p.interior;
+    const std::string what = fmt::format("{}: axis {} of {}", OpName(op), a, x);
+    const int64_t size =
+        detail::CheckedAdd(detail::CheckedAdd(detail::CheckedAdd(p.low, p.high, what), n, what),
+                           detail::CheckedMul(std::max<int64_t>(n - 1, 0), p.interior, what), what);
     if (size < 0) Fail(op, fmt::format("axis {} of {} would have negative size {}", a, x, size));
     dims.push_back(Axis{size, ""});
   }
@@ -260,7 +264,7 @@ Shape MovementShape(OpType op, const std::vector<Shape>& in, const OpAttributes&
         }
         const Axis part = AxisOf(y, at.axis);
         dynamic = dynamic || part.Dynamic();
-        if (!part.Dynamic()) total += part.size;
+        if (!part.Dynamic()) total = detail::CheckedAdd(total, part.size, OpName(op));
         parts.push_back(part.ToString());
       }
       if (!dynamic) {
@@ -294,9 +298,8 @@ std::vector<Axis> AxesWithout(const Shape& x, const std::vector<int64_t>& remove
   return dims;
 }
 
-}  // namespace
-
-Shape InferShape(OpType op, const std::vector<Shape>& in, const OpAttributes& at) {
+/// The result of op (InferShape, unchecked: the wrapper checks its size).
+Shape InferUnchecked(OpType op, const std::vector<Shape>& in, const OpAttributes& at) {
   CheckArity(op, in);
   const OpCategory category = GetOpCategory(op);
   // Packed sub-byte dtypes are storage only: only the ops of DTypes Any take them.
@@ -406,6 +409,25 @@ Shape InferShape(OpType op, const std::vector<Shape>& in, const OpAttributes& at
       return ControlShape(op, in, at);
   }
   Fail(op, "unknown op category");
+}
+
+/// A kiln::Error when a static result has more bytes than int64 counts (a size computed from
+/// huge attributes).
+void CheckResultSize(OpType op, const Shape& result) {
+  if (result.IsDynamic()) return;
+  int64_t bytes = DTypeByteSize(result.dtype(), 1);
+  for (int64_t d : result.Dimensions()) {
+    if (__builtin_mul_overflow(bytes, d, &bytes))
+      Fail(op, fmt::format("the result {} has more bytes than int64 holds", result));
+  }
+}
+
+}  // namespace
+
+Shape InferShape(OpType op, const std::vector<Shape>& in, const OpAttributes& at) {
+  Shape result = InferUnchecked(op, in, at);
+  CheckResultSize(op, result);
+  return result;
 }
 
 }  // namespace kiln::compute

@@ -7,6 +7,7 @@
 
 #include "compute/shape_rules.h"
 #include "core/check.h"
+#include "core/checked.h"
 
 namespace kiln::compute {
 
@@ -43,13 +44,16 @@ std::vector<PadAxis> PerAxisPadding(OpType op, const std::vector<PadAxis>& paddi
 /// `pad`, scanned by a window of `window` taps dilated by `window_dilation` with `stride`.
 int64_t WindowedSize(OpType op, int axis, int64_t n, int64_t window, int64_t stride, const PadAxis& pad,
                      int64_t base_dilation, int64_t window_dilation) {
-  const int64_t dilated = n == 0 ? 0 : (n - 1) * base_dilation + 1;
-  const int64_t padded = dilated + pad.low + pad.high;
+  const std::string what = fmt::format("{}: axis {}", OpName(op), axis);
+  const int64_t dilated =
+      n == 0 ? 0 : detail::CheckedAdd(detail::CheckedMul(n - 1, base_dilation, what), 1, what);
+  const int64_t padded = detail::CheckedAdd(detail::CheckedAdd(dilated, pad.low, what), pad.high, what);
   if (padded < 0)
     Fail(op, fmt::format("axis {}: size {} after dilation and padding ({}, {}) is negative", axis, padded,
                          pad.low, pad.high));
   if (window < 0) Fail(op, fmt::format("axis {}: negative window size {}", axis, window));
-  const int64_t span = window == 0 ? 0 : (window - 1) * window_dilation + 1;
+  const int64_t span =
+      window == 0 ? 0 : detail::CheckedAdd(detail::CheckedMul(window - 1, window_dilation, what), 1, what);
   if (padded < span) return 0;
   return (padded - span) / stride + 1;
 }

@@ -89,10 +89,16 @@ bool IsBool(DType d) { return d == DType::Bool; }
 
 int64_t DTypeByteSize(DType dtype, int64_t count) {
   if (!IsValid(dtype)) detail::Throw("DTypeByteSize: invalid dtype (code {})", static_cast<int>(dtype));
+  if (count < 0) detail::Throw("DTypeByteSize: negative count {} of {}", count, dtype);
   const int bits = DTypeBits(dtype);
-  if (bits >= 8) return count * (bits / 8);
+  if (bits >= 8) {
+    int64_t bytes = 0;
+    if (__builtin_mul_overflow(count, int64_t{bits / 8}, &bytes))
+      detail::Throw("DTypeByteSize: {} elements of {} have more bytes than int64 holds", count, dtype);
+    return bytes;
+  }
   const int64_t per_byte = 8 / bits;
-  return (count + per_byte - 1) / per_byte;
+  return count / per_byte + (count % per_byte != 0 ? 1 : 0);
 }
 
 std::ostream& operator<<(std::ostream& os, DType dtype) { return os << DTypeName(dtype); }

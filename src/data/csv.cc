@@ -14,6 +14,7 @@
 #include <fmt/ranges.h>
 
 #include "core/check.h"
+#include "io/read_file.h"
 
 namespace kiln::data {
 
@@ -40,7 +41,8 @@ size_t ColumnIndex(const CsvRecords& csv, const std::string& name) {
 std::string_view Trim(std::string_view v) {
   while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
   while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
-  if (!v.empty() && v.front() == '+') v.remove_prefix(1);  // from_chars takes no '+'.
+  // from_chars takes no '+': one is dropped, unless a sign follows it ("+-5" is no number).
+  if (v.size() >= 2 && v.front() == '+' && v[1] != '-' && v[1] != '+') v.remove_prefix(1);
   return v;
 }
 
@@ -138,9 +140,7 @@ Tensor Stack(const std::string& path, const std::vector<Tensor>& columns,
 CsvRecords ReadCsvRecords(const std::string& path, char delimiter) {
   if (delimiter == '"' || delimiter == '\n' || delimiter == '\r')
     kiln::detail::Throw("CSV {}: delimiter '{}' is not allowed", path, Printable(delimiter));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) kiln::detail::Throw("CSV: cannot open {}", path);
-  std::string s((std::istreambuf_iterator<char>(in)), {});
+  const std::string s = io::ReadWholeFile(path, "CSV");
   CsvRecords csv;
   csv.path = path;
   size_t i = s.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;  // A UTF-8 byte order mark.

@@ -4,36 +4,61 @@
 
 #include <zlib.h>
 
+#include <fmt/ranges.h>
+
+#include <algorithm>
 #include <filesystem>
 
 #include "core/check.h"
+#include "io/read_file.h"
 
 namespace kiln::data {
 
 namespace {
 
-/// The whole (decompressed) content of `path`.
-std::string ReadAll(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (f == nullptr) kiln::detail::Throw("cannot open {}", path);
-  std::string out;
-  char buf[1 << 16];
-  int n = 0;
-  while ((n = gzread(f, buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
-  int err = 0;
-  const char* msg = gzerror(f, &err);
-  const std::string text = err != Z_OK && err != Z_STREAM_END ? msg : "";
-  gzclose(f);
-  if (n < 0 || !text.empty()) kiln::detail::Throw("{}: damaged compressed data ({})", path, text);
-  return out;
-}
+/// deflate's largest compression ratio (1032:1): a gzip file of n bytes inflates to at most
+/// about 1032 n, so a header claiming more is refused before anything is allocated.
+constexpr int64_t kMaxInflateRatio = 1032;
+
+/// A gzip (or plain: zlib reads it through) file, closed when it goes.
+class GzFile {
+ public:
+  explicit GzFile(const std::string& path) : path_(path), f_(gzopen(path.c_str(), "rb")) {
+    if (f_ == nullptr) kiln::detail::Throw("ReadIdx: cannot open {}", path);
+  }
+  ~GzFile() { gzclose(f_); }
+  GzFile(const GzFile&) = delete;
+  GzFile& operator=(const GzFile&) = delete;
+
+  /// Up to n bytes into out; fewer only at the end of the data. Damaged data is a kiln::Error.
+  int64_t Read(uint8_t* out, int64_t n) {
+    int64_t got = 0;
+    while (got < n) {
+      const unsigned chunk = static_cast<unsigned>(std::min<int64_t>(n - got, 1 << 30));
+      const int r = gzread(f_, out + got, chunk);
+      if (r < 0) {
+        int err = 0;
+        const char* msg = gzerror(f_, &err);
+        kiln::detail::Throw("ReadIdx {}: damaged compressed data ({})", path_, msg);
+      }
+      if (r == 0) break;
+      got += r;
+    }
+    return got;
+  }
+
+ private:
+  std::string path_;
+  gzFile f_;
+};
 
 }  // namespace
 
 Tensor ReadIdx(const std::string& path) {
-  const std::string data = ReadAll(path);
-  const auto* p = reinterpret_cast<const uint8_t*>(data.data());
-  if (data.size() < 4 || p[0] != 0 || p[1] != 0) kiln::detail::Throw("{}: not an IDX file", path);
+  const int64_t file_size = io::CheckRegularFile(path, "ReadIdx");
+  GzFile f(path);
+  uint8_t p[4];
+  if (f.Read(p, 4) != 4 || p[0] != 0 || p[1] != 0) kiln::detail::Throw("ReadIdx {}: not an IDX file", path);
   DType dtype = DType::Invalid;
   switch (p[2]) {
     case 0x08:
@@ -55,27 +80,42 @@ Tensor ReadIdx(const std::string& path) {
       dtype = DType::Float64;
       break;
     default:
-      kiln::detail::Throw("{}: unknown IDX type 0x{:02x}", path, p[2]);
+      kiln::detail::Throw("ReadIdx {}: unknown IDX type 0x{:02x}", path, p[2]);
   }
   const int rank = p[3];
-  if (rank < 1 || data.size() < 4 + 4 * static_cast<size_t>(rank))
-    kiln::detail::Throw("{}: truncated IDX header", path);
+  std::vector<uint8_t> header(4 * static_cast<size_t>(rank));
+  if (rank < 1 || f.Read(header.data(), 4 * rank) != 4 * rank)
+    kiln::detail::Throw("ReadIdx {}: truncated IDX header", path);
   std::vector<int64_t> dims;
   for (int i = 0; i < rank; ++i) {
-    const uint8_t* d = p + 4 + 4 * i;
+    const uint8_t* d = header.data() + 4 * i;
     dims.push_back((int64_t{d[0]} << 24) | (int64_t{d[1]} << 16) | (int64_t{d[2]} << 8) | int64_t{d[3]});
   }
+  int64_t bytes = DTypeByteSize(dtype, 1);
+  for (int64_t d : dims) {
+    if (__builtin_mul_overflow(bytes, d, &bytes))
+      kiln::detail::Throw("ReadIdx {}: the header's dimensions [{}] overflow int64", path,
+                          fmt::join(dims, ", "));
+  }
   const Shape shape(dtype, dims);
-  const size_t offset = 4 + 4 * static_cast<size_t>(rank);
-  if (data.size() - offset != static_cast<size_t>(shape.ByteSize()))
-    kiln::detail::Throw("{}: {} data bytes, the header's {} needs {}", path, data.size() - offset, shape,
-                        shape.ByteSize());
+  // Checked against what the file can hold before the tensor is allocated.
+  if (bytes / kMaxInflateRatio > file_size)
+    kiln::detail::Throw("ReadIdx {}: the header's {} needs {} bytes; a {}-byte file cannot hold them", path,
+                        shape, bytes, file_size);
   Tensor t = Tensor::FromShape(shape);
   const size_t item = static_cast<size_t>(DTypeBits(dtype) / 8);
   t.MutableBytes([&](std::span<uint8_t> b) {
+    const int64_t got = f.Read(b.data(), static_cast<int64_t>(b.size()));
+    if (got != static_cast<int64_t>(b.size()))
+      kiln::detail::Throw("ReadIdx {}: {} data bytes, the header's {} needs {}", path, got, shape, b.size());
+    uint8_t extra = 0;
+    if (f.Read(&extra, 1) != 0)
+      kiln::detail::Throw("ReadIdx {}: data continues after the {} bytes the header's {} needs", path,
+                          b.size(), shape);
     // IDX is big-endian: reverse each element's bytes.
-    for (size_t i = 0; i < b.size(); i += item)
-      for (size_t k = 0; k < item; ++k) b[i + k] = p[offset + i + item - 1 - k];
+    if (item > 1)
+      for (size_t i = 0; i < b.size(); i += item)
+        std::reverse(b.begin() + static_cast<ptrdiff_t>(i), b.begin() + static_cast<ptrdiff_t>(i + item));
   });
   return t;
 }

@@ -25,6 +25,15 @@ Tensor DonateTensorBuffer(Tensor tensor, const compute::BackendPtr& backend, int
 
 namespace exec_internal {
 
+std::mutex& StateMutex::Checked(const std::string& what) {
+  if (builder_.load() == std::this_thread::get_id())
+    kiln::detail::Throw(
+        "{} was called from inside its own graph function, while it builds a graph; build "
+        "the inner computation into the same graph instead",
+        what);
+  return mu_;
+}
+
 void CheckDynamicAxesInputs(const std::string& what, size_t lists, int num_inputs) {
   if (num_inputs >= 0 && static_cast<int>(lists) > num_inputs) {
     kiln::detail::Throw("{}: WithDynamicAxes names axes for {} inputs, but its function takes {}", what,
@@ -90,15 +99,17 @@ struct Exec::State {
   int num_inputs;
   std::string name;
 
-  std::mutex mu;
+  exec_internal::StateMutex mu;
   size_t max_cache = 32;
   int builds = 0;
   std::vector<std::vector<std::string>> dynamic_axes;  // Per input, as WithDynamicAxes took them.
   std::string dynamic_batch;                           // WithDynamicBatch's axis name, or "".
   std::list<std::shared_ptr<CacheEntry>> lru;          // Most recently used first.
 
+  std::string What() const { return fmt::format("exec \"{}\"", name); }
+
   std::shared_ptr<CacheEntry> Get(const std::vector<Shape>& shapes) {
-    std::lock_guard lock(mu);
+    std::lock_guard lock(mu.Checked(What()));
     for (auto it = lru.begin(); it != lru.end(); ++it) {
       if ((*it)->key == shapes) {
         lru.splice(lru.begin(), lru, it);
@@ -112,7 +123,11 @@ struct Exec::State {
     std::vector<Node> params;
     for (const Shape& s : shapes) params.push_back(entry->graph->Parameter(s));
     ++builds;
-    std::vector<Node> outputs = fn(*entry->graph, params);
+    std::vector<Node> outputs;
+    {
+      exec_internal::StateMutex::Building building(mu);
+      outputs = fn(*entry->graph, params);
+    }
     if (outputs.empty()) kiln::detail::Throw("exec \"{}\": the graph function returned no outputs", name);
     entry->program = entry->graph->Build(outputs, std::vector<bool>(shapes.size(), true));
     entry->executable = backend->Compile(entry->program);
@@ -133,14 +148,14 @@ Exec::Exec(compute::BackendPtr backend, GraphFn fn, int num_inputs, std::string 
 
 Exec& Exec::SetMaxCacheSize(int size) {
   if (size < 1) kiln::detail::Throw("exec \"{}\": cache size {} must be at least 1", state_->name, size);
-  std::lock_guard lock(state_->mu);
+  std::lock_guard lock(state_->mu.Checked(state_->What()));
   state_->max_cache = static_cast<size_t>(size);
   while (state_->lru.size() > state_->max_cache) state_->lru.pop_back();
   return *this;
 }
 
 int Exec::NumBuilds() const {
-  std::lock_guard lock(state_->mu);
+  std::lock_guard lock(state_->mu.Checked(state_->What()));
   return state_->builds;
 }
 
@@ -148,14 +163,14 @@ Exec& Exec::WithDynamicAxes(const std::vector<std::vector<std::string>>& axes_pe
   State& st = *state_;
   exec_internal::CheckDynamicAxesInputs(fmt::format("exec \"{}\"", st.name), axes_per_input.size(),
                                         st.num_inputs);
-  std::lock_guard lock(st.mu);
+  std::lock_guard lock(st.mu.Checked(st.What()));
   st.dynamic_axes = axes_per_input;
   st.lru.clear();
   return *this;
 }
 
 Exec& Exec::WithDynamicBatch(const std::string& name) {
-  std::lock_guard lock(state_->mu);
+  std::lock_guard lock(state_->mu.Checked(state_->What()));
   state_->dynamic_batch = name;
   state_->lru.clear();
   return *this;
@@ -184,7 +199,7 @@ std::vector<Shape> Exec::SignatureOf(const std::vector<Shape>& shapes) const {
   std::vector<std::vector<std::string>> axes;
   std::string batch;
   {
-    std::lock_guard lock(state_->mu);
+    std::lock_guard lock(state_->mu.Checked(state_->What()));
     axes = state_->dynamic_axes;
     batch = state_->dynamic_batch;
   }

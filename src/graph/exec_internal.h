@@ -1,7 +1,10 @@
 #pragma once
-// What graph::Exec and model::Exec share about dynamic axes.
+// What graph::Exec and model::Exec share: dynamic axes, and the lock of their state.
 
+#include <atomic>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kiln/core/shape.h"
@@ -16,6 +19,32 @@ namespace kiln::graph::exec_internal {
 /// Throws kiln::Error when WithDynamicAxes names axes for more inputs than `num_inputs` (-1: any);
 /// `what` names the Exec in the message ("exec \"f\"").
 void CheckDynamicAxesInputs(const std::string& what, size_t lists, int num_inputs);
+
+/// The mutex of an Exec's state, which is held while the Exec's graph function builds a graph:
+/// a call of the same Exec from inside that function (which would wait for itself) is a
+/// kiln::Error instead.
+class StateMutex {
+ public:
+  /// The mutex, after checking that this thread is not inside the graph function; `what` names
+  /// the Exec in the message ("exec \"f\"").
+  std::mutex& Checked(const std::string& what);
+
+  /// Marks this thread as running the graph function while it lives (the mutex held).
+  class Building {
+   public:
+    explicit Building(StateMutex& m) : m_(m) { m_.builder_ = std::this_thread::get_id(); }
+    ~Building() { m_.builder_ = std::thread::id(); }
+    Building(const Building&) = delete;
+    Building& operator=(const Building&) = delete;
+
+   private:
+    StateMutex& m_;
+  };
+
+ private:
+  std::mutex mu_;
+  std::atomic<std::thread::id> builder_{};
+};
 
 std::vector<Shape> DynamicSignature(const std::string& name,
                                     const std::vector<std::vector<std::string>>& axes,

@@ -10,6 +10,7 @@
 
 #include "core/check.h"
 #include "io/atomic_file.h"
+#include "io/read_file.h"
 #include "quant/float_values.h"
 
 namespace kiln::io {
@@ -368,11 +369,8 @@ int64_t GgufFile::Alignment() const {
 }
 
 GgufFile ReadGguf(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) detail::Throw("{}: cannot open the file", path);
-  in.seekg(0, std::ios::end);
-  const auto size = static_cast<int64_t>(in.tellg());
-  in.seekg(0);
+  int64_t size = 0;
+  std::ifstream in = OpenForReading(path, "ReadGguf", &size);
   Reader r(in, size, path);
   if (size < 24) detail::Throw("{}: {} bytes is too short for a GGUF header", path, size);
   if (r.Get<uint32_t>("the magic") != kMagic)

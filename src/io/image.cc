@@ -13,6 +13,7 @@
 #include "core/check.h"
 #include "io/atomic_file.h"
 #include "io/jpeg.h"
+#include "io/read_file.h"
 
 namespace kiln::io {
 
@@ -116,9 +117,7 @@ void WriteImage(const std::string& path, const Tensor& image, int jpeg_quality) 
 }
 
 Tensor ReadImage(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) kiln::detail::Throw("ReadImage: cannot open {}", path);
-  const std::string file((std::istreambuf_iterator<char>(in)), {});
+  const std::string file = ReadWholeFile(path, "ReadImage");
   if (detail::IsJpeg(file)) return detail::DecodeJpeg(path, file);
   const auto* p = reinterpret_cast<const uint8_t*>(file.data());
   if (file.size() < 8 || std::memcmp(p, kSignature, 8) != 0)
@@ -162,6 +161,11 @@ Tensor ReadImage(const std::string& path) {
   const int channels = type == 0 ? 1 : type == 2 ? 3 : type == 3 ? 1 : type == 4 ? 2 : 4;
   const int bytes_per_px = channels * depth / 8;
   const size_t stride = static_cast<size_t>(w) * static_cast<size_t>(bytes_per_px);
+  // deflate compresses at most 1032:1: image data that cannot inflate to the header's size is
+  // refused before the pixels are allocated.
+  if ((stride + 1) * h / 1032 > idat.size())
+    kiln::detail::Throw("ReadImage {}: {} bytes of image data cannot hold {}x{} pixels", path, idat.size(), w,
+                        h);
   std::vector<uint8_t> raw((stride + 1) * h);
   uLongf raw_size = static_cast<uLongf>(raw.size());
   if (uncompress(raw.data(), &raw_size, reinterpret_cast<const Bytef*>(idat.data()),

@@ -9,7 +9,10 @@
 
 #include <jpeglib.h>
 
+#include <algorithm>
+#include <climits>
 #include <csetjmp>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -43,6 +46,9 @@ void InitErrors(ErrorManager& err) {
   err.message[0] = '\0';
 }
 
+/// The most decoded samples a JPEG byte can stand for (see DecodeJpeg).
+constexpr uint64_t kMaxJpegRatio = 2048;
+
 }  // namespace
 
 bool IsJpeg(const std::string& bytes) {
@@ -59,6 +65,7 @@ Tensor DecodeJpeg(const std::string& path, const std::string& bytes) {
   // Set by the code after setjmp and read after a longjmp: volatile, as C requires.
   volatile bool created = false;
   volatile int bad_channels = 0;
+  volatile bool too_large = false;
   if (setjmp(err.jump) != 0) {
     if (created) jpeg_destroy_decompress(&cinfo);
     kiln::detail::Throw("ReadImage {}: damaged JPEG: {}", path, err.message);
@@ -68,7 +75,17 @@ Tensor DecodeJpeg(const std::string& path, const std::string& bytes) {
   jpeg_mem_src(&cinfo, reinterpret_cast<const unsigned char*>(bytes.data()),
                static_cast<unsigned long>(bytes.size()));
   jpeg_read_header(&cinfo, TRUE);
-  if (cinfo.num_components != 1 && cinfo.num_components != 3) {
+  // Every 8x8 block of every component costs at least one bit of coded data, so a file of n
+  // bytes holds at most about 64 · 8 · n samples per component (more with subsampled chroma):
+  // a header claiming more than kMaxJpegRatio samples per byte is refused before the pixels
+  // (or libjpeg's own buffers, bounded alike) are allocated.
+  const uint64_t samples = static_cast<uint64_t>(cinfo.image_width) * cinfo.image_height *
+                           static_cast<uint64_t>(std::max(cinfo.num_components, 1));
+  const uint64_t limit = static_cast<uint64_t>(bytes.size()) * kMaxJpegRatio + (1u << 16);
+  cinfo.mem->max_memory_to_use = static_cast<long>(std::min<uint64_t>(4 * limit + (64u << 20), LONG_MAX));
+  if (samples > limit) {
+    too_large = true;
+  } else if (cinfo.num_components != 1 && cinfo.num_components != 3) {
     bad_channels = cinfo.num_components;
   } else {
     cinfo.out_color_space = cinfo.num_components == 1 ? JCS_GRAYSCALE : JCS_RGB;
@@ -83,7 +100,11 @@ Tensor DecodeJpeg(const std::string& path, const std::string& bytes) {
     jpeg_finish_decompress(&cinfo);
   }
   const int64_t h = cinfo.output_height, w = cinfo.output_width, c = cinfo.output_components;
+  const uint64_t declared_w = cinfo.image_width, declared_h = cinfo.image_height;
   jpeg_destroy_decompress(&cinfo);
+  if (too_large)
+    kiln::detail::Throw("ReadImage {}: a {}-byte JPEG cannot hold the {}x{} pixels its header declares", path,
+                        bytes.size(), declared_w, declared_h);
   if (bad_channels != 0)
     kiln::detail::Throw("ReadImage {}: JPEG with {} components (CMYK?) is not supported: 1 or 3", path,
                         static_cast<int>(bad_channels));

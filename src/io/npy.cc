@@ -19,6 +19,7 @@
 
 #include "core/check.h"
 #include "io/atomic_file.h"
+#include "io/read_file.h"
 #include "kiln/io/npy.h"
 
 namespace kiln::io {
@@ -421,10 +422,7 @@ void Write(std::ostream& out, const Tensor& tensor, const std::string& name) {
 }  // namespace
 
 Tensor ReadNpy(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) Throw("ReadNpy: {}: is a directory", path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) Throw("ReadNpy: cannot open '{}': {}", path, std::system_category().message(errno));
+  std::ifstream in = OpenForReading(path, "ReadNpy");
   return Read(in, path);
 }
 

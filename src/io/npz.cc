@@ -16,6 +16,7 @@
 
 #include "core/check.h"
 #include "io/atomic_file.h"
+#include "io/read_file.h"
 #include "kiln/io/npy.h"
 
 namespace kiln::io {
@@ -52,14 +53,10 @@ constexpr auto U64 = Little<8>;
 // The archive, read with bounds checks against the file size.
 class Archive {
  public:
-  explicit Archive(const std::string& path) : path_(path), in_(path, std::ios::binary) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) Fail("is a directory");
-    if (!in_) Throw("ReadNpz: cannot open '{}': {}", path, std::system_category().message(errno));
-    in_.seekg(0, std::ios::end);
-    const auto end = in_.tellg();
-    if (!in_ || end < 0) Fail("cannot determine the file size");
-    size_ = static_cast<uint64_t>(end);
+  explicit Archive(const std::string& path) : path_(path) {
+    int64_t size = 0;
+    in_ = OpenForReading(path, "ReadNpz", &size);
+    size_ = static_cast<uint64_t>(size);
   }
 
   uint64_t size() const { return size_; }

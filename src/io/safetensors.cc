@@ -9,6 +9,7 @@
 #include "core/check.h"
 #include "io/atomic_file.h"
 #include "io/json.h"
+#include "io/read_file.h"
 
 namespace kiln::io {
 
@@ -133,11 +134,8 @@ int64_t WriteSafetensors(const std::string& path, const std::vector<std::pair<st
 }
 
 SafetensorsFile ReadSafetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) detail::Throw("ReadSafetensors: cannot open {}", path);
-  in.seekg(0, std::ios::end);
-  const int64_t size = static_cast<int64_t>(in.tellg());
-  in.seekg(0);
+  int64_t size = 0;
+  std::ifstream in = OpenForReading(path, "ReadSafetensors", &size);
   if (size < 8) detail::Throw("{}: truncated: {} bytes, not even the header size", path, size);
   uint8_t len[8];
   in.read(reinterpret_cast<char*>(len), 8);

@@ -9,8 +9,10 @@
 #include <map>
 
 #include "core/check.h"
+#include "core/checked.h"
 #include "io/atomic_file.h"
 #include "io/json.h"
+#include "io/read_file.h"
 #include "kiln/io/safetensors.h"
 #include "model/model_internal.h"
 
@@ -86,7 +88,7 @@ int64_t SeqOf(const std::string& file) {
   if (dash == std::string::npos) return -1;
   const std::string digits = file.substr(12, dash - 12);
   if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) return -1;
-  return std::stoll(digits);
+  return detail::ParseInt64(digits, "checkpoint: the sequence number in file name " + file);
 }
 
 Json ParamJson(const model::ParamValue& v) {
@@ -171,11 +173,7 @@ uint32_t TensorCrc(const Tensor& t) {
   return crc;
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) detail::Throw("checkpoint: cannot read {}", path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+std::string ReadFile(const std::string& path) { return io::ReadWholeFile(path, "checkpoint"); }
 
 /// One loaded checkpoint: its variables (path -> tensor, trainable) and hyperparameters.
 struct Loaded {

@@ -33,17 +33,19 @@ struct Exec::State {
   int num_inputs = 0;
   std::string name;
   std::function<void(graph::Graph&)> hook;
-  std::mutex mu;
+  graph::exec_internal::StateMutex mu;
   int builds = 0;
   std::vector<std::vector<std::string>> dynamic_axes;  // Per input, as WithDynamicAxes took them.
   std::string dynamic_batch;                           // WithDynamicBatch's axis name, or "".
   std::list<std::shared_ptr<Entry>> lru;
 
+  std::string What() const { return fmt::format("model exec \"{}\"", name); }
+
   std::vector<Shape> Signature(const std::vector<Shape>& shapes) {
     std::vector<std::vector<std::string>> axes;
     std::string batch;
     {
-      std::lock_guard lock(mu);
+      std::lock_guard lock(mu.Checked(What()));
       axes = dynamic_axes;
       batch = dynamic_batch;
     }
@@ -52,7 +54,7 @@ struct Exec::State {
   }
 
   std::shared_ptr<Entry> Get(const std::vector<Shape>& shapes) {
-    std::lock_guard lock(mu);
+    std::lock_guard lock(mu.Checked(What()));
     for (auto it = lru.begin(); it != lru.end(); ++it) {
       if ((*it)->key == shapes) {
         lru.splice(lru.begin(), lru, it);
@@ -67,9 +69,13 @@ struct Exec::State {
     for (const Shape& s : shapes) params.push_back(g.Parameter(s));
     detail::GraphState& st = detail::StateOf(g);
     st.store = store.data();
-    if (hook) hook(g);
     ++builds;
-    std::vector<graph::Node> outputs = fn(Scope(store, "/", &g), g, params);
+    std::vector<graph::Node> outputs;
+    {
+      graph::exec_internal::StateMutex::Building building(mu);
+      if (hook) hook(g);
+      outputs = fn(Scope(store, "/", &g), g, params);
+    }
     if (outputs.empty() && st.updates.empty())
       kiln::detail::Throw("model exec \"{}\": the model function returned no outputs and set no variable",
                           name);
@@ -105,7 +111,7 @@ Exec::Exec(compute::BackendPtr backend, Store store, ModelFn fn, int num_inputs,
 }
 
 Exec& Exec::OnNewGraph(std::function<void(graph::Graph&)> hook) {
-  std::lock_guard lock(state_->mu);
+  std::lock_guard lock(state_->mu.Checked(state_->What()));
   state_->hook = std::move(hook);
   return *this;
 }
@@ -114,21 +120,21 @@ Exec& Exec::WithDynamicAxes(const std::vector<std::vector<std::string>>& axes_pe
   State& st = *state_;
   graph::exec_internal::CheckDynamicAxesInputs(fmt::format("model exec \"{}\"", st.name),
                                                axes_per_input.size(), st.num_inputs);
-  std::lock_guard lock(st.mu);
+  std::lock_guard lock(st.mu.Checked(st.What()));
   st.dynamic_axes = axes_per_input;
   st.lru.clear();
   return *this;
 }
 
 Exec& Exec::WithDynamicBatch(const std::string& name) {
-  std::lock_guard lock(state_->mu);
+  std::lock_guard lock(state_->mu.Checked(state_->What()));
   state_->dynamic_batch = name;
   state_->lru.clear();
   return *this;
 }
 
 int Exec::NumBuilds() const {
-  std::lock_guard lock(state_->mu);
+  std::lock_guard lock(state_->mu.Checked(state_->What()));
   return state_->builds;
 }
 

@@ -57,6 +57,12 @@ bool ParamAsBool(const ParamValue& v, const std::string& key) {
   Mismatch(v, key, "a bool");
 }
 
+void ThrowParamOutOfRange(const std::string& key, const std::string& value, const std::string& lo,
+                          const std::string& hi) {
+  kiln::detail::Throw("hyperparameter \"{}\": {} is outside [{}, {}], the range of the type it is read as",
+                      key, value, lo, hi);
+}
+
 int64_t ParamAsInt(const ParamValue& v, const std::string& key) {
   if (const int64_t* i = std::get_if<int64_t>(&v)) return *i;
   if (const double* d = std::get_if<double>(&v)) {

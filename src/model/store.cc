@@ -2,10 +2,13 @@
 // the global step, and the one-graph initialisation of new variables.
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 
 #include "core/check.h"
+#include "core/checked.h"
 #include "kiln/compute/backend.h"
 #include "kiln/graph/ops.h"
 #include "kiln/graph/random.h"
@@ -320,11 +323,19 @@ void ParseSettings(const Store& store, const std::string& settings) {
     if (key.empty()) kiln::detail::Throw("ParseSettings: empty key in \"{}\"", item);
     ParamValue value;
     char* endp = nullptr;
+    int64_t i = 0;
+    double d = 0;
+    const kiln::detail::IntParse parsed = kiln::detail::TryParseInt64(text, i);
     if (text == "true" || text == "false") {
       value = text == "true";
-    } else if (const long long i = std::strtoll(text.c_str(), &endp, 10); !text.empty() && *endp == '\0') {
-      value = static_cast<int64_t>(i);
-    } else if (const double d = std::strtod(text.c_str(), &endp); !text.empty() && *endp == '\0') {
+    } else if (parsed == kiln::detail::IntParse::kOk) {
+      value = i;
+    } else if (parsed == kiln::detail::IntParse::kOutOfRange) {
+      kiln::detail::Throw("ParseSettings: \"{}\": {} does not fit in int64", item, text);
+    } else if (errno = 0, d = std::strtod(text.c_str(), &endp);
+               !text.empty() && *endp == '\0' && !std::isspace(static_cast<unsigned char>(text[0]))) {
+      if (errno == ERANGE && std::isinf(d))
+        kiln::detail::Throw("ParseSettings: \"{}\": {} is out of the range of a double", item, text);
       value = d;
     } else {
       value = text;

@@ -127,7 +127,7 @@ TEST(Csv, ValueErrorsNameFileLineAndColumn) {
         data::ReadCsv(path, {{"label", DType::Float32, true}});
       },
       {"categorical", "Float32"}));
-  EXPECT_TRUE(Throws([&] { data::ReadCsv(dir / "none.csv", {{"n"}}); }, {"cannot open", "none.csv"}));
+  EXPECT_TRUE(Throws([&] { data::ReadCsv(dir / "none.csv", {{"n"}}); }, {"cannot read", "none.csv"}));
 }
 
 TEST(Csv, MalformedFilesNameFileAndLine) {

@@ -305,7 +305,7 @@ TEST(Gguf, HostileHeadersAreErrors) {
   expect(tensor(1, {4}, 0, 1 << 20), {"\"t\"", "offset"});
   expect(tensor(1, {4}, 0, 7), {"\"t\"", "offset 7"});
   expect(tensor(1, {16}, 0, 0), {"\"t\"", "past the end"});
-  EXPECT_TRUE(Throws([&] { io::ReadGguf(dir / "none.gguf"); }, {"none.gguf", "cannot open"}));
+  EXPECT_TRUE(Throws([&] { io::ReadGguf(dir / "none.gguf"); }, {"none.gguf", "cannot read"}));
 }
 
 TEST(Gguf, WriteChecksTensors) {

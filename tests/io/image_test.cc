@@ -108,7 +108,7 @@ png('g16.png', w, h, 16, 0, g16, 2)
     f.put('\x55');
   }
   EXPECT_TRUE(Throws([&] { io::ReadImage(dir / "rgb.png"); }, {"rgb.png"}));
-  EXPECT_TRUE(Throws([&] { io::ReadImage(dir / "missing.png"); }, {"cannot open"}));
+  EXPECT_TRUE(Throws([&] { io::ReadImage(dir / "missing.png"); }, {"cannot read"}));
 }
 
 // Writes `px` (h x w x c, c = 1 or 3) as a JPEG of `quality` with libjpeg itself.

@@ -3,10 +3,13 @@
 /// Hyperparameters: typed values stored by key at a scope of a model::Store, found from a scope
 /// up to the root (so a sub-scope inherits its parents' settings and may override them).
 
+#include <cmath>
 #include <concepts>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -58,15 +61,37 @@ std::vector<double> ParamAsDoubles(const ParamValue& value, const std::string& k
 std::vector<bool> ParamAsBools(const ParamValue& value, const std::string& key);
 std::vector<std::string> ParamAsStrings(const ParamValue& value, const std::string& key);
 
-/// `value` as T (the type of a GetParamOr default).
+/// Throws the kiln::Error for hyperparameter `key` whose `value` is outside [lo, hi], the range of
+/// the type it is read as.
+[[noreturn]] void ThrowParamOutOfRange(const std::string& key, const std::string& value,
+                                       const std::string& lo, const std::string& hi);
+
+/// An integer read as T, checked to fit.
+template <std::integral T>
+T NarrowParam(int64_t v, const std::string& key) {
+  if (!std::in_range<T>(v))
+    ThrowParamOutOfRange(key, std::to_string(v), std::to_string(std::numeric_limits<T>::min()),
+                         std::to_string(std::numeric_limits<T>::max()));
+  return static_cast<T>(v);
+}
+/// A float read as T, checked to be in its range (a finite double beyond a float's is an error).
+template <std::floating_point T>
+T NarrowParam(double v, const std::string& key) {
+  if (std::isfinite(v) && (v > std::numeric_limits<T>::max() || v < std::numeric_limits<T>::lowest()))
+    ThrowParamOutOfRange(key, std::to_string(v), std::to_string(std::numeric_limits<T>::lowest()),
+                         std::to_string(std::numeric_limits<T>::max()));
+  return static_cast<T>(v);
+}
+
+/// `value` as T (the type of a GetParamOr default): integers and floats checked to fit T.
 template <typename T>
 T FromParam(const ParamValue& value, const std::string& key) {
   if constexpr (std::same_as<T, bool>) {
     return ParamAsBool(value, key);
   } else if constexpr (std::integral<T>) {
-    return static_cast<T>(ParamAsInt(value, key));
+    return NarrowParam<T>(ParamAsInt(value, key), key);
   } else if constexpr (std::floating_point<T>) {
-    return static_cast<T>(ParamAsDouble(value, key));
+    return NarrowParam<T>(ParamAsDouble(value, key), key);
   } else if constexpr (std::same_as<T, std::string>) {
     return ParamAsString(value, key);
   } else if constexpr (std::same_as<T, std::vector<bool>>) {
@@ -74,11 +99,13 @@ T FromParam(const ParamValue& value, const std::string& key) {
   } else if constexpr (std::same_as<T, std::vector<std::string>>) {
     return ParamAsStrings(value, key);
   } else if constexpr (std::integral<typename T::value_type>) {
-    std::vector<int64_t> v = ParamAsInts(value, key);
-    return T(v.begin(), v.end());
+    T out;
+    for (int64_t v : ParamAsInts(value, key)) out.push_back(NarrowParam<typename T::value_type>(v, key));
+    return out;
   } else {
-    std::vector<double> v = ParamAsDoubles(value, key);
-    return T(v.begin(), v.end());
+    T out;
+    for (double v : ParamAsDoubles(value, key)) out.push_back(NarrowParam<typename T::value_type>(v, key));
+    return out;
   }
 }
 
