@@ -20,6 +20,8 @@ packages=(
   libdnnl-dev ocl-icd-opencl-dev opencl-c-headers libhwy-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
+  # sanitizer and libFuzzer runtimes for clang (the fuzz and clang presets, scripts/fuzz.sh)
+  libclang-rt-14-dev
   python3 python3-numpy
   # data for the tests and the main job
   dataset-fashion-mnist

@@ -1,10 +1,12 @@
 #include "compute/registry.h"
 
+#include <climits>
 #include <cstdlib>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/ref/ref_backend.h"
 #include "core/check.h"
+#include "core/checked.h"
 
 namespace kiln::compute {
 
@@ -28,17 +30,17 @@ int BackendOptions::TakeInt(const std::string& key, int default_value) {
   if (it == values_.end()) return default_value;
   const std::string text = it->second;
   values_.erase(it);
-  size_t used = 0;
-  int value = 0;
-  try {
-    value = std::stoi(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
+  int64_t value = 0;
+  switch (detail::TryParseInt64(text, value)) {
+    case detail::IntParse::kOk:
+      if (value >= INT_MIN && value <= INT_MAX) return static_cast<int>(value);
+      [[fallthrough]];
+    case detail::IntParse::kOutOfRange:
+      detail::Throw("backend \"{}\": option {}={} is out of range for an int", backend_, key, text);
+    case detail::IntParse::kNotAnInteger:
+      break;
   }
-  if (used == 0 || used != text.size()) {
-    detail::Throw("backend \"{}\": option {}={} is not an integer", backend_, key, text);
-  }
-  return value;
+  detail::Throw("backend \"{}\": option {}={} is not an integer", backend_, key, text);
 }
 
 std::string BackendOptions::TakeString(const std::string& key, const std::string& default_value) {

@@ -2,7 +2,10 @@
 
 #include "core/checked.h"
 
+#include <unistd.h>
+
 #include <charconv>
+#include <limits>
 
 #include "core/check.h"
 
@@ -24,6 +27,17 @@ int64_t CheckedMul(int64_t a, int64_t b, std::string_view what) {
   int64_t out = 0;
   if (__builtin_mul_overflow(a, b, &out)) Throw("{}: {} * {} does not fit in int64", what, a, b);
   return out;
+}
+
+void CheckAllocationSize(int64_t bytes, std::string_view what) {
+  if (bytes < 0) Throw("{}: cannot allocate a buffer of {} bytes", what, bytes);
+  static const int64_t memory = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : std::numeric_limits<int64_t>::max();
+  }();
+  if (bytes > memory)
+    Throw("{}: cannot allocate a buffer of {} bytes: more than this machine's {} bytes of memory", what,
+          bytes, memory);
 }
 
 IntParse TryParseInt64(std::string_view text, int64_t& out) {

@@ -14,6 +14,11 @@ int64_t CheckedSub(int64_t a, int64_t b, std::string_view what);
 /// a · b, checked as CheckedAdd.
 int64_t CheckedMul(int64_t a, int64_t b, std::string_view what);
 
+/// A kiln::Error "<what>: cannot allocate a buffer of N bytes: ..." when `bytes` is negative or
+/// more than the machine's physical memory (such a request can only fail, or be granted by
+/// overcommit and fail later), before anything is allocated.
+void CheckAllocationSize(int64_t bytes, std::string_view what);
+
 /// The whole of `text` as a decimal int64: an optional sign ('+' or '-', once) and digits, no
 /// blanks. A kiln::Error naming `what` and the text when it is not one or does not fit in int64.
 int64_t ParseInt64(std::string_view text, std::string_view what);

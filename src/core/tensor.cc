@@ -5,6 +5,7 @@
 #include <new>
 
 #include "core/check.h"
+#include "core/checked.h"
 #include "core/tensor_storage.h"
 
 namespace kiln {
@@ -15,8 +16,14 @@ void HostMemory::Free::operator()(uint8_t* p) const { ::operator delete[](p, std
 
 std::unique_ptr<uint8_t, HostMemory::Free> HostMemory::Allocate(int64_t bytes) {
   // Always allocate at least one byte so data() is never null, even for empty tensors.
+  CheckAllocationSize(bytes, "Tensor");
   const size_t n = static_cast<size_t>(std::max<int64_t>(bytes, 1));
-  auto* p = static_cast<uint8_t*>(::operator new[](n, std::align_val_t(64)));
+  uint8_t* p = nullptr;
+  try {
+    p = static_cast<uint8_t*>(::operator new[](n, std::align_val_t(64)));
+  } catch (const std::bad_alloc&) {
+    Throw("Tensor: cannot allocate {} bytes of host memory (out of memory)", bytes);
+  }
   std::memset(p, 0, n);
   return std::unique_ptr<uint8_t, Free>(p);
 }

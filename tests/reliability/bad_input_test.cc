@@ -152,6 +152,65 @@ TEST(BadInput, ImagesDeclaringHugeFramesInSmallFilesAreRefused) {
   EXPECT_EQ(kiln::io::ReadImage(dir / "a.jpg").shape(), image.shape());
 }
 
+/// A PNG from its IHDR fields and raw rows (each row's filter byte first), chunks CRC'd.
+std::string Png(uint32_t w, uint32_t h, int depth, int type, int interlace, const std::string& rows) {
+  auto chunk = [](const std::string& type_name, const std::string& data) {
+    std::string c(4, '\0');
+    Put32(c, 0, static_cast<uint32_t>(data.size()));
+    std::string body = type_name + data;
+    c += body;
+    std::string crc(4, '\0');
+    Put32(crc, 0,
+          static_cast<uint32_t>(
+              crc32(0, reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size()))));
+    return c + crc;
+  };
+  std::string ihdr(13, '\0');
+  Put32(ihdr, 0, w);
+  Put32(ihdr, 4, h);
+  ihdr[8] = static_cast<char>(depth);
+  ihdr[9] = static_cast<char>(type);
+  ihdr[12] = static_cast<char>(interlace);
+  uLongf zsize = compressBound(static_cast<uLong>(rows.size()));
+  std::string z(zsize, '\0');
+  compress(reinterpret_cast<Bytef*>(z.data()), &zsize, reinterpret_cast<const Bytef*>(rows.data()),
+           static_cast<uLong>(rows.size()));
+  z.resize(zsize);
+  return std::string("\x89PNG\r\n\x1a\n", 8) + chunk("IHDR", ihdr) + chunk("IDAT", z) + chunk("IEND", "");
+}
+
+TEST(BadInput, DamagedPngsAreErrors) {
+  TempDir dir;
+  const std::string rows = std::string("\0\1\2", 3) + std::string("\1\3\4", 3);  // 2x2 gray, filters 0 and 1.
+  auto read = [&](const std::string& png) {
+    WriteBytes(dir / "p.png", png);
+    return kiln::io::ReadImage(dir / "p.png");
+  };
+  EXPECT_EQ(read(Png(2, 2, 8, 0, 0, rows)).ToVector<uint8_t>(), (std::vector<uint8_t>{1, 2, 3, 7}));
+  EXPECT_TRUE(Throws([&] { read(Png(2, 2, 8, 0, 1, rows)); }, {"p.png", "interlaced"}));
+  EXPECT_TRUE(Throws([&] { read(Png(2, 2, 4, 0, 0, rows)); }, {"p.png", "bit depth 4"}));
+  EXPECT_TRUE(Throws([&] { read(Png(2, 2, 8, 5, 0, rows)); }, {"p.png", "colour type 5"}));
+  EXPECT_TRUE(Throws([&] { read(Png(0, 2, 8, 0, 0, rows)); }, {"p.png", "size 0x2"}));
+  EXPECT_TRUE(
+      Throws([&] { read(Png(2, 2, 8, 0, 0, std::string("\7\1\2\0\3\4", 6))); }, {"p.png", "bad filter 7"}));
+  EXPECT_TRUE(Throws([&] { read(Png(2, 3, 8, 0, 0, rows)); }, {"p.png", "damaged image data"}));
+  std::string overrun = Png(2, 2, 8, 0, 0, rows);
+  Put32(overrun, 33, 1u << 30);  // IDAT's length.
+  EXPECT_TRUE(Throws([&] { read(overrun); }, {"p.png", "overruns the file"}));
+  std::string cut = Png(2, 2, 8, 0, 0, rows);
+  EXPECT_TRUE(Throws([&] { read(cut.substr(0, cut.size() - 12)); }, {"p.png", "truncated"}));
+}
+
+TEST(BadInput, BackendOptionsOutOfRangeAreErrors) {
+  EXPECT_TRUE(Throws([] { kiln::compute::NewWithConfig("cpu:threads=99999999999"); },
+                     {"threads=99999999999", "out of range"}));
+  EXPECT_TRUE(
+      Throws([] { kiln::compute::NewWithConfig("cpu:threads=99999999999999999999"); }, {"out of range"}));
+  EXPECT_TRUE(
+      Throws([] { kiln::compute::NewWithConfig("cpu:threads=+-2"); }, {"threads=+-2", "not an integer"}));
+  EXPECT_TRUE(Throws([] { kiln::compute::NewWithConfig("cpu:threads= 2"); }, {"not an integer"}));
+}
+
 TEST(BadInput, ShapeRulesRefuseSizesBeyondInt64) {
   using kiln::graph::Node;
   kiln::graph::Graph g("overflow");
@@ -187,6 +246,21 @@ TEST(BadInput, PackedByteSizesStayExact) {
   EXPECT_EQ(kiln::DTypeByteSize(kiln::DType::Uint2, kMax), kMax / 4 + 1);
   EXPECT_TRUE(Throws([&] { kiln::Shape(kiln::DType::Float64, {int64_t{1} << 61}).ByteSize(); }, {"int64"}));
   EXPECT_TRUE(Throws([&] { kiln::DTypeByteSize(kiln::DType::Int4, -1); }, {"negative"}));
+}
+
+TEST(BadInput, AllocationsBeyondMemoryAreErrors) {
+  // 2^50 bytes: more than any machine here has; a kiln::Error, not std::bad_alloc.
+  EXPECT_TRUE(Throws([] { kiln::Tensor::FromShape(kiln::Shape(kiln::DType::Float32, {int64_t{1} << 48})); },
+                     {"cannot allocate"}));
+  for (const char* backend : {"ref", "cpu"}) {
+    SCOPED_TRACE(backend);
+    EXPECT_TRUE(Throws(
+        [&] {
+          kiln::Tensor::FromShapeForBackend(kiln::test::Backend(backend), 0,
+                                            kiln::Shape(kiln::DType::Float32, {int64_t{1} << 48}));
+        },
+        {"cannot allocate"}));
+  }
 }
 
 TEST(BadInput, SettingsOutOfRangeAreErrors) {

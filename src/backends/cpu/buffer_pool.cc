@@ -5,12 +5,19 @@
 #include <bit>
 #include <new>
 
+#include "core/check.h"
+#include "core/checked.h"
+
 namespace kiln::compute::cpu {
 
 namespace {
 
 uint8_t* SystemAllocate(int64_t capacity) {
-  return static_cast<uint8_t*>(::operator new[](static_cast<size_t>(capacity), std::align_val_t(64)));
+  try {
+    return static_cast<uint8_t*>(::operator new[](static_cast<size_t>(capacity), std::align_val_t(64)));
+  } catch (const std::bad_alloc&) {
+    kiln::detail::Throw("backend \"cpu\": cannot allocate a buffer of {} bytes (out of memory)", capacity);
+  }
 }
 
 void SystemFree(uint8_t* p) { ::operator delete[](p, std::align_val_t(64)); }
@@ -32,6 +39,7 @@ BufferPool::~BufferPool() {
 }
 
 uint8_t* BufferPool::Allocate(int64_t bytes) {
+  kiln::detail::CheckAllocationSize(bytes, "backend \"cpu\"");  // Also keeps SizeClass exact.
   const int64_t capacity = SizeClass(bytes);
   counter_.Add(bytes);
   {
@@ -45,7 +53,12 @@ uint8_t* BufferPool::Allocate(int64_t bytes) {
     }
     ++system_allocations_;
   }
-  return SystemAllocate(capacity);
+  try {
+    return SystemAllocate(capacity);
+  } catch (...) {
+    counter_.Remove(bytes);
+    throw;
+  }
 }
 
 void BufferPool::Release(uint8_t* data, int64_t bytes) {

@@ -7,6 +7,7 @@
 #include <new>
 
 #include "core/check.h"
+#include "core/checked.h"
 
 namespace kiln::compute {
 
@@ -28,8 +29,13 @@ void MemoryCounter::Remove(int64_t bytes) {
 RefBuffer::RefBuffer(Backend* backend, std::shared_ptr<MemoryCounter> counter, int device, int64_t bytes,
                      bool shared)
     : Buffer(backend, device, bytes), counter_(std::move(counter)), shared_(shared) {
-  data_ = static_cast<uint8_t*>(
-      ::operator new[](static_cast<size_t>(std::max<int64_t>(bytes, 1)), std::align_val_t(64)));
+  kiln::detail::CheckAllocationSize(bytes, "backend \"ref\"");
+  try {
+    data_ = static_cast<uint8_t*>(
+        ::operator new[](static_cast<size_t>(std::max<int64_t>(bytes, 1)), std::align_val_t(64)));
+  } catch (const std::bad_alloc&) {
+    kiln::detail::Throw("backend \"ref\": cannot allocate a buffer of {} bytes (out of memory)", bytes);
+  }
   std::memset(data_, 0, static_cast<size_t>(std::max<int64_t>(bytes, 1)));
   counter_->Add(bytes);
 }

@@ -1,0 +1,155 @@
+// Writes the seed corpora of the fuzz targets: small valid inputs of each kind, made with kiln's
+// own writers, one folder per target under the argument folder (fuzz/corpus is its output,
+// committed): make_corpus fuzz/corpus
+
+#include <zlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kiln/data/csv.h"
+#include "kiln/io/gguf.h"
+#include "kiln/io/image.h"
+#include "kiln/io/safetensors.h"
+#include "kiln/kiln.h"
+#include "kiln/model/checkpoint.h"
+
+namespace fs = std::filesystem;
+using namespace kiln;
+
+namespace {
+
+void Write(const fs::path& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::string Read(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+/// Values in [-1.6, 1.6] (or, `unit`, in [0.1, 0.9]).
+std::vector<float> Values(int64_t n, bool unit = false) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (size_t i = 0; i < v.size(); ++i) {
+    v[i] = static_cast<float>(static_cast<int>(i % 23) - 11) / 7.0f;
+    if (unit) v[i] = v[i] / 4 + 0.5f;
+  }
+  return v;
+}
+
+Tensor Floats(const std::vector<int64_t>& dims, bool unit = false) {
+  return Tensor::FromFlat(Shape(DType::Float32, dims), Values(Shape(DType::Float32, dims).Size(), unit));
+}
+
+template <typename H>
+Tensor Halves(DType dtype, int64_t n) {
+  std::vector<H> v;
+  for (float f : Values(n)) v.push_back(H(f));
+  return Tensor::FromFlat(Shape(dtype, {n}), v);
+}
+
+std::string Idx(uint8_t type, const std::vector<uint32_t>& dims, size_t item) {
+  std::string s = {0, 0, static_cast<char>(type), static_cast<char>(dims.size())};
+  size_t n = 1;
+  for (uint32_t d : dims) {
+    for (int b = 24; b >= 0; b -= 8) s += static_cast<char>((d >> b) & 0xFF);
+    n *= d;
+  }
+  for (size_t i = 0; i < n * item; ++i) s += static_cast<char>(i * 37 % 251);
+  return s;
+}
+
+void WriteGzip(const fs::path& path, const std::string& bytes) {
+  gzFile f = gzopen(path.c_str(), "wb");
+  gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
+  gzclose(f);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: make_corpus OUTPUT_FOLDER\n");
+    return 2;
+  }
+  const fs::path out = argv[1];
+  auto dir = [&](const std::string& target) {
+    fs::create_directories(out / target);
+    return out / target;
+  };
+  const Tensor w = Floats({2, 256});
+  // GGUF: metadata of several value types, float and ggml-quantized tensors.
+  const nn::GGMLType types[] = {nn::GGMLType::F32,  nn::GGMLType::F16,  nn::GGMLType::Q8_0,
+                                nn::GGMLType::Q4_0, nn::GGMLType::Q4_K, nn::GGMLType::Q6_K};
+  for (int i = 0; i < 6; ++i) {
+    io::GgufFile f;
+    f.metadata.emplace_back("general.architecture", io::GgufValue::String("llama"));
+    f.metadata.emplace_back("n", io::GgufValue::Uint32(static_cast<uint32_t>(i)));
+    f.metadata.emplace_back("list", io::GgufValue::Array(io::GgufType::Int32, {io::GgufValue::Int32(i)}));
+    f.tensors.push_back(io::ToGgufTensor("w", w, types[i]));
+    io::WriteGguf((dir("gguf") / (std::string(nn::GGMLTypeName(types[i])) + ".gguf")).string(), f);
+  }
+  // npy and npz.
+  const std::map<std::string, Tensor> arrays = {{"f32", Floats({2, 3})},
+                                                {"i64", Tensor::FromValue(std::vector<int64_t>{1, -2, 3})},
+                                                {"b", Tensor::FromValue(std::vector<bool>{true, false})},
+                                                {"f16", Halves<float16>(DType::Float16, 3)},
+                                                {"scalar", Tensor::FromValue(2.5)}};
+  for (const auto& [name, t] : arrays) io::WriteNpy((dir("npy") / (name + ".npy")).string(), t);
+  io::WriteNpz((dir("npz") / "stored.npz").string(), arrays, false);
+  io::WriteNpz((dir("npz") / "deflated.npz").string(), arrays, true);
+  // safetensors, with a packed dtype and metadata.
+  io::WriteSafetensors((dir("safetensors") / "a.safetensors").string(),
+                       {{"dense/weights", Floats({2, 2})},
+                        {"b", Halves<bfloat16>(DType::BFloat16, 4)},
+                        {"q", Tensor::FromBytes(Shape(DType::Int4, {4}), std::vector<uint8_t>{0x21, 0xC3})}},
+                       {{"format", "pt"}});
+  // IDX, plain and gzip'd.
+  Write(dir("idx") / "u8.idx", Idx(0x08, {2, 3, 3}, 1));
+  Write(dir("idx") / "f32.idx", Idx(0x0D, {4}, 4));
+  WriteGzip(dir("idx") / "i32.idx.gz", Idx(0x0C, {3, 2}, 4));
+  // Images.
+  const Tensor gray = Floats({5, 7, 1}, true);
+  const Tensor rgb = Floats({6, 4, 3}, true);
+  io::WriteImage((dir("image") / "gray.png").string(), gray);
+  io::WriteImage((dir("image") / "rgb.png").string(), rgb);
+  io::WriteImage((dir("image") / "rgba.png").string(), Floats({3, 3, 4}, true));
+  io::WriteImage((dir("image") / "gray.jpg").string(), gray);
+  io::WriteImage((dir("image") / "rgb.jpg").string(), rgb, 80);
+  // CSV.
+  Write(dir("csv") / "a.csv", "x,y,label\n1.5,-2,cat\n+3,4e2,dog\n\"5\",\"6\",\"a,b\"\n");
+  Write(dir("csv") / "b.csv", "\xEF\xBB\xBFn;m\r\n1;2\r\n3;4\r\n");
+  // JSON.
+  Write(dir("json") / "a.json", R"({"a":[1,2.5,-3e10,true,false,null],"b":{"c":"d\u00e9\n"}})");
+  Write(dir("json") / "header.json",
+        R"({"__metadata__":{"format":"pt"},"w":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]}})");
+  // Serialized tensors.
+  for (const auto& [name, t] : arrays) {
+    std::ostringstream s;
+    t.Serialize(s);
+    Write(dir("tensor") / (name + ".bin"), s.str());
+  }
+  // Settings (first line) and a backend configuration (second).
+  Write(dir("settings") / "a.txt",
+        "steps=100;learning_rate=0.01;/model/dense/units=[64,32];name=run\nthreads=2");
+  Write(dir("settings") / "b.txt", "flag=true;x=-5;y=+1.5e-3");
+  // A checkpoint record, of the store checkpoint_fuzz saves.
+  {
+    const fs::path ckpt = fs::temp_directory_path() / "kiln_make_corpus_ckpt";
+    fs::remove_all(ckpt);
+    model::Store store;
+    store.RootScope().In("dense").VariableWithValue(
+        "weights", Tensor::FromFlat(Shape(DType::Float32, {2, 2}), std::vector<float>{1, 2, 3, 4}));
+    store.SetParam("steps", 10);
+    checkpoint::Handler h = checkpoint::Build(store).Dir(ckpt.string()).Done();
+    const std::string name = h.Save();
+    Write(dir("checkpoint") / "record.json", Read(ckpt / (name + ".json")));
+    fs::remove_all(ckpt);
+  }
+  return 0;
+}
