@@ -208,6 +208,7 @@ Shape PadShape(OpType op, const Shape& x, const Shape& fill, const OpAttributes&
 }
 
 Shape MovementShape(OpType op, const std::vector<Shape>& in, const OpAttributes& at) {
+  if (in.empty()) Fail(op, "needs at least one operand");  // Concatenate is variadic.
   const Shape& x = in[0];
   const int rank = x.Rank();
   switch (op) {
@@ -412,12 +413,13 @@ Shape InferUnchecked(OpType op, const std::vector<Shape>& in, const OpAttributes
 }
 
 /// A kiln::Error when a static result has more bytes than int64 counts (a size computed from
-/// huge attributes).
+/// huge attributes). Zero dimensions count as one, so that every row-major stride of the
+/// result fits in int64 too, empty or not.
 void CheckResultSize(OpType op, const Shape& result) {
   if (result.IsDynamic()) return;
   int64_t bytes = DTypeByteSize(result.dtype(), 1);
   for (int64_t d : result.Dimensions()) {
-    if (__builtin_mul_overflow(bytes, d, &bytes))
+    if (__builtin_mul_overflow(bytes, std::max<int64_t>(d, 1), &bytes))
       Fail(op, fmt::format("the result {} has more bytes than int64 holds", result));
   }
 }
