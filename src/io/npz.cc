@@ -332,7 +332,11 @@ void WriteArchive(std::ostream& file, const std::string& path, const std::map<st
     } else {
       MemberBuf second(&counted, true, false);
       std::ostream second_out(&second);
-      WriteNpy(second_out, tensor);
+      try {
+        WriteNpy(second_out, tensor);
+      } catch (const Error& e) {
+        Throw("WriteNpz: {}: writing array '{}' failed: {}", path, key, e.message());
+      }
       if (second.count() != m.usize || second.crc() != m.crc) {
         Throw("WriteNpz: {}: array '{}' changed while it was being written", path, key);
       }
