@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
@@ -17,8 +18,10 @@
 
 #include "backends/cpu/buffer_pool.h"
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/fused_simd.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/plan.h"
+#include "backends/cpu/simd_target.h"
 #include "kiln/kiln.h"
 #include "test_util.h"
 
@@ -508,6 +511,73 @@ TEST(CpuBackend, OutputsThatAliasInputsOrEachOtherAreSeparateBuffers) {
   EXPECT_EQ(v, values);
   backend->BufferToHost(*in, v.data());
   EXPECT_EQ(v, values);
+}
+
+}  // namespace
+
+namespace {
+
+using kiln::compute::cpu::SimdTargets;
+
+// A chain the fused SIMD kernels run (exp, tanh, multiply-add) over 1000 elements.
+std::vector<float> RunChain(const kiln::compute::BackendPtr& backend, const kiln::Tensor& x) {
+  kiln::graph::Exec exec = kiln::graph::NewExec(
+      backend, [](kiln::graph::Node v) { return kiln::graph::Tanh(kiln::graph::Exp(v * 0.5f)) * v + 1.0f; });
+  return exec.Call(x)[0].ToVector<float>();
+}
+
+TEST(CpuSimdTarget, EachTargetTheCpuRunsGivesTheSameResults) {
+  const std::vector<kiln::compute::cpu::SimdTarget> targets = SimdTargets();
+  ASSERT_FALSE(targets.empty());
+  const kiln::Tensor x = kiln::test::NormalTensor({1000}, 3);
+  const std::vector<float> want = RunChain(kiln::compute::NewWithConfig("ref"), x);
+  for (const auto& t : targets) {
+    SCOPED_TRACE(t.name);
+    const kiln::compute::BackendPtr backend = kiln::compute::NewWithConfig("cpu:simd=" + t.name);
+    EXPECT_NE(backend->Description().find("SIMD target " + t.name), std::string::npos)
+        << backend->Description();
+    const std::vector<float> got = RunChain(backend, x);
+    for (size_t i = 0; i < want.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], 1e-5f * (1 + std::abs(want[i]))) << i;
+  }
+  // The variants the conformance and differential suites run: every target but the best.
+  for (const kiln::compute::BackendInfo& info : kiln::compute::RegisteredBackends()) {
+    if (info.name != "cpu") continue;
+    EXPECT_EQ(info.variants.size(), targets.size() - 1);
+    for (size_t i = 1; i < targets.size(); ++i)
+      EXPECT_EQ(info.variants[i - 1], "cpu:simd=" + targets[i].name);
+  }
+}
+
+TEST(CpuSimdTarget, UnknownOrUnsupportedTargetsAreErrorsNamingTheCpusTargets) {
+  EXPECT_TRUE(kiln::test::Throws([] { kiln::compute::NewWithConfig("cpu:simd=avx9"); },
+                                 {"simd=avx9", SimdTargets().front().name}));
+}
+
+TEST(CpuSimdTarget, BackendsOfDifferentTargetsRunConcurrently) {
+  const std::vector<kiln::compute::cpu::SimdTarget> targets = SimdTargets();
+  const kiln::Tensor x = kiln::test::NormalTensor({1000}, 4);
+  const std::vector<float> want = RunChain(kiln::compute::NewWithConfig("ref"), x);
+  std::vector<std::thread> threads;
+  std::atomic<int> bad{0};
+  for (int k = 0; k < 4; ++k) {
+    threads.emplace_back([&, k] {
+      const std::string config =
+          k % 2 == 0 ? "cpu" : "cpu:simd=" + targets[static_cast<size_t>(k) % targets.size()].name;
+      const kiln::compute::BackendPtr backend = kiln::compute::NewWithConfig(config);
+      for (int i = 0; i < 20; ++i) {
+        const std::vector<float> got = RunChain(backend, x);
+        for (size_t j = 0; j < want.size(); ++j)
+          if (std::abs(got[j] - want[j]) > 1e-5f * (1 + std::abs(want[j]))) ++bad;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(bad.load(), 0);
+  // Afterwards the kernels are back on the best target.
+  std::string now = kiln::compute::cpu::FusedSimdTarget();
+  std::transform(now.begin(), now.end(), now.begin(), [](unsigned char c) { return std::tolower(c); });
+  EXPECT_EQ(now == "scalar" ? "hwy_scalar" : now, targets.front().name);
 }
 
 }  // namespace

@@ -255,8 +255,10 @@ std::string Describe(uint64_t seed, const kiln::test::RandomGraph& rg) {
 
 TEST(Differential, RandomGraphsAgreeWithRef) {
   const compute::BackendPtr ref = compute::NewWithConfig("ref");
-  const std::vector<std::pair<std::string, bool>> configs = {{"cpu:serial_work=0", true},
-                                                             {"cpu:fusion=false", false}};
+  std::vector<std::pair<std::string, bool>> configs = {{"cpu:serial_work=0", true},
+                                                       {"cpu:fusion=false", false}};
+  for (const compute::BackendInfo& info : compute::RegisteredBackends())  // Each other SIMD target.
+    for (const std::string& v : info.variants) configs.emplace_back(v + ",serial_work=0", false);
   std::vector<compute::BackendPtr> backends;
   for (const auto& [config, donate] : configs) backends.push_back(compute::NewWithConfig(config));
   const int64_t count = EnvInt("KILN_DIFFERENTIAL_GRAPHS", kDefaultGraphs);

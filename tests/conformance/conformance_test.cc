@@ -117,6 +117,7 @@ std::vector<std::string> BackendConfigs() {
   for (const compute::BackendInfo& info : compute::RegisteredBackends()) {
     configs.push_back(info.name);
     if (info.name == "ref") configs.push_back("ref:shared=false");
+    configs.insert(configs.end(), info.variants.begin(), info.variants.end());  // SIMD targets.
   }
   return configs;
 }

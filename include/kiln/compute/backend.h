@@ -140,6 +140,10 @@ struct BackendInfo {
   std::string description;  ///< One line saying what the backend is.
   /// Option name -> one-line description (the valid keys of "name:key=value,...").
   std::map<std::string, std::string> options;
+  /// Configurations besides the default that run different code on this machine and that the
+  /// conformance and differential suites also run ("cpu:simd=avx2": each SIMD target the CPU
+  /// runs other than the best, which the default uses).
+  std::vector<std::string> variants = {};
 };
 
 /// Backends linked into this build, best first.

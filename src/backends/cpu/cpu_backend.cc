@@ -4,10 +4,12 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
 
+#include "backends/cpu/simd_target.h"
 #include "core/check.h"
 
 namespace kiln::compute {
@@ -37,9 +39,12 @@ int64_t CheckBytes(int64_t bytes) {
 }  // namespace
 
 std::string CpuBackend::Description() const {
-  return fmt::format("cpu: optimising compiler, {} thread{}{}{}", options_.threads,
+  std::string target;
+  for (const SimdTarget& t : SimdTargets())
+    if (t.bits == options_.simd_target) target = ", SIMD target " + t.name;
+  return fmt::format("cpu: optimising compiler, {} thread{}{}{}{}", options_.threads,
                      options_.threads == 1 ? "" : "s", options_.fusion ? "" : ", fusion off",
-                     options_.simd ? "" : ", scalar kernels");
+                     options_.simd ? "" : ", scalar kernels", target);
 }
 
 BufferPtr CpuBackend::NewSharedBuffer(int device, int64_t bytes) {
@@ -97,18 +102,40 @@ const CpuBuffer* CpuBackend::AsCpuBuffer(const Buffer& buffer) const {
 
 }  // namespace cpu
 
+namespace {
+
+/// "avx2, emu128": the SIMD targets this CPU runs, best first.
+std::string SimdTargetNames() {
+  std::string names;
+  for (const cpu::SimdTarget& t : cpu::SimdTargets()) names += (names.empty() ? "" : ", ") + t.name;
+  return names;
+}
+
+std::string SimdOptionText() {
+  return "auto (default: the best SIMD target), scalar (the kernels' scalar forms), or one of the SIMD "
+         "targets this "
+         "CPU runs: " +
+         SimdTargetNames();
+}
+
+}  // namespace
+
 BackendInfo CpuBackendInfo() {
+  std::vector<std::string> variants;
+  const std::vector<cpu::SimdTarget> targets = cpu::SimdTargets();
+  for (size_t i = 1; i < targets.size(); ++i) variants.push_back("cpu:simd=" + targets[i].name);
   return {"cpu",
           "optimising CPU compiler: fused SIMD kernels, oneDNN matmul and convolution, a memory plan per "
           "executable",
           {{"threads", "threads per kernel (default: OpenMP's count, $OMP_NUM_THREADS or the cores)"},
            {"fusion", "true (default) or false: fuse chains of elementwise ops into one kernel"},
-           {"simd", "auto (default) or scalar: SIMD kernels or their scalar form"},
+           {"simd", SimdOptionText()},
            {"serial_work",
             "programs with less work than this per sizeable kernel (multiply-adds plus elements; default "
             "8388608, 0: none) run on the calling thread"},
            {"dynamic_cache",
-            "concrete executables a program with dynamic axes keeps, one per input signature (default 32)"}}};
+            "concrete executables a program with dynamic axes keeps, one per input signature (default 32)"}},
+          variants};
 }
 
 BackendPtr NewCpuBackend(BackendOptions& options) {
@@ -117,9 +144,16 @@ BackendPtr NewCpuBackend(BackendOptions& options) {
   if (o.threads < 1) detail::Throw("backend \"cpu\": threads={} must be at least 1", o.threads);
   o.fusion = options.TakeBool("fusion", true);
   const std::string simd = options.TakeString("simd", "auto");
-  if (simd != "auto" && simd != "scalar")
-    detail::Throw("backend \"cpu\": simd={} is not one of auto, scalar", simd);
-  o.simd = simd == "auto";
+  o.simd = simd != "scalar";
+  if (simd != "auto" && simd != "scalar") {
+    const std::vector<cpu::SimdTarget> targets = cpu::SimdTargets();
+    const auto it = std::find_if(targets.begin(), targets.end(),
+                                 [&](const cpu::SimdTarget& t) { return t.name == simd; });
+    if (it == targets.end())
+      detail::Throw("backend \"cpu\": simd={} is not one of auto, scalar or a SIMD target this CPU runs ({})",
+                    simd, SimdTargetNames());
+    o.simd_target = it->bits;
+  }
   o.serial_work = options.TakeInt("serial_work", static_cast<int>(o.serial_work));
   if (o.serial_work < 0) detail::Throw("backend \"cpu\": serial_work={} must be at least 0", o.serial_work);
   o.dynamic_cache = options.TakeInt("dynamic_cache", kDefaultDynamicCache);

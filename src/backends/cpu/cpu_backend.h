@@ -24,7 +24,9 @@ struct Options {
   int threads = 1;     ///< Threads a kernel may use (OpenMP team size).
   bool fusion = true;  ///< Fuse elementwise chains (false: one kernel per op).
   bool simd = true;    ///< SIMD kernels (false: their scalar form, `simd=scalar`).
-  bool dump = false;   ///< Print the optimised program and the fusion decisions ($KILN_CPU_DUMP).
+  /// The Highway target the SIMD kernels run on (`simd=avx2`...; simd_target.h), 0: the best.
+  int64_t simd_target = 0;
+  bool dump = false;  ///< Print the optimised program and the fusion decisions ($KILN_CPU_DUMP).
   /// Programs with less work (multiply-adds plus elements, see ProgramWork) per sizeable kernel
   /// run every kernel on the calling thread (`serial_work=N`; 0: never).
   int64_t serial_work = kSmallProgramWork;

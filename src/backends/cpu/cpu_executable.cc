@@ -9,6 +9,7 @@
 #include "backends/cpu/compiler.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/plan.h"
+#include "backends/cpu/simd_target.h"
 #include "core/check.h"
 
 namespace kiln::compute::cpu {
@@ -337,6 +338,7 @@ class ArenaLease {
 std::vector<BufferPtr> CpuExecutable::Execute(const std::vector<BufferPtr>& inputs,
                                               const std::vector<bool>& donated, int device) {
   backend_->CheckDevice(device);
+  const SimdTargetScope simd_target(backend_->options().simd_target);  // `simd=` (simd_target.h).
   const std::vector<bool> owned = CheckInputs(inputs, donated);
   std::vector<bool> taken(inputs.size(), false);
   ArenaLease arena(backend_->pool(), arena_bytes_);

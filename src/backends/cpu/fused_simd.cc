@@ -22,6 +22,7 @@
 #include <type_traits>
 
 #include "backends/cpu/fused_simd.h"
+#include "backends/cpu/simd_target.h"
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "kiln/core/half.h"
@@ -520,9 +521,13 @@ void ToF32(DType dtype, const uint8_t* src, float* dst, size_t n) {
   const size_t lanes = hn::Lanes(d);
   size_t i = 0;
   if (dtype == DType::Float16) {
+    // F16C's conversion; the portable targets' PromoteTo maps infinities and NaNs to finite
+    // values, so there the scalar form below converts every element.
+#if HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128
     const hn::Rebind<hwy::float16_t, D> dh;
     const auto* p = reinterpret_cast<const hwy::float16_t*>(src);
     for (; i + lanes <= n; i += lanes) hn::StoreU(hn::PromoteTo(d, hn::LoadU(dh, p + i)), d, dst + i);
+#endif
   } else if (dtype == DType::BFloat16) {
     const hn::RebindToUnsigned<D> du;
     const hn::Rebind<uint16_t, D> d16;
@@ -698,13 +703,12 @@ void ExtremeIntoSimd(bool is_max, float* acc, const float* v, size_t n) {
   HWY_DYNAMIC_DISPATCH(ExtremeIntoF32)(is_max, acc, v, n);
 }
 
-// Highway's test mock of the supported targets.
+// Each target through the process's SIMD target gate (simd_target.h).
 void ForEachFusedSimdTarget(const std::function<void(const char* target)>& fn) {
   for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
+    const SimdTargetScope scope(target);
     fn(hwy::TargetName(target));
   }
-  hwy::SetSupportedTargetsForTest(0);
 }
 
 }  // namespace kiln::compute::cpu

@@ -48,7 +48,7 @@ void ExtremeIntoSimd(bool is_max, float* acc, const float* v, size_t n);
 /// The Highway target the SIMD kernels dispatch to ("AVX2", "EMU128"...).
 const char* FusedSimdTarget();
 /// For tests: calls `fn` with each compiled SIMD target this machine supports forced in turn
-/// (not thread-safe), then restores the normal dispatch.
+/// (each under a SimdTargetScope, so cpu executions elsewhere wait), then the normal dispatch.
 void ForEachFusedSimdTarget(const std::function<void(const char* target)>& fn);
 
 }  // namespace kiln::compute::cpu
