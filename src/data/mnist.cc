@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "core/check.h"
+#include "core/checked.h"
 #include "io/read_file.h"
 
 namespace kiln::data {
@@ -92,11 +93,9 @@ Tensor ReadIdx(const std::string& path) {
     dims.push_back((int64_t{d[0]} << 24) | (int64_t{d[1]} << 16) | (int64_t{d[2]} << 8) | int64_t{d[3]});
   }
   int64_t bytes = DTypeByteSize(dtype, 1);
-  for (int64_t d : dims) {
-    if (__builtin_mul_overflow(bytes, d, &bytes))
-      kiln::detail::Throw("ReadIdx {}: the header's dimensions [{}] overflow int64", path,
-                          fmt::join(dims, ", "));
-  }
+  const std::string what =
+      fmt::format("ReadIdx {}: the header's dimensions [{}]", path, fmt::join(dims, ", "));
+  for (int64_t d : dims) bytes = kiln::detail::CheckedMul(bytes, d, what);
   const Shape shape(dtype, dims);
   // Checked against what the file can hold before the tensor is allocated.
   if (bytes / kMaxInflateRatio > file_size)

@@ -8,7 +8,6 @@
 #include <cctype>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 
 #include "core/check.h"
 #include "io/atomic_file.h"

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <istream>
 #include <optional>
@@ -13,7 +12,6 @@
 #include <span>
 #include <streambuf>
 #include <string_view>
-#include <system_error>
 #include <utility>
 #include <vector>
 

@@ -170,12 +170,12 @@ TEST(ThreadSafetyTrainer, TrainsFromADatasetPrefetchingOnOtherThreads) {
   }
   const compute::BackendPtr backend = test::Backend("cpu");
   model::Store store;
-  train::Trainer trainer(
-      backend, store,
-      [](model::Scope scope, const std::any&, std::vector<graph::Node> in) {
-        return std::vector<graph::Node>{layers::Dense(scope.In("dense"), in[0], true, 1)};
-      },
-      losses::MeanSquaredError, optimizers::StochasticGradientDescent().LearningRate(0.3).Done(), {}, {});
+  train::Trainer trainer(backend, store,
+                         [](model::Scope scope, const std::any&, std::vector<graph::Node> in) {
+                           return std::vector<graph::Node>{layers::Dense(scope.In("dense"), in[0], true, 1)};
+                         },
+                         losses::MeanSquaredError,
+                         optimizers::StochasticGradientDescent().LearningRate(0.3).Done(), {}, {});
   auto column = [](const std::vector<float>& v) {
     return Tensor::FromFlat(Shape(DType::Float32, {static_cast<int64_t>(v.size()), 1}), v);
   };
