@@ -4,13 +4,12 @@
 
 #include "core/check.h"
 #include "kiln/graph/ops.h"
+#include "ml/losses_internal.h"
 
 namespace kiln::losses {
 
-namespace {
-
-/// Checks the label and prediction lists of `fn`.
-void CheckArgs(const char* fn, const std::vector<Node>& labels, const std::vector<Node>& predictions) {
+void internal::CheckArgs(const char* fn, const std::vector<Node>& labels,
+                         const std::vector<Node>& predictions) {
   if (labels.empty() || !labels[0].Ok()) kiln::detail::Throw("{}: no labels", fn);
   if (predictions.empty() || !predictions[0].Ok()) kiln::detail::Throw("{}: no predictions", fn);
   if (!IsFloat(predictions[0].dtype()))
@@ -20,29 +19,37 @@ void CheckArgs(const char* fn, const std::vector<Node>& labels, const std::vecto
 }
 
 /// `v` ([batch] or [batch, 1]) as a [batch] vector of `dtype`; the error names `what`.
-Node PerExample(const char* fn, const char* what, Node v, int64_t batch, DType dtype) {
+Node internal::PerExample(const char* fn, const char* what, Node v, int64_t batch, DType dtype) {
   if (v.rank() == 2 && v.shape().Dim(1) == 1) v = graph::Reshape(v, {v.shape().Dim(0)});
   if (v.rank() != 1 || v.shape().Dim(0) != batch)
     kiln::detail::Throw("{}: {} {} must be [batch] or [batch, 1] with batch {}", fn, what, v.shape(), batch);
   return v.dtype() == dtype ? v : graph::ConvertDType(v, dtype);
 }
 
-/// The mean over examples of `per_example` ([batch]), weighted by labels[1] and masked by labels[2].
-Node Reduce(const char* fn, Node per_example, const std::vector<Node>& labels) {
-  const int64_t batch = per_example.shape().Dim(0);
-  const DType dt = per_example.dtype();
+Node internal::ExampleWeights(const char* fn, const std::vector<Node>& labels, int64_t batch, DType dt) {
   Node weight;
   if (labels.size() > 1 && labels[1].Ok()) {
     if (!IsFloat(labels[1].dtype()))
       kiln::detail::Throw("{}: weights must be float, got {}", fn, labels[1].shape());
-    weight = PerExample(fn, "weights", labels[1], batch, dt);
+    weight = internal::PerExample(fn, "weights", labels[1], batch, dt);
   }
   if (labels.size() > 2 && labels[2].Ok()) {
     if (labels[2].dtype() != DType::Bool)
       kiln::detail::Throw("{}: the mask must be Bool, got {}", fn, labels[2].shape());
-    Node m = PerExample(fn, "mask", labels[2], batch, dt);
+    Node m = internal::PerExample(fn, "mask", labels[2], batch, dt);
     weight = weight.Ok() ? weight * m : m;
   }
+  return weight;
+}
+
+namespace {
+
+using internal::CheckArgs;
+using internal::PerExample;
+
+/// The mean over examples of `per_example` ([batch]), weighted by labels[1] and masked by labels[2].
+Node Reduce(const char* fn, Node per_example, const std::vector<Node>& labels) {
+  Node weight = internal::ExampleWeights(fn, labels, per_example.shape().Dim(0), per_example.dtype());
   if (!weight.Ok()) return graph::ReduceAllMean(per_example);
   Node total = graph::ReduceAllSum(weight);
   Node safe =
@@ -89,14 +96,31 @@ Node MeanAbsoluteError(const std::vector<Node>& labels, const std::vector<Node>&
   return Reduce("MeanAbsoluteError", MeanPerExample(graph::Abs(d)), labels);
 }
 
-Node Huber(const std::vector<Node>& labels, const std::vector<Node>& predictions) {
-  CheckArgs("Huber", labels, predictions);
+namespace {
+
+/// Huber with threshold `delta`: 0.5·min(|d|, delta)² + delta·(|d| - min(|d|, delta)).
+Node HuberWith(const char* fn, double delta, const std::vector<Node>& labels,
+               const std::vector<Node>& predictions) {
+  CheckArgs(fn, labels, predictions);
   Node p = predictions[0];
-  Node a = graph::Abs(p - SameShapeLabels("Huber", labels, p));
-  Node quadratic = a * a * graph::ScalarLike(a, 0.5);
-  Node linear = a - graph::ScalarLike(a, 0.5);
-  Node l = graph::Where(graph::LessOrEqual(a, graph::ScalarLike(a, 1)), quadratic, linear);
-  return Reduce("Huber", MeanPerExample(l), labels);
+  Node a = graph::Abs(p - SameShapeLabels(fn, labels, p));
+  Node quadratic = graph::Min(a, graph::ScalarLike(a, delta));
+  Node linear = a - quadratic;
+  Node l = quadratic * quadratic * graph::ScalarLike(a, 0.5) + linear * graph::ScalarLike(a, delta);
+  return Reduce(fn, MeanPerExample(l), labels);
+}
+
+}  // namespace
+
+Node Huber(const std::vector<Node>& labels, const std::vector<Node>& predictions) {
+  return HuberWith("Huber", 1.0, labels, predictions);
+}
+
+LossFn MakeHuberLoss(double delta) {
+  if (!(delta > 0)) kiln::detail::Throw("MakeHuberLoss: delta {} must be > 0 (1 is a good default)", delta);
+  return [delta](const std::vector<Node>& labels, const std::vector<Node>& predictions) {
+    return HuberWith("Huber", delta, labels, predictions);
+  };
 }
 
 Node BinaryCrossentropy(const std::vector<Node>& labels, const std::vector<Node>& predictions) {

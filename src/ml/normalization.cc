@@ -1,4 +1,5 @@
-// Normalisation layers: BatchNorm (batch statistics and moving averages), LayerNorm, RMSNorm.
+// Normalisation layers: BatchNorm (batch statistics and moving averages), LayerNorm, RMSNorm,
+// and DynamicTanh (which replaces a normalisation).
 
 #include "kiln/ml/normalization.h"
 
@@ -8,6 +9,7 @@
 #include "core/check.h"
 #include "kiln/ml/initializers.h"
 #include "kiln/ml/nn.h"
+#include "kiln/model/params.h"
 
 namespace kiln::layers {
 
@@ -114,6 +116,24 @@ Node RMSNormBuilder::Done() {
   const std::vector<int> axes = SortedAxes(where, x_, axes_);
   Node gain = scale_ ? VariableNode(scope_, "gain", AxesShape(x_, axes), initializers::Ones()) : Node();
   return nn::RMSNorm(x_, axes, gain, epsilon_);
+}
+
+DynamicTanhBuilder::DynamicTanhBuilder(model::Scope scope, Node x)
+    : scope_(std::move(scope)), x_(x), alpha_(model::GetParamOr(scope_, "dynamic_tanh_alpha", 0.5)) {}
+
+Node DynamicTanhBuilder::Done() {
+  const std::string where = "layers::DynamicTanh(" + scope_.Path() + ")";
+  CheckX(where, x_);
+  CheckBound(where, scope_);
+  model::Scope scope = scope_.In("dynamic_tanh");
+  const int last = x_.rank() - 1;
+  Node alpha = VariableNode(scope, "alpha", Shape(x_.dtype(), {}), initializers::Constant(alpha_));
+  Node gamma = VariableNode(scope, "gamma", AxesShape(x_, {last}), initializers::Ones());
+  Node beta = VariableNode(scope, "beta", AxesShape(x_, {last}), initializers::Zeros());
+  // [features] -> [1, ..., 1, features], broadcast over the leading axes.
+  std::vector<int64_t> dims(static_cast<size_t>(x_.rank()), 1);
+  dims.back() = x_.shape().Dim(last);
+  return graph::Tanh(alpha * x_) * graph::Reshape(gamma, dims) + graph::Reshape(beta, dims);
 }
 
 }  // namespace kiln::layers

@@ -1,5 +1,5 @@
 // Optimizers: learning-rate schedules, gradient clipping and weight decay, and the update rules
-// of SGD, Adam/AdamW, RMSProp and Adagrad (torch.optim's formulas), with their state as
+// of SGD, Adam/AdamW/Adamax (with AMSGrad), RMSProp and Adagrad (torch.optim's formulas), with their state as
 // non-trainable store variables.
 
 #include "kiln/ml/optimizers.h"
@@ -96,14 +96,39 @@ std::vector<Node> Clipped(const Common& c, std::vector<Node> grads) {
   return grads;
 }
 
-/// Shared frame: checks the lists, preprocesses the gradients, and calls `update(i, w, g, lr)`
-/// for each variable.
+/// Sets the variables and optimizer state of one step; with SkipNonFinite, a value is kept
+/// unchanged when the step's gradients are not all finite (`ok` false).
+class Assign {
+ public:
+  explicit Assign(Node ok) : ok_(std::move(ok)) {}
+  void operator()(const model::Variable& v, Node value) const {
+    if (ok_.Ok()) value = graph::Where(ok_, value, v.NodeValue(value.graph()));
+    v.SetNodeValue(value);
+  }
+
+ private:
+  Node ok_;
+};
+
+/// True when every element of every gradient is finite (a Bool scalar).
+Node AllFinite(const std::vector<Node>& grads) {
+  Node ok;
+  for (const Node& g : grads) {
+    Node f = graph::ReduceLogicalAnd(graph::IsFinite(g));
+    ok = ok.Ok() ? graph::LogicalAnd(ok, f) : f;
+  }
+  return ok;
+}
+
+/// Shared frame: checks the lists, preprocesses the gradients, and calls
+/// `update(v, w, g, lr, assign)` for each variable; the update sets values through `assign`.
 template <typename Fn>
 void ForEach(const char* name, const Common& c, const std::vector<model::Variable>& vars,
              const std::vector<Node>& grads_in, Node step, bool l2, Fn update) {
   if (vars.size() != grads_in.size())
     kiln::detail::Throw("optimizer {}: {} variables but {} gradients", name, vars.size(), grads_in.size());
   std::vector<Node> grads = Clipped(c, grads_in);
+  const Assign assign(c.skip_non_finite && !grads.empty() ? AllFinite(grads) : Node());
   for (size_t i = 0; i < vars.size(); ++i) {
     const model::Variable& v = vars[i];
     if (!IsFloat(v.dtype()))
@@ -116,7 +141,7 @@ void ForEach(const char* name, const Common& c, const std::vector<model::Variabl
     Node g = grads[i];
     if (l2 && c.weight_decay != 0) g = g + w * graph::ScalarLike(w, c.weight_decay);
     Node lr = c.schedule(step, w.dtype());
-    update(v, w, g, lr);
+    update(v, w, g, lr, assign);
   }
 }
 
@@ -127,15 +152,16 @@ class Sgd final : public Interface {
   std::string Name() const override { return "sgd"; }
   void UpdateGraph(model::Scope scope, const std::vector<model::Variable>& vars,
                    const std::vector<Node>& grads, Node step) override {
-    ForEach("sgd", c_, vars, grads, step, true, [&](const model::Variable& v, Node w, Node g, Node lr) {
-      if (momentum_ != 0) {
-        model::Variable buf = State(scope, "sgd", v, "momentum");
-        Node b = buf.NodeValue(w.graph()) * graph::ScalarLike(w, momentum_) + g;
-        buf.SetNodeValue(b);
-        g = nesterov_ ? g + b * graph::ScalarLike(w, momentum_) : b;
-      }
-      v.SetNodeValue(w - lr * g);
-    });
+    ForEach("sgd", c_, vars, grads, step, true,
+            [&](const model::Variable& v, Node w, Node g, Node lr, const Assign& assign) {
+              if (momentum_ != 0) {
+                model::Variable buf = State(scope, "sgd", v, "momentum");
+                Node b = buf.NodeValue(w.graph()) * graph::ScalarLike(w, momentum_) + g;
+                assign(buf, b);
+                g = nesterov_ ? g + b * graph::ScalarLike(w, momentum_) : b;
+              }
+              assign(v, w - lr * g);
+            });
   }
 
  private:
@@ -146,37 +172,58 @@ class Sgd final : public Interface {
 
 class AdamOpt final : public Interface {
  public:
-  AdamOpt(Common c, bool decoupled, double b1, double b2, double eps)
-      : c_(std::move(c)), decoupled_(decoupled), b1_(b1), b2_(b2), eps_(eps) {}
-  std::string Name() const override { return decoupled_ ? "adamw" : "adam"; }
+  AdamOpt(Common c, bool decoupled, bool adamax, bool amsgrad, double b1, double b2, double eps)
+      : c_(std::move(c)),
+        decoupled_(decoupled),
+        adamax_(adamax),
+        amsgrad_(amsgrad),
+        b1_(b1),
+        b2_(b2),
+        eps_(eps) {}
+  std::string Name() const override { return adamax_ ? "adamax" : decoupled_ ? "adamw" : "adam"; }
   void UpdateGraph(model::Scope scope, const std::vector<model::Variable>& vars,
                    const std::vector<Node>& grads, Node step) override {
     const std::string name = Name();
     ForEach(name.c_str(), c_, vars, grads, step, !decoupled_,
-            [&](const model::Variable& v, Node w, Node g, Node lr) {
+            [&](const model::Variable& v, Node w, Node g, Node lr, const Assign& assign) {
               Graph& gr = w.graph();
-              model::Variable mv = State(scope, name, v, "m"), vv = State(scope, name, v, "v");
+              model::Variable mv = State(scope, name, v, "m");
               Node m = mv.NodeValue(gr) * graph::ScalarLike(w, b1_) + g * graph::ScalarLike(w, 1 - b1_);
-              Node s = vv.NodeValue(gr) * graph::ScalarLike(w, b2_) + g * g * graph::ScalarLike(w, 1 - b2_);
-              mv.SetNodeValue(m);
-              vv.SetNodeValue(s);
+              assign(mv, m);
               // Bias corrections 1 - beta^t for t = step + 1, in float64, then in w's dtype.
               Node t = StepF64(step) + 1.0;
               Node bc1 = 1.0 - graph::Pow(F64(gr, b1_), t);
-              Node bc2 = 1.0 - graph::Pow(F64(gr, b2_), t);
               Node step_size = lr / graph::ConvertDType(bc1, w.dtype());
+              if (adamax_) {
+                // torch.optim.Adamax: u = max(beta2·u, |g| + eps), no second bias correction.
+                model::Variable uv = State(scope, name, v, "u");
+                Node u = graph::Max(uv.NodeValue(gr) * graph::ScalarLike(w, b2_),
+                                    graph::Abs(g) + graph::ScalarLike(w, eps_));
+                assign(uv, u);
+                assign(v, w - step_size * m / u);
+                return;
+              }
+              model::Variable vv = State(scope, name, v, "v");
+              Node s = vv.NodeValue(gr) * graph::ScalarLike(w, b2_) + g * g * graph::ScalarLike(w, 1 - b2_);
+              assign(vv, s);
+              if (amsgrad_) {
+                model::Variable maxv = State(scope, name, v, "v_max");
+                s = graph::Max(maxv.NodeValue(gr), s);
+                assign(maxv, s);
+              }
+              Node bc2 = 1.0 - graph::Pow(F64(gr, b2_), t);
               Node denom = graph::Sqrt(s) / graph::ConvertDType(graph::Sqrt(bc2), w.dtype()) +
                            graph::ScalarLike(w, eps_);
               Node base = w;
               if (decoupled_ && c_.weight_decay != 0)
                 base = w * (1.0 - lr * graph::ScalarLike(w, c_.weight_decay));
-              v.SetNodeValue(base - step_size * m / denom);
+              assign(v, base - step_size * m / denom);
             });
   }
 
  private:
   Common c_;
-  bool decoupled_;
+  bool decoupled_, adamax_, amsgrad_;
   double b1_, b2_, eps_;
 };
 
@@ -187,21 +234,23 @@ class RmsProp final : public Interface {
   std::string Name() const override { return "rmsprop"; }
   void UpdateGraph(model::Scope scope, const std::vector<model::Variable>& vars,
                    const std::vector<Node>& grads, Node step) override {
-    ForEach("rmsprop", c_, vars, grads, step, true, [&](const model::Variable& v, Node w, Node g, Node lr) {
-      Graph& gr = w.graph();
-      model::Variable sq = State(scope, "rmsprop", v, "square_avg");
-      Node s = sq.NodeValue(gr) * graph::ScalarLike(w, alpha_) + g * g * graph::ScalarLike(w, 1 - alpha_);
-      sq.SetNodeValue(s);
-      Node avg = graph::Sqrt(s) + graph::ScalarLike(w, eps_);
-      if (momentum_ != 0) {
-        model::Variable buf = State(scope, "rmsprop", v, "momentum");
-        Node b = buf.NodeValue(gr) * graph::ScalarLike(w, momentum_) + g / avg;
-        buf.SetNodeValue(b);
-        v.SetNodeValue(w - lr * b);
-      } else {
-        v.SetNodeValue(w - lr * g / avg);
-      }
-    });
+    ForEach("rmsprop", c_, vars, grads, step, true,
+            [&](const model::Variable& v, Node w, Node g, Node lr, const Assign& assign) {
+              Graph& gr = w.graph();
+              model::Variable sq = State(scope, "rmsprop", v, "square_avg");
+              Node s =
+                  sq.NodeValue(gr) * graph::ScalarLike(w, alpha_) + g * g * graph::ScalarLike(w, 1 - alpha_);
+              assign(sq, s);
+              Node avg = graph::Sqrt(s) + graph::ScalarLike(w, eps_);
+              if (momentum_ != 0) {
+                model::Variable buf = State(scope, "rmsprop", v, "momentum");
+                Node b = buf.NodeValue(gr) * graph::ScalarLike(w, momentum_) + g / avg;
+                assign(buf, b);
+                assign(v, w - lr * b);
+              } else {
+                assign(v, w - lr * g / avg);
+              }
+            });
   }
 
  private:
@@ -215,12 +264,13 @@ class AdagradOpt final : public Interface {
   std::string Name() const override { return "adagrad"; }
   void UpdateGraph(model::Scope scope, const std::vector<model::Variable>& vars,
                    const std::vector<Node>& grads, Node step) override {
-    ForEach("adagrad", c_, vars, grads, step, true, [&](const model::Variable& v, Node w, Node g, Node lr) {
-      model::Variable sum = State(scope, "adagrad", v, "sum");
-      Node s = sum.NodeValue(w.graph()) + g * g;
-      sum.SetNodeValue(s);
-      v.SetNodeValue(w - lr * g / (graph::Sqrt(s) + graph::ScalarLike(w, eps_)));
-    });
+    ForEach("adagrad", c_, vars, grads, step, true,
+            [&](const model::Variable& v, Node w, Node g, Node lr, const Assign& assign) {
+              model::Variable sum = State(scope, "adagrad", v, "sum");
+              Node s = sum.NodeValue(w.graph()) + g * g;
+              assign(sum, s);
+              assign(v, w - lr * g / (graph::Sqrt(s) + graph::ScalarLike(w, eps_)));
+            });
   }
 
  private:
@@ -245,10 +295,20 @@ AdamBuilder::AdamBuilder(bool decoupled) : decoupled_(decoupled) {
   if (decoupled) common_.weight_decay = 0.01;  // torch.optim.AdamW's default.
 }
 Optimizer AdamBuilder::Done() {
-  return std::make_shared<AdamOpt>(WithDefaultRate(common_, 0.001), decoupled_, beta1_, beta2_, epsilon_);
+  if (adamax_ && amsgrad_)
+    kiln::detail::Throw("optimizer adamax: Amsgrad applies to Adam and AdamW, not Adamax");
+  if (adamax_ && decoupled_)
+    kiln::detail::Throw("optimizer adamax: decoupled weight decay (AdamW) applies to Adam only");
+  return std::make_shared<AdamOpt>(WithDefaultRate(common_, 0.001), decoupled_, adamax_, amsgrad_, beta1_,
+                                   beta2_, epsilon_);
 }
 AdamBuilder Adam() { return AdamBuilder(false); }
 AdamBuilder AdamW() { return AdamBuilder(true); }
+AdamBuilder Adamax() {
+  AdamBuilder b(false);
+  b.Adamax();
+  return b;
+}
 
 RmsPropBuilder::RmsPropBuilder() = default;
 Optimizer RmsPropBuilder::Done() {
@@ -280,13 +340,15 @@ Optimizer FromStore(const model::Store& store) {
   c.clip_value = model::GetParamOr(root, "clip_step_by_value", 0.0);
   c.clip_global_norm = model::GetParamOr(root, "clip_global_norm", 0.0);
   c.weight_decay = model::GetParamOr(root, "weight_decay", 0.0);
-  if (name == "adam" || name == "adamw") {
+  const bool skip = model::GetParamOr(root, "clip_nan", false);
+  if (name == "adam" || name == "adamw" || name == "adamax") {
     AdamBuilder b(name == "adamw");
-    b.WithSchedule(c.schedule).ClipValue(c.clip_value).ClipGlobalNorm(c.clip_global_norm);
+    b.WithSchedule(c.schedule).ClipValue(c.clip_value).ClipGlobalNorm(c.clip_global_norm).SkipNonFinite(skip);
     b.Betas(model::GetParamOr(root, "adam_beta1", 0.9), model::GetParamOr(root, "adam_beta2", 0.999));
     b.Epsilon(model::GetParamOr(root, "adam_epsilon", 1e-8));
     const double wd = model::GetParamOr(root, "adam_weight_decay", name == "adamw" ? 0.01 : c.weight_decay);
     b.WeightDecay(wd);
+    b.Adamax(name == "adamax").Amsgrad(model::GetParamOr(root, "adam_amsgrad", false));
     return b.Done();
   }
   if (name == "sgd") {
@@ -294,7 +356,8 @@ Optimizer FromStore(const model::Store& store) {
     b.WithSchedule(c.schedule)
         .ClipValue(c.clip_value)
         .ClipGlobalNorm(c.clip_global_norm)
-        .WeightDecay(c.weight_decay);
+        .WeightDecay(c.weight_decay)
+        .SkipNonFinite(skip);
     b.Momentum(model::GetParamOr(root, "sgd_momentum", 0.0))
         .Nesterov(model::GetParamOr(root, "sgd_nesterov", false));
     return b.Done();
@@ -304,7 +367,8 @@ Optimizer FromStore(const model::Store& store) {
     b.WithSchedule(c.schedule)
         .ClipValue(c.clip_value)
         .ClipGlobalNorm(c.clip_global_norm)
-        .WeightDecay(c.weight_decay);
+        .WeightDecay(c.weight_decay)
+        .SkipNonFinite(skip);
     b.Alpha(model::GetParamOr(root, "rmsprop_alpha", 0.99));
     return b.Done();
   }
@@ -313,11 +377,13 @@ Optimizer FromStore(const model::Store& store) {
     b.WithSchedule(c.schedule)
         .ClipValue(c.clip_value)
         .ClipGlobalNorm(c.clip_global_norm)
-        .WeightDecay(c.weight_decay);
+        .WeightDecay(c.weight_decay)
+        .SkipNonFinite(skip);
     return b.Done();
   }
   kiln::detail::Throw(
-      "optimizers::FromStore: unknown optimizer \"{}\" (valid: adam, adamw, sgd, rmsprop, adagrad)", name);
+      "optimizers::FromStore: unknown optimizer \"{}\" (valid: adam, adamw, adamax, sgd, rmsprop, adagrad)",
+      name);
 }
 
 }  // namespace kiln::optimizers

@@ -175,14 +175,15 @@ uint32_t TensorCrc(const Tensor& t) {
 
 std::string ReadFile(const std::string& path) { return io::ReadWholeFile(path, "checkpoint"); }
 
-/// One loaded checkpoint: its variables (path -> tensor, trainable) and hyperparameters.
-struct Loaded {
-  std::vector<std::tuple<std::string, Tensor, bool>> vars;
-  std::vector<std::tuple<std::string, std::string, model::ParamValue>> params;
-};
+}  // namespace
 
-/// Reads checkpoint `name` of `dir`, verifying the record against the weights file.
-Loaded ReadCheckpoint(const std::string& dir, const std::string& name) {
+const SavedVariable* Contents::Find(std::string_view path) const {
+  for (const SavedVariable& v : variables)
+    if (v.path == path) return &v;
+  return nullptr;
+}
+
+Contents Read(const std::string& dir, const std::string& name) {
   const std::string record_path = (fs::path(dir) / (name + ".json")).string();
   const std::string weights_path = (fs::path(dir) / (name + ".safetensors")).string();
   Json record = Json::Parse(ReadFile(record_path), record_path);
@@ -197,7 +198,10 @@ Loaded ReadCheckpoint(const std::string& dir, const std::string& name) {
                   size->AsInt(record_path));
   }
   io::SafetensorsFile file = io::ReadSafetensors(weights_path);
-  Loaded out;
+  Contents out;
+  out.name = name;
+  if (const Json* seq = record.Find("seq")) out.seq = seq->AsInt(record_path);
+  if (const Json* step = record.Find("step")) out.step = step->AsInt(record_path);
   for (const auto& [path, info] : tensors->Members(record_path)) {
     Tensor t = file.Find(path);
     if (!t.Ok()) detail::Throw("{}: tensor \"{}\" of the record is missing", weights_path, path);
@@ -210,7 +214,7 @@ Loaded ReadCheckpoint(const std::string& dir, const std::string& name) {
                     path, got, record_path, want);
     }
     const Json* tr = info.Find("trainable");
-    out.vars.emplace_back(path, std::move(t), tr != nullptr && tr->AsBool());
+    out.variables.push_back({path, std::move(t), tr != nullptr && tr->AsBool()});
   }
   if (const Json* params = record.Find("params")) {
     for (const Json& p : params->AsArray(record_path)) {
@@ -218,12 +222,14 @@ Loaded ReadCheckpoint(const std::string& dir, const std::string& name) {
       const Json* key = p.Find("key");
       if (scope == nullptr || key == nullptr)
         detail::Throw("{}: a hyperparameter without scope or key", record_path);
-      out.params.emplace_back(scope->AsString(record_path), key->AsString(record_path),
-                              ParamFromJson(p, record_path));
+      out.params.push_back(
+          {scope->AsString(record_path), key->AsString(record_path), ParamFromJson(p, record_path)});
     }
   }
   return out;
 }
+
+namespace {
 
 /// The element-wise mean of `ts` (float tensors of one shape), in double, rounded to the dtype.
 Tensor Mean(const std::vector<Tensor>& ts) {
@@ -275,21 +281,23 @@ Tensor Mean(const std::vector<Tensor>& ts) {
 
 }  // namespace
 
-std::vector<std::string> Handler::ListCheckpoints() const {
+std::vector<std::string> List(const std::string& dir) {
   std::vector<Entry> entries;
   std::error_code ec;
-  for (const auto& f : fs::directory_iterator(config_.dir_, ec)) {
+  for (const auto& f : fs::directory_iterator(dir, ec)) {
     if (f.path().extension() != ".json") continue;
     const std::string name = f.path().stem().string();
     const int64_t seq = SeqOf(name);
     if (seq >= 0) entries.push_back({seq, name});
   }
-  if (ec) detail::Throw("checkpoint: cannot list {}: {}", config_.dir_, ec.message());
+  if (ec) detail::Throw("checkpoint: cannot list {}: {}", dir, ec.message());
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.seq < b.seq; });
   std::vector<std::string> names;
   for (const Entry& e : entries) names.push_back(e.name);
   return names;
 }
+
+std::vector<std::string> Handler::ListCheckpoints() const { return List(config_.dir_); }
 
 std::string Handler::Save() {
   const model::Store& store = config_.store_;
@@ -381,21 +389,20 @@ void Handler::Load() {
   std::vector<std::string> names = ListCheckpoints();
   if (names.empty()) detail::Throw("checkpoint: no checkpoint in {}", config_.dir_);
   const size_t k = std::min(names.size(), static_cast<size_t>(config_.mean_));
-  std::vector<Loaded> loaded;
-  for (size_t i = names.size() - k; i < names.size(); ++i)
-    loaded.push_back(ReadCheckpoint(config_.dir_, names[i]));
-  const Loaded& newest = loaded.back();
+  std::vector<Contents> loaded;
+  for (size_t i = names.size() - k; i < names.size(); ++i) loaded.push_back(Read(config_.dir_, names[i]));
+  const Contents& newest = loaded.back();
   model::Store& store = config_.store_;
   std::shared_ptr<model::detail::StoreData> data = store.data();
-  for (const auto& [path, tensor, trainable] : newest.vars) {
+  for (const auto& [path, tensor, trainable] : newest.variables) {
     bool excluded = false;
     for (const std::string& p : config_.exclude_vars_) excluded = excluded || MatchesPattern(path, p);
     if (excluded) continue;
     Tensor value = tensor;
     if (k > 1 && IsFloat(tensor.dtype())) {
       std::vector<Tensor> all;
-      for (const Loaded& l : loaded) {
-        for (const auto& [p2, t2, tr2] : l.vars)
+      for (const Contents& l : loaded) {
+        for (const auto& [p2, t2, tr2] : l.variables)
           if (p2 == path && t2.shape() == tensor.shape()) all.push_back(t2);
       }
       value = Mean(all);

@@ -101,4 +101,58 @@ void NTimesDuringLoop(Loop& loop, int times, const std::string& name, int priori
   });
 }
 
+void PeriodicCallback(Loop& loop, std::chrono::nanoseconds period, bool call_on_end, const std::string& name,
+                      int priority, StepFn fn) {
+  if (period.count() < 0) kiln::detail::Throw("PeriodicCallback(\"{}\"): the period is negative", name);
+  struct State {
+    bool started = false;
+    std::chrono::steady_clock::time_point last;
+  };
+  auto state = std::make_shared<State>();
+  auto shared_fn = std::make_shared<StepFn>(std::move(fn));
+  loop.OnStep(name, priority, [state, period, shared_fn](Loop& l, const std::vector<Tensor>& m) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!state->started) {
+      state->started = true;
+      state->last = now;
+      return;
+    }
+    if (now - state->last < period) return;
+    (*shared_fn)(l, m);
+    state->last = std::chrono::steady_clock::now();
+  });
+  if (call_on_end) loop.OnEnd(name, priority, [shared_fn](Loop& l) { (*shared_fn)(l, l.LastMetrics()); });
+}
+
+void ExponentialCallback(Loop& loop, int64_t start_step, double factor, bool call_on_end,
+                         const std::string& name, int priority, StepFn fn) {
+  if (start_step < 1 || !(factor > 1)) {
+    kiln::detail::Throw("ExponentialCallback(\"{}\"): start_step {} must be >= 1 and factor {} > 1", name,
+                        start_step, factor);
+  }
+  struct State {
+    int64_t next = 0, gap = 0;
+    void Bump(double factor) {
+      // Saturating: past 2^62 steps the schedule simply never calls again.
+      constexpr int64_t kFar = int64_t{1} << 62;
+      next = std::min(next + gap, kFar);
+      const double grown = static_cast<double>(gap) * factor;
+      gap = grown >= static_cast<double>(kFar) ? kFar : static_cast<int64_t>(std::llround(grown));
+    }
+  };
+  auto state = std::make_shared<State>();
+  auto shared_fn = std::make_shared<StepFn>(std::move(fn));
+  loop.OnStep(name, priority, [state, start_step, factor, shared_fn](Loop& l, const std::vector<Tensor>& m) {
+    if (state->next == 0) {
+      // The first call of the schedule past the run's start step.
+      state->gap = start_step;
+      while (l.StartStep() >= state->next) state->Bump(factor);
+    }
+    if (l.LoopStep() < state->next) return;
+    state->Bump(factor);
+    (*shared_fn)(l, m);
+  });
+  if (call_on_end) loop.OnEnd(name, priority, [shared_fn](Loop& l) { (*shared_fn)(l, l.LastMetrics()); });
+}
+
 }  // namespace kiln::train

@@ -45,6 +45,19 @@ std::vector<Case> Cases() {
       {"mse", losses::MeanSquaredError, "reg_labels", "reg_pred"},
       {"l1", losses::MeanAbsoluteError, "reg_labels", "reg_pred"},
       {"huber", losses::Huber, "reg_labels", "reg_pred"},
+      {"huber_d2", losses::MakeHuberLoss(2.0), "reg_labels", "reg_pred"},
+      {"huber_d05", losses::MakeHuberLoss(0.5), "reg_labels", "reg_pred"},
+      {"triplet_semihard", losses::MakeTripletLoss(), "trip_labels", "trip_emb"},
+      {"triplet_hard", losses::MakeTripletLoss(losses::TripletMiningStrategy::Hard), "trip_labels",
+       "trip_emb"},
+      {"triplet_all_sq",
+       losses::MakeTripletLoss(losses::TripletMiningStrategy::All, 0.5,
+                               losses::PairwiseDistanceMetric::SquaredL2),
+       "trip_labels", "trip_emb"},
+      {"triplet_hard_cos_soft",
+       losses::MakeTripletLoss(losses::TripletMiningStrategy::Hard, 0,
+                               losses::PairwiseDistanceMetric::Cosine),
+       "trip_labels", "trip_emb"},
       {"bce", losses::BinaryCrossentropy, "bce_labels", "bce_pred"},
       {"bce_logits", losses::BinaryCrossentropyLogits, "bcel_labels", "bcel_pred"},
       {"ce_sparse", losses::SparseCategoricalCrossEntropyLogits, "ce_ids", "ce_logits"},
@@ -125,6 +138,39 @@ TEST(LossesTorch, SparseIdsOutsideTheClassesCountAsZero) {
             .Item<double>();
     EXPECT_NEAR(got, loss0 / 2, 1e-12) << backend->Name();
   }
+}
+
+TEST(LossesTorch, TripletLossEdgesAndErrors) {
+  for (const compute::BackendPtr& backend : Backends()) {
+    SCOPED_TRACE(backend->Name());
+    // Every example of its own class: no anchor has a positive, so no triplet, and the loss is 0.
+    Exec f = NewExec(backend, [](Node y, Node p) { return losses::TripletLoss({y}, {p}); });
+    EXPECT_EQ(f.Call1(std::vector<int32_t>{0, 1, 2}, std::vector<std::vector<float>>{{0, 1}, {1, 0}, {2, 2}})
+                  .Item<float>(),
+              0.0f);
+    // Two classes on a line, [batch, 1] labels: anchor 0 at 0 (positive 1 at 1, negative 2 at 3):
+    // hard: max(1 - 3 + 1, 0) = 0; anchor 1: positive 0 at 1, negative at 2: max(1 - 2 + 1, 0) = 0;
+    // anchor 2 has no positive. A margin of 2.5 gives (0.5 + 1.5) / 2.
+    Exec h = NewExec(backend, [](Node y, Node p) {
+      return losses::TripletLoss({y}, {p}, losses::TripletMiningStrategy::Hard, 2.5);
+    });
+    EXPECT_NEAR(h.Call1(std::vector<std::vector<int64_t>>{{4}, {4}, {9}},
+                        std::vector<std::vector<double>>{{0}, {1}, {3}})
+                    .Item<double>(),
+                1.0, 1e-12);
+  }
+  Graph g;
+  Node emb = Zeros(g, Shape(DType::Float32, {3, 2}));
+  EXPECT_TRUE(test::Throws([&] { losses::TripletLoss({Zeros(g, Shape(DType::Float32, {3}))}, {emb}); },
+                           {"TripletLoss", "integer class ids"}));
+  EXPECT_TRUE(test::Throws([&] { losses::TripletLoss({Zeros(g, Shape(DType::Int32, {4}))}, {emb}); },
+                           {"TripletLoss", "batch 3"}));
+  EXPECT_TRUE(test::Throws(
+      [&] {
+        losses::TripletLoss({Zeros(g, Shape(DType::Int32, {3}))}, {Zeros(g, Shape(DType::Float32, {3}))});
+      },
+      {"TripletLoss", "[batch, dim]"}));
+  EXPECT_TRUE(test::Throws([] { losses::MakeHuberLoss(0); }, {"MakeHuberLoss", "delta"}));
 }
 
 }  // namespace

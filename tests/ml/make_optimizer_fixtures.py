@@ -24,6 +24,10 @@ configs = {
     "rmsprop": lambda p: torch.optim.RMSprop([p], lr=0.01),
     "rmsprop_momentum": lambda p: torch.optim.RMSprop([p], lr=0.01, momentum=0.5),
     "adagrad": lambda p: torch.optim.Adagrad([p], lr=0.1),
+    "adamax": lambda p: torch.optim.Adamax([p], lr=0.02),
+    "adamax_l2": lambda p: torch.optim.Adamax([p], lr=0.02, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.1),
+    "amsgrad": lambda p: torch.optim.Adam([p], lr=0.01, amsgrad=True),
+    "amsgrad_w": lambda p: torch.optim.AdamW([p], lr=0.01, weight_decay=0.05, amsgrad=True),
 }
 
 out = {"w0": w0, "grads": grads}

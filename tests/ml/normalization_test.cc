@@ -203,6 +203,63 @@ TEST(Normalization, LayerNormAndRMSNormMatchTheFixtures) {
   });
 }
 
+// DynamicTanh: tanh(alpha·x)·gamma + beta, by the formula computed here; its variables, the
+// hyperparameter and WithAlpha; the gradient against central differences.
+TEST(Normalization, DynamicTanhByTheFormula) {
+  ForEachBackend([&](const compute::BackendPtr& backend) {
+    model::Store store;
+    store.RootScope().In("b").SetParam("dynamic_tanh_alpha", 0.25);
+    model::Exec dyt = model::NewExec(backend, store, [](model::Scope scope, Node x) {
+      return std::vector<Node>{layers::DynamicTanh(scope.In("a"), x).Done(),
+                               layers::DynamicTanh(scope.In("b"), x).Done(),
+                               layers::DynamicTanh(scope.In("c"), x).WithAlpha(2).Done()};
+    });
+    const std::vector<double> xv = {-3, -1, 0, 0.5, 2, 4};  // [2, 1, 3]
+    const Tensor x = Tensor::FromFlat(Shape(DType::Float64, {2, 1, 3}), xv);
+    std::vector<Tensor> r = dyt.Call(x);
+    EXPECT_EQ(store.GetVariable("/a/dynamic_tanh/alpha").Value().Item<double>(), 0.5);
+    EXPECT_EQ(store.GetVariable("/b/dynamic_tanh/alpha").Value().Item<double>(), 0.25);
+    EXPECT_EQ(store.GetVariable("/c/dynamic_tanh/alpha").Value().Item<double>(), 2.0);
+    EXPECT_EQ(store.GetVariable("/a/dynamic_tanh/gamma").shape(), Shape(DType::Float64, {3}));
+    for (size_t i = 0; i < xv.size(); ++i) {
+      EXPECT_NEAR(r[0].ToVector<double>()[i], std::tanh(0.5 * xv[i]), 1e-15);
+      EXPECT_NEAR(r[1].ToVector<double>()[i], std::tanh(0.25 * xv[i]), 1e-15);
+      EXPECT_NEAR(r[2].ToVector<double>()[i], std::tanh(2 * xv[i]), 1e-15);
+    }
+    // Learned per-feature gamma and beta broadcast over the leading axes.
+    store.GetVariable("/a/dynamic_tanh/gamma").SetValue(Tensor::FromValue(std::vector<double>{1, 2, 3}));
+    store.GetVariable("/a/dynamic_tanh/beta").SetValue(Tensor::FromValue(std::vector<double>{0, -1, 1}));
+    std::vector<double> got = dyt.Call(x)[0].ToVector<double>();
+    const double gamma[] = {1, 2, 3}, beta[] = {0, -1, 1};
+    for (size_t i = 0; i < xv.size(); ++i)
+      EXPECT_NEAR(got[i], std::tanh(0.5 * xv[i]) * gamma[i % 3] + beta[i % 3], 1e-15) << i;
+
+    // d/dx of sum(DyT(x)·w) against central differences, and d/dalpha = sum(x·(1 - tanh²)·gamma·w).
+    model::Exec grad = model::NewExec(backend, store, [](model::Scope scope, Node in) {
+      Node w = Iota(in.graph(), in.shape(), 2) + 1.0;
+      Node loss = ReduceAllSum(layers::DynamicTanh(scope.In("a"), in).Done() * w);
+      return std::vector<Node>{loss, Gradient(loss, {in})[0]};
+    });
+    std::vector<double> analytic = grad.Call(x)[1].ToVector<double>();
+    for (size_t i = 0; i < xv.size(); ++i) {
+      std::vector<double> plus = xv, minus = xv;
+      plus[i] += 1e-6;
+      minus[i] -= 1e-6;
+      const double numeric = (grad.Call(Tensor::FromFlat(x.shape(), plus))[0].Item<double>() -
+                              grad.Call(Tensor::FromFlat(x.shape(), minus))[0].Item<double>()) /
+                             2e-6;
+      EXPECT_NEAR(analytic[i], numeric, 1e-7) << i;
+    }
+  });
+  Graph g;
+  EXPECT_TRUE(Throws(
+      [&] {
+        model::Store s;
+        layers::DynamicTanh(s.RootScope(), Zeros(g, Shape(DType::Float32, {2}))).Done();
+      },
+      {"layers::DynamicTanh", "not bound"}));
+}
+
 TEST(Normalization, BatchNormTrainsInsideTheTrainer) {
   // A Dense + BatchNorm model trained by the Trainer: the gain learns (it gets gradients) and the
   // moving mean follows the batch mean of the dense layer's output.

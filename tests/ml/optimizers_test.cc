@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <string>
 
@@ -77,6 +78,61 @@ TEST(Optimizers, MatchTorchOverTenSteps) {
   ExpectMatchesTorch("adagrad", Adagrad().LearningRate(0.1).Done());
   ExpectMatchesTorch("sgd_clip_norm",
                      StochasticGradientDescent().LearningRate(0.1).ClipGlobalNorm(1.0).Done());
+  ExpectMatchesTorch("adamax", Adamax().LearningRate(0.02).Done());
+  ExpectMatchesTorch("adamax_l2",
+                     Adamax().LearningRate(0.02).Betas(0.8, 0.99).Epsilon(1e-6).WeightDecay(0.1).Done());
+  ExpectMatchesTorch("amsgrad", Adam().LearningRate(0.01).Amsgrad().Done());
+  ExpectMatchesTorch("amsgrad_w", AdamW().LearningRate(0.01).WeightDecay(0.05).Amsgrad().Done());
+  // Skipping is off the path when every gradient is finite: the same trajectories.
+  ExpectMatchesTorch("adam", Adam().LearningRate(0.01).SkipNonFinite().Done());
+  ExpectMatchesTorch("sgd_momentum",
+                     StochasticGradientDescent().LearningRate(0.05).Momentum(0.9).SkipNonFinite().Done());
+  EXPECT_EQ(Adamax().Done()->Name(), "adamax");
+  EXPECT_TRUE(Throws([] { Adamax().Amsgrad().Done(); }, {"adamax", "Amsgrad"}));
+  EXPECT_TRUE(Throws([] { AdamW().Adamax().Done(); }, {"adamax", "decoupled"}));
+}
+
+// A step whose gradients hold a NaN or an infinity, with SkipNonFinite: neither the variables nor
+// the optimizer's state move, and later finite steps go on from where they were. Without it, the
+// NaN reaches the weights.
+TEST(Optimizers, SkipNonFiniteLeavesVariablesAndStateUnchanged) {
+  for (bool skip : {true, false}) {
+    for (const compute::BackendInfo& info : compute::RegisteredBackends()) {
+      model::Store store;
+      model::Variable a = store.RootScope().VariableWithValue("a", std::vector<double>{1, 2});
+      model::Variable b = store.RootScope().VariableWithValue("b", std::vector<double>{3});
+      optimizers::Optimizer opt = optimizers::Adam().LearningRate(0.1).SkipNonFinite(skip).Done();
+      model::Exec step =
+          model::NewExec(compute::NewWithConfig(info.name), store, [&](model::Scope scope, Node ga, Node gb) {
+            model::Variable gs = scope.store().GlobalStep();
+            Node s = gs.NodeValue(ga.graph());
+            opt->UpdateGraph(scope, {a, b}, {ga, gb}, s);
+            gs.SetNodeValue(s + int64_t{1});
+            return ReduceAllSum(ga);
+          });
+      step.Call(std::vector<double>{1, -1}, std::vector<double>{0.5});
+      const std::vector<double> a1 = a.Value().ToVector<double>(), b1 = b.Value().ToVector<double>();
+      const std::vector<double> m1 = store.GetVariable("/#optimizer/adam/a/m").Value().ToVector<double>();
+      // Adam's first step moves each weight by lr against the gradient's sign.
+      EXPECT_NEAR(a1[0], 0.9, 1e-7) << info.name;
+      EXPECT_NEAR(a1[1], 2.1, 1e-7) << info.name;
+      // A NaN in b's gradient only: with skipping, a does not move either.
+      step.Call(std::vector<double>{1, -1}, std::vector<double>{std::nan("")});
+      if (skip) {
+        EXPECT_EQ(a.Value().ToVector<double>(), a1) << info.name;
+        EXPECT_EQ(b.Value().ToVector<double>(), b1) << info.name;
+        EXPECT_EQ(store.GetVariable("/#optimizer/adam/a/m").Value().ToVector<double>(), m1) << info.name;
+        step.Call(std::vector<double>{1, -1}, std::vector<double>{-std::numeric_limits<double>::infinity()});
+        EXPECT_EQ(a.Value().ToVector<double>(), a1) << info.name;
+        step.Call(std::vector<double>{1, -1}, std::vector<double>{0.5});
+        EXPECT_LT(a.Value().ToVector<double>()[0], a1[0]) << info.name;
+        EXPECT_TRUE(std::isfinite(b.Value().ToVector<double>()[0])) << info.name;
+      } else {
+        EXPECT_TRUE(std::isnan(b.Value().ToVector<double>()[0])) << info.name;
+        EXPECT_LT(a.Value().ToVector<double>()[0], a1[0]) << info.name;
+      }
+    }
+  }
 }
 
 TEST(Optimizers, StateLivesInTheStore) {
@@ -140,12 +196,19 @@ TEST(Optimizers, FromStoreReadsTheHyperparameters) {
   EXPECT_EQ(optimizers::FromStore(s)->Name(), "rmsprop");
   s.SetParam("optimizer", "adagrad");
   EXPECT_EQ(optimizers::FromStore(s)->Name(), "adagrad");
+  s.SetParam("optimizer", "adamax");
+  EXPECT_EQ(optimizers::FromStore(s)->Name(), "adamax");
   s.SetParam("optimizer", "lion");
   EXPECT_TRUE(Throws([&] { optimizers::FromStore(s); }, {"\"lion\"", "adam", "sgd"}));
   // The keys reach the update: adam with learning_rate 0.01 matches the torch fixture.
   s.SetParam("optimizer", "adam");
   s.SetParam("learning_rate", 0.01);
   ExpectMatchesTorch("adam", optimizers::FromStore(s));
+  s.SetParam("adam_amsgrad", true);
+  s.SetParam("clip_nan", true);
+  ExpectMatchesTorch("amsgrad", optimizers::FromStore(s));
+  s.SetParam("adam_amsgrad", false);
+  s.SetParam("clip_nan", false);
   // Clipping by value: a gradient of 5 moves SGD by lr * 0.5.
   model::Store c;
   c.SetParam("optimizer", "sgd");

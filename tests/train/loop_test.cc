@@ -5,9 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kiln/kiln.h"
@@ -59,6 +61,58 @@ TEST(Loop, EpochsResumeAndNTimes) {
   EXPECT_EQ(calls, 4);
   loop.RunToGlobalStep(f.Data(10, 4), 10);  // Already past: nothing to do.
   EXPECT_EQ(f.store.GlobalStep().Value().Item<int64_t>(), 26);
+}
+
+TEST(Loop, ExponentialCallbackFollowsGoMLXsSchedule) {
+  Fixture f;
+  train::Loop loop(f.trainer);
+  std::vector<int64_t> steps;
+  int ends = 0;
+  // Start 10, factor 1.5: gaps 10, 15, 23 (22.5 rounded), 35 -> steps 10, 25, 48, 83.
+  train::ExponentialCallback(loop, 10, 1.5, true, "exp", 0,
+                             [&](train::Loop& l, const std::vector<Tensor>& m) {
+                               if (l.LoopStep() == 59 && ends == 0) {
+                                 ++ends;  // The end-of-run call (the last step, 59, is not on the schedule).
+                                 EXPECT_EQ(m.size(), 2u);
+                                 return;
+                               }
+                               steps.push_back(l.LoopStep());
+                             });
+  loop.RunSteps(f.Data(8, 4), 60);
+  EXPECT_EQ(steps, (std::vector<int64_t>{10, 25, 48}));
+  EXPECT_EQ(ends, 1);
+  // A later run goes on with the same schedule.
+  steps.clear();
+  loop.RunSteps(f.Data(8, 4), 30);
+  EXPECT_EQ(steps, (std::vector<int64_t>{83, 89}));  // 83, then the end of this run (step 89).
+  EXPECT_TRUE(Throws([&] { train::ExponentialCallback(loop, 0, 2, false, "bad", 0, {}); },
+                     {"\"bad\"", "start_step 0"}));
+  EXPECT_TRUE(Throws([&] { train::ExponentialCallback(loop, 5, 1, false, "bad", 0, {}); }, {"factor 1"}));
+}
+
+TEST(Loop, PeriodicCallbackWaitsForItsPeriod) {
+  Fixture f;
+  train::Loop loop(f.trainer);
+  using Clock = std::chrono::steady_clock;
+  std::vector<Clock::time_point> calls;
+  std::vector<Clock::time_point> step_times;
+  loop.OnStep("slow", 0, [&](train::Loop&, const std::vector<Tensor>&) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    step_times.push_back(Clock::now());
+  });
+  int at_end = 0;
+  train::PeriodicCallback(loop, std::chrono::milliseconds(70), true, "periodic", 1,
+                          [&](train::Loop&, const std::vector<Tensor>&) { calls.push_back(Clock::now()); });
+  loop.OnEnd("count", 2, [&](train::Loop&) { at_end = 1; });
+  loop.RunSteps(f.Data(8, 4), 20);  // At least 400 ms of steps.
+  ASSERT_GE(calls.size(), 2u);      // At least one period call, and the one at the end.
+  EXPECT_LT(calls.size(), 20u);
+  // Between two period calls (the end call aside) at least the period passed.
+  for (size_t i = 1; i + 1 < calls.size(); ++i)
+    EXPECT_GE(calls[i] - calls[i - 1], std::chrono::milliseconds(70)) << i;
+  // The first call is at least a period after the first step.
+  EXPECT_GE(calls[0] - step_times[0], std::chrono::milliseconds(70));
+  EXPECT_EQ(at_end, 1);
 }
 
 TEST(Loop, ErrorsStopTheLoop) {

@@ -7,6 +7,7 @@
 /// ([batch] or [batch, 1], Bool) as labels[2] (an invalid Node skips the weights): the result is
 /// then sum(weight·mask·loss) / sum(weight·mask) (0 when nothing is selected).
 
+#include <functional>
 #include <vector>
 
 #include "kiln/graph/ops.h"
@@ -19,8 +20,14 @@ using graph::Node;
 Node MeanSquaredError(const std::vector<Node>& labels, const std::vector<Node>& predictions);
 /// Mean over examples of the mean absolute difference.
 Node MeanAbsoluteError(const std::vector<Node>& labels, const std::vector<Node>& predictions);
+/// A loss function: labels, then predictions (the same type as train::LossFn).
+using LossFn = std::function<Node(const std::vector<Node>& labels, const std::vector<Node>& predictions)>;
+
 /// Huber loss with delta 1: 0.5·d² for |d| <= 1, |d| - 0.5 beyond.
 Node Huber(const std::vector<Node>& labels, const std::vector<Node>& predictions);
+/// Huber loss with threshold `delta` > 0 (GoMLX's MakeHuberLoss; torch's huber_loss): 0.5·d² for
+/// |d| <= delta, delta·(|d| - 0.5·delta) beyond, averaged over each example's elements.
+LossFn MakeHuberLoss(double delta);
 /// Binary cross-entropy of probabilities (clipped to [1e-7, 1 - 1e-7]) against labels in [0, 1].
 Node BinaryCrossentropy(const std::vector<Node>& labels, const std::vector<Node>& predictions);
 /// Binary cross-entropy of logits, stable: max(z, 0) - z·y + log(1 + exp(-|z|)).
@@ -33,5 +40,33 @@ Node SparseCategoricalCrossEntropyLogits(const std::vector<Node>& labels,
 Node CategoricalCrossEntropy(const std::vector<Node>& labels, const std::vector<Node>& predictions);
 /// Cross-entropy of logits against one-hot or soft labels, through log-softmax.
 Node CategoricalCrossEntropyLogits(const std::vector<Node>& labels, const std::vector<Node>& predictions);
+
+/// How TripletLoss picks its triplets (anchor a, positive p of a's class, negative n of another).
+enum class TripletMiningStrategy {
+  All,       ///< Every valid triplet of the batch.
+  Hard,      ///< Per anchor, its farthest positive and its closest negative.
+  SemiHard,  ///< Per anchor, its farthest positive and the closest negative farther than it (else
+             ///< the farthest negative).
+};
+
+/// The distance between two embeddings in TripletLoss.
+enum class PairwiseDistanceMetric {
+  L2,         ///< Euclidean distance.
+  SquaredL2,  ///< Squared Euclidean distance.
+  Cosine,     ///< 1 - cosine similarity (at least 0).
+};
+
+/// GoMLX's triplet loss over a batch: labels[0] holds class ids ([batch] or [batch, 1], integer),
+/// predictions[0] the embeddings [batch, dim]. Each triplet costs max(d(a,p) - d(a,n) + margin, 0),
+/// or softplus(d(a,p) - d(a,n)) when margin <= 0 (a soft margin); the loss is the mean over the
+/// triplets `mining` picks. An anchor with no positive or no negative forms no triplet; a batch
+/// without triplets has loss 0. Weights and mask (labels[1], labels[2]) apply per anchor: the loss
+/// becomes sum(w_a·S_a) / sum(w_a·C_a), S_a and C_a the sum and number of anchor a's triplets.
+Node TripletLoss(const std::vector<Node>& labels, const std::vector<Node>& predictions,
+                 TripletMiningStrategy mining = TripletMiningStrategy::SemiHard, double margin = 1.0,
+                 PairwiseDistanceMetric metric = PairwiseDistanceMetric::L2);
+/// TripletLoss with these settings as a LossFn (for a Trainer).
+LossFn MakeTripletLoss(TripletMiningStrategy mining = TripletMiningStrategy::SemiHard, double margin = 1.0,
+                       PairwiseDistanceMetric metric = PairwiseDistanceMetric::L2);
 
 }  // namespace kiln::losses

@@ -147,4 +147,31 @@ class RMSNormBuilder {
 /// Starts an RMS normalisation layer: RMSNorm(scope, x).Done().
 inline RMSNormBuilder RMSNorm(model::Scope scope, Node x) { return RMSNormBuilder(std::move(scope), x); }
 
+/// Dynamic Tanh (DyT, "Transformers without Normalization"), GoMLX's layers.DynamicTanh: a
+/// drop-in replacement for LayerNorm that computes no statistics,
+/// DyT(x) = tanh(alpha·x)·gamma + beta, with a learned scalar "alpha" and per-feature "gamma"
+/// (ones) and "beta" (zeros) over the last axis, under the sub-scope "dynamic_tanh".
+class DynamicTanhBuilder {
+ public:
+  /// DyT of `x` under `scope`; alpha starts at the scope's "dynamic_tanh_alpha" hyperparameter
+  /// (0.5 when unset).
+  DynamicTanhBuilder(model::Scope scope, Node x);
+  /// The initial value of alpha.
+  DynamicTanhBuilder& WithAlpha(double alpha) {
+    alpha_ = alpha;
+    return *this;
+  }
+  /// The node, shaped as x; kiln::Error naming the layer when x is not float with an axis.
+  Node Done();
+
+ private:
+  model::Scope scope_;
+  Node x_;
+  double alpha_;
+};
+/// Starts a Dynamic Tanh layer: DynamicTanh(scope, x).Done().
+inline DynamicTanhBuilder DynamicTanh(model::Scope scope, Node x) {
+  return DynamicTanhBuilder(std::move(scope), x);
+}
+
 }  // namespace kiln::layers

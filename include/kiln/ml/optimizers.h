@@ -49,10 +49,11 @@ using Optimizer = std::shared_ptr<Interface>;
 
 /// Settings shared by the builders.
 struct Common {
-  Schedule schedule;            ///< The learning rate per step (empty: the optimizer's default rate).
-  double clip_global_norm = 0;  ///< > 0: gradients scaled so their global L2 norm is at most this.
-  double clip_value = 0;        ///< > 0: each gradient element clipped to [-v, v].
-  double weight_decay = 0;      ///< L2 (added to the gradient); decoupled for AdamW.
+  Schedule schedule;             ///< The learning rate per step (empty: the optimizer's default rate).
+  double clip_global_norm = 0;   ///< > 0: gradients scaled so their global L2 norm is at most this.
+  double clip_value = 0;         ///< > 0: each gradient element clipped to [-v, v].
+  double weight_decay = 0;       ///< L2 (added to the gradient); decoupled for AdamW.
+  bool skip_non_finite = false;  ///< Skip a step whose gradients hold a NaN or an infinity.
 };
 
 /// Builder base: LearningRate / Schedule / ClipGlobalNorm / ClipValue / WeightDecay, then Done().
@@ -82,6 +83,13 @@ class Builder {
   /// Weight decay: wd·w added to each gradient (decoupled, applied to the weights, for AdamW).
   Derived& WeightDecay(double wd) {
     common_.weight_decay = wd;
+    return self();
+  }
+  /// Skips every step whose gradients (any of them, after clipping) hold a NaN or an infinity:
+  /// the variables and the optimizer's state keep their values (GoMLX's "clip_nan"). Training
+  /// goes on past a spurious bad batch; a model whose every step is skipped stops learning.
+  Derived& SkipNonFinite(bool skip = true) {
+    common_.skip_non_finite = skip;
     return self();
   }
 
@@ -134,17 +142,32 @@ class AdamBuilder : public Builder<AdamBuilder> {
     epsilon_ = eps;
     return *this;
   }
-  /// The optimizer, named "adam" or "adamw".
+  /// Adamax (GoMLX's Adamax(), torch.optim.Adamax): the second moment becomes an infinity
+  /// norm, u = max(beta2·u, |g| + eps), and the step lr/(1 - beta1^t)·m/u. Named "adamax".
+  AdamBuilder& Adamax(bool adamax = true) {
+    adamax_ = adamax;
+    return *this;
+  }
+  /// AMSGrad (torch's amsgrad=True): the denominator uses the largest second moment so far.
+  AdamBuilder& Amsgrad(bool amsgrad = true) {
+    amsgrad_ = amsgrad;
+    return *this;
+  }
+  /// The optimizer, named "adam", "adamw" or "adamax". Adamax with Amsgrad, or with decoupled
+  /// weight decay, is a kiln::Error.
   Optimizer Done();
 
  private:
   bool decoupled_;
+  bool adamax_ = false, amsgrad_ = false;
   double beta1_ = 0.9, beta2_ = 0.999, epsilon_ = 1e-8;
 };
 /// Starts an Adam optimizer: Adam().LearningRate(0.001).Done().
 AdamBuilder Adam();
 /// Starts an AdamW optimizer (decoupled weight decay, 0.01 by default).
 AdamBuilder AdamW();
+/// Starts an Adamax optimizer: Adam().Adamax() (learning rate 0.001 unless set, as GoMLX's).
+AdamBuilder Adamax();
 
 /// RMSProp, as torch.optim.RMSprop (alpha 0.99, eps 1e-8, optional momentum).
 class RmsPropBuilder : public Builder<RmsPropBuilder> {
@@ -195,8 +218,9 @@ class AdagradBuilder : public Builder<AdagradBuilder> {
 AdagradBuilder Adagrad();
 
 /// The optimizer the store's hyperparameters describe (GoMLX's keys): "optimizer" ("adam"
-/// (default), "adamw", "sgd", "rmsprop", "adagrad"), "learning_rate" (default 0.001; 0.1 for
-/// sgd), "adam_epsilon", "adam_beta1", "adam_beta2", "adam_weight_decay", "sgd_momentum",
+/// (default), "adamw", "adamax", "sgd", "rmsprop", "adagrad"), "learning_rate" (default 0.001;
+/// 0.1 for sgd), "adam_epsilon", "adam_beta1", "adam_beta2", "adam_weight_decay",
+/// "adam_amsgrad", "clip_nan" (SkipNonFinite), "sgd_momentum",
 /// "sgd_nesterov", "rmsprop_alpha", "clip_step_by_value", "clip_global_norm",
 /// "learning_rate_warmup_steps", "learning_rate_cosine_steps" (with "learning_rate_min"),
 /// "weight_decay". An unknown optimizer name is a kiln::Error listing the valid ones.

@@ -20,6 +20,8 @@
 #include <string_view>
 #include <vector>
 
+#include "kiln/core/tensor.h"
+#include "kiln/model/params.h"
 #include "kiln/model/store.h"
 
 namespace kiln::checkpoint {
@@ -97,6 +99,41 @@ class Handler {
 inline void Average(model::Store store, const std::string& dir, int k) {
   Build(std::move(store)).Dir(dir).TakeMean(k).Done();
 }
+
+/// One variable of a checkpoint read with checkpoint::Read.
+struct SavedVariable {
+  std::string path;        ///< The variable's path in the store ("/dense_0/weights").
+  Tensor value;            ///< Its saved value.
+  bool trainable = false;  ///< Whether it was trainable.
+};
+
+/// One hyperparameter of a checkpoint read with checkpoint::Read.
+struct SavedParam {
+  std::string scope;        ///< "/" for the store's root.
+  std::string key;          ///< The hyperparameter's name.
+  model::ParamValue value;  ///< Its saved value.
+};
+
+/// A checkpoint as stored, read without a Store (the `kiln-ckpt` command shows these).
+struct Contents {
+  std::string name;                      ///< "checkpoint-n0000012-step-00006000" (no extension).
+  int64_t seq = 0;                       ///< The sequence number: saves count up from 0 in a folder.
+  int64_t step = 0;                      ///< The store's global step when it was saved (0 without one).
+  std::vector<SavedVariable> variables;  ///< In the order they were saved.
+  std::vector<SavedParam> params;        ///< The hyperparameters.
+
+  /// The variable at `path`, or nullptr.
+  const SavedVariable* Find(std::string_view path) const;
+};
+
+/// The checkpoints in folder `dir`, oldest first (names without extension, as Read takes them).
+/// kiln::Error when `dir` cannot be listed.
+std::vector<std::string> List(const std::string& dir);
+
+/// Reads checkpoint `name` of folder `dir` (a name from List), checking its weights file against
+/// its record (size, and each tensor's CRC-32C): kiln::Error naming the file and the tensor when
+/// anything is missing or damaged.
+Contents Read(const std::string& dir, const std::string& name);
 
 /// Whether `path` matches `pattern` ('*' matches any run of characters).
 bool MatchesPattern(std::string_view path, std::string_view pattern);

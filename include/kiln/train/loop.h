@@ -7,6 +7,7 @@
 ///   train::EveryNSteps(loop, 1000, "log", 0, [](train::Loop& l, const std::vector<Tensor>& m) { ... });
 ///   std::vector<Tensor> last = loop.RunSteps(ds, 5000);
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -80,5 +81,18 @@ class Loop {
 void EveryNSteps(Loop& loop, int64_t n, const std::string& name, int priority, StepFn fn);
 /// Calls fn `times` times spread evenly over the loop's steps (the last at its last step).
 void NTimesDuringLoop(Loop& loop, int times, const std::string& name, int priority, StepFn fn);
+/// Calls fn after a step once `period` of wall-clock time has passed since the last call (GoMLX's
+/// PeriodicCallback): the clock starts at the first step and restarts after each call, so fn's
+/// own time does not count. With `call_on_end`, fn also runs at the end of each run, with the
+/// last step's metrics.
+void PeriodicCallback(Loop& loop, std::chrono::nanoseconds period, bool call_on_end, const std::string& name,
+                      int priority, StepFn fn);
+/// Calls fn at global steps spaced by a growing gap (GoMLX's ExponentialCallback): at
+/// `start_step`, then after gaps of start_step·factor, start_step·factor², ... (each rounded), so
+/// start 100 and factor 1.2 call at steps 100, 220, 364, ...; a run resuming mid-way picks up the
+/// schedule where its start step falls. start_step >= 1 and factor > 1. With `call_on_end`, fn
+/// also runs at the end of each run.
+void ExponentialCallback(Loop& loop, int64_t start_step, double factor, bool call_on_end,
+                         const std::string& name, int priority, StepFn fn);
 
 }  // namespace kiln::train
