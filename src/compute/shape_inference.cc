@@ -165,7 +165,10 @@ Shape SliceShape(OpType op, const Shape& x, const OpAttributes& at) {
                            limit == Shape::kDynamic ? std::string("end") : std::to_string(limit), stride));
     }
     if (!to_end) {
-      dims.push_back(Axis{(limit - start + stride - 1) / stride, ""});
+      // ceil((limit - start) / stride) without the overflow of limit - start + stride - 1 (a
+      // dynamic axis sliced to a huge static limit with a huge stride; found by graph_fuzz).
+      const int64_t span = limit - start;
+      dims.push_back(Axis{span == 0 ? 0 : (span - 1) / stride + 1, ""});
     } else if (start == 0 && stride == 1) {
       dims.push_back(axis);
     } else {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -58,6 +59,13 @@ TEST(DynamicRulesTest, MovementOpsNameDerivedSizes) {
   sl.limits = {D, 3};
   sl.strides = {1, 1};
   EXPECT_EQ(InferShape(OpType::Slice, {x}, sl).ToString(), "(Float32)[batch, 2]");
+  // A dynamic axis sliced to a huge static limit with a huge stride: one element, no int64
+  // overflow in the size arithmetic (a graph_fuzz finding).
+  OpAttributes huge;
+  huge.starts = {3, 0};
+  huge.limits = {INT64_MAX, 3};
+  huge.strides = {INT64_MAX, 2};
+  EXPECT_EQ(InferShape(OpType::Slice, {x}, huge).ToString(), "(Float32)[1, 2]");
   OpAttributes pad;
   pad.padding = {{0, 0, 0}, {1, 1, 1}};
   EXPECT_EQ(InferShape(OpType::Pad, {x, Shape(DType::Float32)}, pad).ToString(),
