@@ -52,7 +52,9 @@ std::vector<std::pair<std::string, std::string>> VariablePaths(Model model) {
 // Examples per second of Trainer::TrainStep. The trainer donates its batch, so each step gets a
 // copy of the fixed batch, made outside the timed region (a data pipeline hands over fresh
 // tensors; that copy is the pipeline's cost, not the trainer's).
-void TrainerCase(benchmark::State& state, Model model) {
+// With `nan_check`, the same step with the NaN check on (Trainer::SetNanCheck): what debugging
+// with KILN_NAN_CHECK=1 costs.
+void TrainerCase(benchmark::State& state, Model model, bool nan_check) {
   model::Store store;
   const std::vector<Tensor> params = InitParams(model);
   const auto paths = VariablePaths(model);
@@ -61,6 +63,7 @@ void TrainerCase(benchmark::State& state, Model model) {
   train::Trainer trainer(
       Backend(), store, model == Model::kMlp ? train::ModelFn(MlpModel) : train::ModelFn(CnnModel),
       losses::SparseCategoricalCrossEntropyLogits, optimizers::Adam().LearningRate(1e-3).Done(), {}, {});
+  trainer.SetNanCheck(nan_check);
   Tensor x, labels;
   TrainData(model, x, labels);
   auto step = [&] { return trainer.TrainStep(std::any(), {x.Clone()}, {labels.Clone()}); };
@@ -79,11 +82,15 @@ void TrainerCase(benchmark::State& state, Model model) {
 
 }  // namespace
 
-// Registers train_trainer/mlp and train_trainer/cnn (real time: several threads work).
+// Registers train_trainer/mlp and train_trainer/cnn (real time: several threads work), and
+// debug/nan_check/mlp and debug/nan_check/cnn: the same steps with the NaN check on.
 void RegisterTrainerCases() {
   for (Model model : {Model::kMlp, Model::kCnn}) {
     const std::string name = model == Model::kMlp ? "mlp" : "cnn";
-    benchmark::RegisterBenchmark(("train_trainer/" + name).c_str(), TrainerCase, model)
+    benchmark::RegisterBenchmark(("train_trainer/" + name).c_str(), TrainerCase, model, false)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("debug/nan_check/" + name).c_str(), TrainerCase, model, true)
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
   }

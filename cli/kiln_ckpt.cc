@@ -68,38 +68,6 @@ Located Locate(const std::string& arg) {
   return {dir, p.filename().string()};
 }
 
-// The elements of `t` as doubles (packed dtypes unpacked, bool as 0/1).
-std::vector<double> AsDoubles(const Tensor& t) {
-  std::vector<double> out;
-  out.reserve(static_cast<size_t>(t.Size()));
-  if (kiln::IsPacked(t.dtype())) {
-    const bool is_signed = t.dtype() == DType::Int4 || t.dtype() == DType::Int2;
-    const int bits = (t.dtype() == DType::Int4 || t.dtype() == DType::Uint4) ? 4 : 2;
-    const int per_byte = 8 / bits;
-    t.ConstBytes([&](std::span<const uint8_t> bytes) {
-      for (int64_t i = 0; i < t.Size(); ++i) {
-        int v = (bytes[static_cast<size_t>(i / per_byte)] >> ((i % per_byte) * bits)) & ((1 << bits) - 1);
-        if (is_signed && v >= (1 << (bits - 1))) v -= 1 << bits;
-        out.push_back(v);
-      }
-    });
-    return out;
-  }
-  kiln::DispatchDType(t.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    t.ConstFlatData<T>([&](std::span<const T> flat) {
-      for (const T& x : flat) {
-        if constexpr (std::is_same_v<T, kiln::float16> || std::is_same_v<T, kiln::bfloat16>) {
-          out.push_back(static_cast<double>(static_cast<float>(x)));
-        } else {
-          out.push_back(static_cast<double>(x));
-        }
-      }
-    });
-  });
-  return out;
-}
-
 struct Stats {
   double min = 0, mean = 0, max = 0;
   int64_t finite = 0, non_finite = 0;
@@ -108,7 +76,7 @@ struct Stats {
 Stats StatsOf(const Tensor& t) {
   Stats s;
   double sum = 0;
-  for (double x : AsDoubles(t)) {
+  for (double x : t.ToDoubles()) {
     if (!std::isfinite(x)) {
       ++s.non_finite;
       continue;
@@ -212,7 +180,7 @@ int Show(const Located& at, const std::string& path, bool all) {
     fmt::print("{}\n", v->value.ToString());
     return 0;
   }
-  const std::vector<double> values = AsDoubles(v->value);
+  const std::vector<double> values = v->value.ToDoubles();
   for (size_t i = 0; i < values.size(); ++i) fmt::print("{} {}\n", i, values[i]);
   return 0;
 }
@@ -245,8 +213,8 @@ int Diff(const Located& a, const Located& b) {
       }
       continue;
     }
-    const std::vector<double> x = AsDoubles(va.value);
-    const std::vector<double> y = AsDoubles(vb->value);
+    const std::vector<double> x = va.value.ToDoubles();
+    const std::vector<double> y = vb->value.ToDoubles();
     double max_abs = 0, sum_abs = 0;
     int64_t differ = 0;
     bool nan_on_one_side = false;

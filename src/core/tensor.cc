@@ -243,6 +243,38 @@ Tensor Tensor::Reshape(const std::vector<int64_t>& dimensions) const {
   return Tensor(Shape(shape_.dtype(), std::move(dims)), storage_);
 }
 
+std::vector<double> Tensor::ToDoubles() const {
+  if (!Ok()) detail::ThrowError("Tensor::ToDoubles: the tensor is empty, finalized or donated");
+  std::vector<double> out;
+  out.reserve(static_cast<size_t>(Size()));
+  if (IsPacked(dtype())) {
+    const bool is_signed = IsSigned(dtype());
+    const int bits = DTypeBits(dtype());
+    const int per_byte = 8 / bits;
+    ConstBytes([&](std::span<const uint8_t> bytes) {
+      for (int64_t i = 0; i < Size(); ++i) {
+        int v = (bytes[static_cast<size_t>(i / per_byte)] >> ((i % per_byte) * bits)) & ((1 << bits) - 1);
+        if (is_signed && v >= (1 << (bits - 1))) v -= 1 << bits;
+        out.push_back(v);
+      }
+    });
+    return out;
+  }
+  DispatchDType(dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    ConstFlatData<T>([&](std::span<const T> flat) {
+      for (const T& x : flat) {
+        if constexpr (std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>) {
+          out.push_back(static_cast<double>(static_cast<float>(x)));
+        } else {
+          out.push_back(static_cast<double>(x));
+        }
+      }
+    });
+  });
+  return out;
+}
+
 Tensor Tensor::Clone() const {
   Tensor result;
   ConstBytes([&](std::span<const uint8_t> bytes) { result = FromBytes(shape_, bytes); });

@@ -47,21 +47,22 @@ std::string FormatElement(DType dtype, const uint8_t* data, int64_t i) {
   });
 }
 
-void FormatAxis(const Shape& shape, const uint8_t* data, int axis, int64_t offset, std::string& out) {
+void FormatAxis(const Shape& shape, const uint8_t* data, int axis, int64_t offset, bool full,
+                std::string& out) {
   const int64_t dim = shape.Dimensions()[axis];
   int64_t stride = 1;
   for (int a = axis + 1; a < shape.Rank(); ++a) stride *= shape.Dimensions()[a];
   out += '{';
   for (int64_t i = 0; i < dim; ++i) {
     if (i > 0) out += ", ";
-    if (dim > kMaxPrintedPerAxis && i == kMaxPrintedPerAxis / 2) {
+    if (!full && dim > kMaxPrintedPerAxis && i == kMaxPrintedPerAxis / 2) {
       out += "..., ";
       i = dim - kMaxPrintedPerAxis / 2;
     }
     if (axis + 1 == shape.Rank()) {
       out += FormatElement(shape.dtype(), data, offset + i);
     } else {
-      FormatAxis(shape, data, axis + 1, offset + i * stride, out);
+      FormatAxis(shape, data, axis + 1, offset + i * stride, full, out);
     }
   }
   out += '}';
@@ -69,7 +70,9 @@ void FormatAxis(const Shape& shape, const uint8_t* data, int axis, int64_t offse
 
 }  // namespace
 
-std::string Tensor::ToString() const {
+std::string Tensor::ToString() const { return ToString(false); }
+
+std::string Tensor::ToString(bool full) const {
   if (!storage_) return "<empty tensor>";
   if (!Ok()) return fmt::format("<finalized tensor {}>", shape_);
   std::string out;
@@ -81,7 +84,7 @@ std::string Tensor::ToString() const {
     }
     for (int64_t d : shape_.Dimensions()) out += fmt::format("[{}]", d);
     out += DTypeValueName(shape_.dtype());
-    FormatAxis(shape_, bytes.data(), 0, 0, out);
+    FormatAxis(shape_, bytes.data(), 0, 0, full, out);
   });
   return out;
 }

@@ -12,27 +12,11 @@ namespace kiln::data {
 
 namespace {
 
-/// The elements of `t` (float or integer, unpacked) as doubles.
+/// The elements of `t` (float or integer) as doubles.
 std::vector<double> AsDoubles(const Tensor& t, const std::string& what) {
-  if (IsPacked(t.dtype()) || t.dtype() == DType::Bool || !(IsFloat(t.dtype()) || IsInt(t.dtype())))
+  if (t.dtype() == DType::Bool || !(IsFloat(t.dtype()) || IsInt(t.dtype())))
     kiln::detail::Throw("{}: input {} must be float or integer", what, t.shape());
-  std::vector<double> out;
-  out.reserve(static_cast<size_t>(t.Size()));
-  DispatchDType(t.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    if constexpr (!std::is_same_v<T, bool>) {
-      t.ConstFlatData<T>([&](std::span<const T> flat) {
-        for (const T& x : flat) {
-          if constexpr (std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>) {
-            out.push_back(static_cast<double>(static_cast<float>(x)));
-          } else {
-            out.push_back(static_cast<double>(x));
-          }
-        }
-      });
-    }
-  });
-  return out;
+  return t.ToDoubles();
 }
 
 /// `values` as a tensor of `shape` (a float dtype).

@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "core/check.h"
+#include "graph/exec_debug.h"
 #include "graph/exec_internal.h"
 #include "kiln/compute/backend.h"
 
@@ -86,6 +87,8 @@ namespace {
 
 struct CacheEntry {
   std::vector<Shape> key;
+  bool with_aliases = false;  // Built for CallWithAliases (aliased values are extra outputs).
+  exec_internal::DebugOutputs debug;
   std::unique_ptr<Graph> graph;
   std::shared_ptr<const compute::Program> program;
   std::unique_ptr<compute::Executable> executable;
@@ -105,13 +108,15 @@ struct Exec::State {
   std::vector<std::vector<std::string>> dynamic_axes;  // Per input, as WithDynamicAxes took them.
   std::string dynamic_batch;                           // WithDynamicBatch's axis name, or "".
   std::list<std::shared_ptr<CacheEntry>> lru;          // Most recently used first.
+  NodeLogger logger = DefaultNodeLogger;
+  bool nan_check = NanCheckFromEnvironment();
 
   std::string What() const { return fmt::format("exec \"{}\"", name); }
 
-  std::shared_ptr<CacheEntry> Get(const std::vector<Shape>& shapes) {
+  std::shared_ptr<CacheEntry> Get(const std::vector<Shape>& shapes, bool with_aliases = false) {
     std::lock_guard lock(mu.Checked(What()));
     for (auto it = lru.begin(); it != lru.end(); ++it) {
-      if ((*it)->key == shapes) {
+      if ((*it)->key == shapes && (*it)->with_aliases == with_aliases) {
         lru.splice(lru.begin(), lru, it);
         return lru.front();
       }
@@ -119,7 +124,9 @@ struct Exec::State {
     // Build and compile under the lock: concurrent first calls of one shape build once.
     auto entry = std::make_shared<CacheEntry>();
     entry->key = shapes;
+    entry->with_aliases = with_aliases;
     entry->graph = std::make_unique<Graph>(name);
+    entry->graph->SetTraced(nan_check);
     std::vector<Node> params;
     for (const Shape& s : shapes) params.push_back(entry->graph->Parameter(s));
     ++builds;
@@ -129,6 +136,7 @@ struct Exec::State {
       outputs = fn(*entry->graph, params);
     }
     if (outputs.empty()) kiln::detail::Throw("exec \"{}\": the graph function returned no outputs", name);
+    entry->debug = exec_internal::AppendDebugOutputs(*entry->graph, outputs, with_aliases, nan_check);
     entry->program = entry->graph->Build(outputs, std::vector<bool>(shapes.size(), true));
     entry->executable = backend->Compile(entry->program);
     lru.push_front(entry);
@@ -213,7 +221,33 @@ std::shared_ptr<const compute::Program> Exec::ProgramFor(const std::vector<Shape
   return state_->Get(SignatureOf(input_shapes))->program;
 }
 
-std::vector<Tensor> Exec::CallTensors(const std::vector<Tensor>& inputs) {
+Exec& Exec::SetNodeLogger(NodeLogger logger) {
+  std::lock_guard lock(state_->mu.Checked(state_->What()));
+  state_->logger = std::move(logger);
+  return *this;
+}
+
+Exec& Exec::SetNanCheck(bool on) {
+  std::lock_guard lock(state_->mu.Checked(state_->What()));
+  if (state_->nan_check != on) state_->lru.clear();
+  state_->nan_check = on;
+  return *this;
+}
+
+bool Exec::NanCheck() const {
+  std::lock_guard lock(state_->mu.Checked(state_->What()));
+  return state_->nan_check;
+}
+
+AliasedResults Exec::CallWithAliases(const std::vector<Tensor>& inputs) {
+  AliasedResults r;
+  r.outputs = Run(inputs, &r.aliased);
+  return r;
+}
+
+std::vector<Tensor> Exec::CallTensors(const std::vector<Tensor>& inputs) { return Run(inputs, nullptr); }
+
+std::vector<Tensor> Exec::Run(const std::vector<Tensor>& inputs, std::map<std::string, Tensor>* aliased) {
   State& st = *state_;
   if (st.num_inputs >= 0 && static_cast<int>(inputs.size()) != st.num_inputs) {
     kiln::detail::Throw("exec \"{}\": called with {} inputs, but its function takes {}", st.name,
@@ -226,7 +260,7 @@ std::vector<Tensor> Exec::CallTensors(const std::vector<Tensor>& inputs) {
     }
     shapes.push_back(inputs[i].shape());
   }
-  std::shared_ptr<CacheEntry> entry = st.Get(SignatureOf(shapes));
+  std::shared_ptr<CacheEntry> entry = st.Get(SignatureOf(shapes), aliased != nullptr);
 
   const int device = 0;
   std::vector<compute::BufferPtr> buffers;
@@ -252,6 +286,14 @@ std::vector<Tensor> Exec::CallTensors(const std::vector<Tensor>& inputs) {
   std::vector<Tensor> results;
   for (size_t i = 0; i < out.size(); ++i) {
     results.push_back(Tensor::FromBuffer(st.backend, device, out_shapes[i], std::move(out[i])));
+  }
+  if (entry->debug.Count() > 0 || st.logger) {
+    NodeLogger logger;
+    {
+      std::lock_guard lock(st.mu.Checked(st.What()));
+      logger = st.logger;
+    }
+    exec_internal::FinishDebugOutputs(st.What(), *entry->graph, entry->debug, results, logger, aliased);
   }
   return results;
 }

@@ -167,6 +167,8 @@ void Graph::PushFlags(const std::vector<int>& operand_ids) {
       if (Flag(o, kRemat)) f = kRemat;
   }
   flags_.push_back(f);
+  // The node about to be appended records where it was built (Node::Trace).
+  if (traced_) traces_.emplace(static_cast<int>(flags_.size()) - 1, Error("built at"));
 }
 
 void Graph::SetCustomGradient(Node n, CustomGradientFn fn) {

@@ -2,7 +2,10 @@
 
 #include "kiln/ml/metrics.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <random>
 
 #include "core/check.h"
 
@@ -25,6 +28,63 @@ class MeanMetric final : public Interface {
  private:
   std::string name_, short_;
   BatchFn batch_;
+};
+
+class MedianAggregator final : public Aggregator {
+ public:
+  MedianAggregator(const std::string& name, size_t capacity) : name_(name), capacity_(capacity) {}
+  void Add(const Tensor& value, double) override {
+    for (double x : value.ToDoubles()) {
+      if (std::isnan(x)) kiln::detail::Throw("metric \"{}\": a NaN sample", name_);
+      ++seen_;
+      if (samples_.size() < capacity_) {
+        samples_.push_back(x);
+        continue;
+      }
+      // Reservoir sampling: the seen_-th sample replaces a random one with probability capacity/seen.
+      std::uniform_int_distribution<uint64_t> pick(0, seen_ - 1);
+      const uint64_t j = pick(rng_);
+      if (j < capacity_) samples_[static_cast<size_t>(j)] = x;
+    }
+  }
+  double Result() override {
+    if (samples_.empty()) kiln::detail::Throw("metric \"{}\": no samples to take the median of", name_);
+    const size_t mid = samples_.size() / 2;
+    std::nth_element(samples_.begin(), samples_.begin() + static_cast<long>(mid), samples_.end());
+    return samples_[mid];
+  }
+
+ private:
+  std::string name_;
+  size_t capacity_;
+  uint64_t seen_ = 0;
+  std::vector<double> samples_;
+  std::mt19937_64 rng_{0x6b696c6eu};
+};
+
+class MedianMetric final : public Interface {
+ public:
+  MedianMetric(std::string name, std::string short_name, BatchFn batch, int sample_size)
+      : name_(std::move(name)), short_(std::move(short_name)), batch_(std::move(batch)), size_(sample_size) {
+    if (sample_size < 1) kiln::detail::Throw("metric \"{}\": sample size {} is below 1", name_, sample_size);
+  }
+  const std::string& Name() const override { return name_; }
+  const std::string& ShortName() const override { return short_; }
+  bool IsMovingAverage() const override { return false; }
+  Node UpdateGraph(model::Scope, const std::vector<Node>& labels,
+                   const std::vector<Node>& predictions) override {
+    Node v = batch_(labels, predictions);
+    if (!v.Ok()) kiln::detail::Throw("metric \"{}\": the batch function returned an invalid node", name_);
+    return IsFloat(v.dtype()) && v.dtype() != DType::Float64 ? graph::ConvertDType(v, DType::Float32) : v;
+  }
+  std::unique_ptr<Aggregator> NewAggregator() const override {
+    return std::make_unique<MedianAggregator>(name_, static_cast<size_t>(size_));
+  }
+
+ private:
+  std::string name_, short_;
+  BatchFn batch_;
+  int size_;
 };
 
 /// A variable-name-safe form of a short name ("~acc" -> "_acc").
@@ -89,6 +149,21 @@ Node FractionTrue(Node hits) { return graph::ReduceAllMean(graph::ConvertDType(h
 
 Metric NewMean(std::string name, std::string short_name, BatchFn batch) {
   return std::make_shared<MeanMetric>(std::move(name), std::move(short_name), std::move(batch));
+}
+
+Metric NewMedian(std::string name, std::string short_name, BatchFn batch, int sample_size) {
+  return std::make_shared<MedianMetric>(std::move(name), std::move(short_name), std::move(batch),
+                                        sample_size);
+}
+
+Node AbsoluteErrors(const std::vector<Node>& labels, const std::vector<Node>& predictions) {
+  CheckArgs("AbsoluteErrors", labels, predictions);
+  Node p = graph::ConvertDType(predictions[0], DType::Float32);
+  Node y = graph::ConvertDType(labels[0], DType::Float32);
+  if (y.shape().Dimensions() != p.shape().Dimensions())
+    kiln::detail::Throw("AbsoluteErrors: labels {} and predictions {} differ in shape", labels[0].shape(),
+                        predictions[0].shape());
+  return graph::Abs(p - y);
 }
 
 Metric NewMovingAverage(std::string name, std::string short_name, double factor, BatchFn batch) {

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "core/check.h"
+#include "graph/exec_debug.h"
 #include "graph/exec_internal.h"
 #include "kiln/compute/backend.h"
 #include "model/model_internal.h"
@@ -17,6 +18,8 @@ namespace {
 
 struct Entry {
   std::vector<Shape> key;
+  bool with_aliases = false;
+  graph::exec_internal::DebugOutputs debug;
   std::unique_ptr<graph::Graph> graph;
   std::shared_ptr<const compute::Program> program;
   std::unique_ptr<compute::Executable> executable;
@@ -38,6 +41,8 @@ struct Exec::State {
   std::vector<std::vector<std::string>> dynamic_axes;  // Per input, as WithDynamicAxes took them.
   std::string dynamic_batch;                           // WithDynamicBatch's axis name, or "".
   std::list<std::shared_ptr<Entry>> lru;
+  graph::NodeLogger logger = graph::DefaultNodeLogger;
+  bool nan_check = graph::NanCheckFromEnvironment();
 
   std::string What() const { return fmt::format("model exec \"{}\"", name); }
 
@@ -53,18 +58,20 @@ struct Exec::State {
                                                   backend->Capabilities().HasDynamicShapes());
   }
 
-  std::shared_ptr<Entry> Get(const std::vector<Shape>& shapes) {
+  std::shared_ptr<Entry> Get(const std::vector<Shape>& shapes, bool with_aliases = false) {
     std::lock_guard lock(mu.Checked(What()));
     for (auto it = lru.begin(); it != lru.end(); ++it) {
-      if ((*it)->key == shapes) {
+      if ((*it)->key == shapes && (*it)->with_aliases == with_aliases) {
         lru.splice(lru.begin(), lru, it);
         return lru.front();
       }
     }
     auto e = std::make_shared<Entry>();
     e->key = shapes;
+    e->with_aliases = with_aliases;
     e->graph = std::make_unique<graph::Graph>(name);
     graph::Graph& g = *e->graph;
+    g.SetTraced(nan_check);
     std::vector<graph::Node> params;
     for (const Shape& s : shapes) params.push_back(g.Parameter(s));
     detail::GraphState& st = detail::StateOf(g);
@@ -92,6 +99,7 @@ struct Exec::State {
       e->writes.push_back(v);
       outputs.push_back(node);
     }
+    e->debug = graph::exec_internal::AppendDebugOutputs(g, outputs, with_aliases, nan_check);
     e->program = g.Build(outputs, std::vector<bool>(static_cast<size_t>(g.NumParameters()), true));
     e->executable = backend->Compile(e->program);
     lru.push_front(e);
@@ -145,7 +153,33 @@ std::shared_ptr<const compute::Program> Exec::ProgramFor(const std::vector<Shape
   return state_->Get(state_->Signature(input_shapes))->program;
 }
 
-std::vector<Tensor> Exec::CallTensors(const std::vector<Tensor>& inputs) {
+Exec& Exec::SetNodeLogger(graph::NodeLogger logger) {
+  std::lock_guard lock(state_->mu.Checked(state_->What()));
+  state_->logger = std::move(logger);
+  return *this;
+}
+
+Exec& Exec::SetNanCheck(bool on) {
+  std::lock_guard lock(state_->mu.Checked(state_->What()));
+  if (state_->nan_check != on) state_->lru.clear();
+  state_->nan_check = on;
+  return *this;
+}
+
+bool Exec::NanCheck() const {
+  std::lock_guard lock(state_->mu.Checked(state_->What()));
+  return state_->nan_check;
+}
+
+graph::AliasedResults Exec::CallWithAliases(const std::vector<Tensor>& inputs) {
+  graph::AliasedResults r;
+  r.outputs = Run(inputs, &r.aliased);
+  return r;
+}
+
+std::vector<Tensor> Exec::CallTensors(const std::vector<Tensor>& inputs) { return Run(inputs, nullptr); }
+
+std::vector<Tensor> Exec::Run(const std::vector<Tensor>& inputs, std::map<std::string, Tensor>* aliased) {
   State& st = *state_;
   if (st.num_inputs >= 0 && static_cast<int>(inputs.size()) != st.num_inputs) {
     kiln::detail::Throw("model exec \"{}\": called with {} inputs, but its function takes {}", st.name,
@@ -157,7 +191,13 @@ std::vector<Tensor> Exec::CallTensors(const std::vector<Tensor>& inputs) {
       kiln::detail::Throw("model exec \"{}\": input {} is not Ok (empty, finalized or donated)", st.name, i);
     shapes.push_back(inputs[i].shape());
   }
-  std::shared_ptr<Entry> e = st.Get(st.Signature(shapes));
+  std::shared_ptr<Entry> e = st.Get(st.Signature(shapes), aliased != nullptr);
+  graph::NodeLogger logger;
+  {
+    std::lock_guard lock(st.mu.Checked(st.What()));
+    logger = st.logger;
+  }
+  const bool checking = !e->debug.checked.empty();
   st.store.InitializeVariables(st.backend);
 
   const int device = 0;
@@ -176,7 +216,7 @@ std::vector<Tensor> Exec::CallTensors(const std::vector<Tensor>& inputs) {
       kiln::detail::Throw("model exec \"{}\": variable \"{}\" has no value", st.name, v->path);
     // In place only when the store holds the sole handle and the graph sets a new value.
     const bool written = std::find(e->writes.begin(), e->writes.end(), v) != e->writes.end();
-    const bool donate = written && v->value.HandleCount() == 1;
+    const bool donate = written && v->value.HandleCount() == 1 && !checking;
     shapes.push_back(v->value.shape());
     buffers.push_back(donate ? v->value.DonateBuffer(st.backend, device)
                              : v->value.DeviceBuffer(st.backend, device));
@@ -186,16 +226,17 @@ std::vector<Tensor> Exec::CallTensors(const std::vector<Tensor>& inputs) {
   std::vector<compute::BufferPtr> out =
       e->executable->ExecuteWithShapes(buffers, shapes, donated, device, out_shapes);
   std::vector<Tensor> results;
-  for (size_t i = 0; i < out.size(); ++i) {
-    Tensor t = Tensor::FromBuffer(st.backend, device, out_shapes[i], std::move(out[i]));
-    if (i < e->num_outputs) {
-      results.push_back(std::move(t));
-    } else {
-      detail::VariableData& v = *e->writes[i - e->num_outputs];
-      v.value = std::move(t);
-      v.pending = nullptr;
-    }
+  for (size_t i = 0; i < out.size(); ++i)
+    results.push_back(Tensor::FromBuffer(st.backend, device, out_shapes[i], std::move(out[i])));
+  // Logged values, the NaN check (before any variable changes) and aliased values.
+  if (e->debug.Count() > 0 || logger)
+    graph::exec_internal::FinishDebugOutputs(st.What(), *e->graph, e->debug, results, logger, aliased);
+  for (size_t i = e->num_outputs; i < results.size(); ++i) {
+    detail::VariableData& v = *e->writes[i - e->num_outputs];
+    v.value = std::move(results[i]);
+    v.pending = nullptr;
   }
+  results.resize(e->num_outputs);
   return results;
 }
 

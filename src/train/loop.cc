@@ -38,6 +38,7 @@ void Loop::OnEnd(const std::string& name, int priority, LoopFn fn) {
 std::vector<Tensor> Loop::Run(const data::DatasetPtr& dataset, int64_t steps, int epochs) {
   if (!dataset) kiln::detail::Throw("Loop: null dataset");
   start_step_ = GlobalStep(trainer_);
+  stop_ = false;
   end_step_ = steps >= 0 ? start_step_ + steps : -1;
   if (epochs > 0 && dataset->IsInfinite())
     kiln::detail::Throw("Loop::RunEpochs: dataset \"{}\" is infinite", dataset->Name());
@@ -61,6 +62,7 @@ std::vector<Tensor> Loop::Run(const data::DatasetPtr& dataset, int64_t steps, in
       kiln::detail::Throw("Loop: the loss is {} at step {}: training stopped", loss, step_);
     }
     for (auto& c : on_step_) c.fn(*this, last_);
+    if (stop_) break;
   }
   for (auto& c : on_end_) c.fn(*this);
   return last_;

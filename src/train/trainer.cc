@@ -174,6 +174,11 @@ Trainer::Trainer(compute::BackendPtr backend, model::Store store, ModelFn model,
   s.optimizer = std::move(optimizer);
   s.train_metrics = std::move(train_metrics);
   s.eval_metrics = std::move(eval_metrics);
+  for (const metrics::Metric& m : s.train_metrics) {
+    if (m->NewAggregator() != nullptr)
+      kiln::detail::Throw(
+          "Trainer: train metric \"{}\" aggregates over an evaluation; make it an eval metric", m->Name());
+  }
   for (const metrics::Metric& m : s.eval_metrics) {
     if (m->IsMovingAverage())
       kiln::detail::Throw("Trainer: eval metric \"{}\" is a moving average; evaluation needs mean metrics",
@@ -224,6 +229,18 @@ Trainer& Trainer::WithDynamicBatch(const std::string& name) {
   return *this;
 }
 
+Trainer& Trainer::SetNanCheck(bool on) {
+  state_->train_exec->SetNanCheck(on);
+  state_->eval_exec->SetNanCheck(on);
+  return *this;
+}
+
+Trainer& Trainer::SetNodeLogger(graph::NodeLogger logger) {
+  state_->train_exec->SetNodeLogger(logger);
+  state_->eval_exec->SetNodeLogger(std::move(logger));
+  return *this;
+}
+
 Trainer& Trainer::AccumulateGradients(int n) {
   if (n < 1) kiln::detail::Throw("Trainer::AccumulateGradients: n = {} must be at least 1", n);
   if (state_->started && n != state_->accumulate) {
@@ -269,19 +286,32 @@ std::vector<Tensor> Trainer::Eval(const data::DatasetPtr& dataset) {
                         dataset->Name());
   dataset->Reset();
   std::vector<double> sums(1 + state_->eval_metrics.size(), 0.0);
+  // Metrics that are not means of their batches (a median) combine their values themselves.
+  std::vector<std::unique_ptr<metrics::Aggregator>> aggregators(sums.size());
+  for (size_t i = 0; i < state_->eval_metrics.size(); ++i)
+    aggregators[i + 1] = state_->eval_metrics[i]->NewAggregator();
   double examples = 0;
   std::any spec;
   std::vector<Tensor> inputs, labels;
   while (dataset->Yield(spec, inputs, labels)) {
     const double n = inputs.at(0).rank() > 0 ? static_cast<double>(inputs[0].shape().Dim(0)) : 1.0;
     std::vector<Tensor> r = EvalStep(spec, inputs, labels);
-    for (size_t i = 0; i < r.size(); ++i) sums[i] += n * r[i].Item<float>();
+    for (size_t i = 0; i < r.size(); ++i) {
+      if (aggregators[i]) {
+        aggregators[i]->Add(r[i], n);
+      } else {
+        sums[i] += n * r[i].Item<float>();
+      }
+    }
     examples += n;
   }
   if (examples == 0)
     kiln::detail::Throw("Trainer::Eval: dataset \"{}\" yielded no examples", dataset->Name());
   std::vector<Tensor> out;
-  for (double v : sums) out.push_back(Tensor::FromScalar<float>(static_cast<float>(v / examples)));
+  for (size_t i = 0; i < sums.size(); ++i) {
+    const double v = aggregators[i] ? aggregators[i]->Result() : sums[i] / examples;
+    out.push_back(Tensor::FromScalar<float>(static_cast<float>(v)));
+  }
   for (const auto& fn : state_->on_eval) fn(dataset, out);
   return out;
 }
@@ -309,6 +339,18 @@ std::vector<std::string> Trainer::EvalMetricShortNames() const {
 
 void Trainer::OnEval(std::function<void(const data::DatasetPtr&, const std::vector<Tensor>&)> fn) {
   state_->on_eval.push_back(std::move(fn));
+}
+
+void ReportEval(Trainer& trainer, const std::vector<data::DatasetPtr>& datasets, std::ostream& out) {
+  const std::vector<std::string> names = trainer.EvalMetricNames(), shorts = trainer.EvalMetricShortNames();
+  for (const data::DatasetPtr& ds : datasets) {
+    if (!ds) kiln::detail::Throw("ReportEval: null dataset");
+    const std::vector<Tensor> values = trainer.Eval(ds);
+    std::string text = fmt::format("Results on {}:\n", ds->Name());
+    for (size_t i = 0; i < values.size() && i < names.size(); ++i)
+      text += fmt::format("\t{} ({}): {}\n", names[i], shorts[i], values[i].Item<float>());
+    out << text << std::flush;
+  }
 }
 
 const model::Store& Trainer::store() const { return state_->store; }

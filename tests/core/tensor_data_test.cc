@@ -106,6 +106,24 @@ TEST(TensorTest, FromShapePackedIsZeros) {
   }
 }
 
+TEST(TensorTest, ToDoublesReadsEveryRealDType) {
+  EXPECT_EQ(Tensor::FromValue(std::vector<float>{1.5f, -2}).ToDoubles(), (std::vector<double>{1.5, -2}));
+  EXPECT_EQ(Tensor::FromValue(std::vector<uint8_t>{0, 255}).ToDoubles(), (std::vector<double>{0, 255}));
+  EXPECT_EQ(Tensor::FromValue(std::vector<int64_t>{-7, 9}).ToDoubles(), (std::vector<double>{-7, 9}));
+  EXPECT_EQ(Tensor::FromValue(std::vector<bool>{true, false}).ToDoubles(), (std::vector<double>{1, 0}));
+  EXPECT_EQ(Tensor::FromValue(std::vector<bfloat16>{bfloat16(0.5f), bfloat16(-3.0f)}).ToDoubles(),
+            (std::vector<double>{0.5, -3}));
+  // Packed: two Int4 per byte, the low nibble first; 0xF is -1, 0x8 is -8.
+  const std::vector<uint8_t> raw{0x7F, 0x08};
+  EXPECT_EQ(Tensor::FromBytes(Shape(DType::Int4, {3}), raw).ToDoubles(), (std::vector<double>{-1, 7, -8}));
+  EXPECT_EQ(Tensor::FromBytes(Shape(DType::Uint4, {3}), raw).ToDoubles(), (std::vector<double>{15, 7, 8}));
+  EXPECT_EQ(Tensor::FromBytes(Shape(DType::Uint2, {4}), std::vector<uint8_t>{0xE4}).ToDoubles(),
+            (std::vector<double>{0, 1, 2, 3}));
+  Tensor gone = Tensor::FromValue(std::vector<float>{1});
+  gone.FinalizeAll();
+  EXPECT_TRUE(ThrowsKilnError([&] { gone.ToDoubles(); }));
+}
+
 TEST(TensorTest, FromShapeRejectsInvalid) {
   EXPECT_TRUE(ThrowsKilnError([] { Tensor::FromShape(Shape()); }));
   EXPECT_TRUE(ThrowsKilnError([] { Tensor::FromBytes(Shape(), {}); }));

@@ -168,5 +168,14 @@ TEST(TensorPrintTest, FinalizedAndEmptyHandlesPrint) {
   EXPECT_FALSE(s.empty());
 }
 
+TEST(TensorPrintTest, FullPrintsEveryElement) {
+  std::vector<int32_t> v(10);
+  for (int i = 0; i < 10; ++i) v[static_cast<size_t>(i)] = i;
+  const Tensor t = Tensor::FromValue(v);
+  EXPECT_EQ(t.ToString(), "[10]int32{0, 1, 2, 3, ..., 6, 7, 8, 9}");
+  EXPECT_EQ(t.ToString(true), "[10]int32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}");
+  EXPECT_EQ(t.ToString(false), t.ToString());
+}
+
 }  // namespace
 }  // namespace kiln

@@ -1,6 +1,6 @@
 // Tests for layers: Dense and Convolution against the same computation written with graph ops
 // on the stored weights, pooling sizes, global pooling, and Dropout and DropPath in training and
-// inference.
+// inference, DropBlock's blocks.
 
 #include "kiln/ml/layers.h"
 
@@ -174,6 +174,105 @@ TEST(Layers, DropPathDropsWholeExamplesWhileTraining) {
   EXPECT_TRUE(
       Throws([&] { layers::DropPath(store.RootScope(), g.Parameter(Shape(DType::Float32, {2})), -0.1); },
              {"DropPath", "rate -0.1"}));
+}
+
+// DropBlock on ones [batch, H, W, C]: which positions of example n, channel 0, are zero.
+std::vector<std::vector<bool>> Dropped(const std::vector<float>& v, int n, int h, int w, int c) {
+  std::vector<std::vector<bool>> z(static_cast<size_t>(h), std::vector<bool>(static_cast<size_t>(w)));
+  for (int i = 0; i < h; ++i)
+    for (int j = 0; j < w; ++j) z[i][j] = v[static_cast<size_t>(((n * h + i) * w + j) * c)] == 0;
+  return z;
+}
+
+TEST(Layers, DropBlockDropsWholeBlocksAcrossChannelsWhileTraining) {
+  model::Store store;
+  constexpr int kN = 4, kH = 48, kW = 48, kC = 3;
+  const Tensor ones = Tensor::FromScalarAndDimensions<float>(1.0f, {kN, kH, kW, kC});
+  auto fn = [](model::Scope scope, Node x) {
+    return layers::DropBlock(scope.In("db"), x).Probability(0.2).BlockSize(3).Done();
+  };
+  model::Exec infer = model::NewExec(compute::New(), store, fn);
+  EXPECT_TRUE(infer.Call1(ones).Equal(ones));
+  model::Exec train = model::NewExec(compute::New(), store, fn);
+  train.OnNewGraph([](Graph& g) { model::SetTraining(g, true); });
+  const std::vector<float> a = train.Call1(ones).ToVector<float>();
+  int64_t dropped = 0, interior = 0;
+  for (int n = 0; n < kN; ++n) {
+    const auto z = Dropped(a, n, kH, kW, kC);
+    for (int i = 0; i < kH; ++i) {
+      for (int j = 0; j < kW; ++j) {
+        for (int c = 0; c < kC; ++c) {  // The channels share the mask; kept values are not rescaled.
+          const float v = a[static_cast<size_t>(((n * kH + i) * kW + j) * kC + c)];
+          ASSERT_TRUE(v == 0 || v == 1) << v;
+          ASSERT_EQ(v == 0, z[i][j]);
+        }
+        if (i > 0 && j > 0 && i < kH - 1 && j < kW - 1) {
+          ++interior;
+          dropped += z[i][j];
+        }
+        if (!z[i][j]) continue;
+        // A dropped position lies in a 3x3 block (clipped at the border) that is dropped whole.
+        bool in_block = false;
+        for (int ci = i - 1; ci <= i + 1 && !in_block; ++ci) {
+          for (int cj = j - 1; cj <= j + 1 && !in_block; ++cj) {
+            if (ci < 0 || cj < 0 || ci >= kH || cj >= kW) continue;
+            bool whole = true;
+            for (int di = -1; di <= 1; ++di)
+              for (int dj = -1; dj <= 1; ++dj) {
+                const int y = ci + di, x = cj + dj;
+                if (y >= 0 && x >= 0 && y < kH && x < kW && !z[y][x]) whole = false;
+              }
+            in_block = whole;
+          }
+        }
+        ASSERT_TRUE(in_block) << "example " << n << " position " << i << "," << j;
+      }
+    }
+  }
+  // Seeds with probability 0.2 / 9, each dropping its 3x3 neighbourhood: 1 - (1 - 0.2/9)^9.
+  const double expected = 1 - std::pow(1 - 0.2 / 9, 9);
+  EXPECT_NEAR(static_cast<double>(dropped) / static_cast<double>(interior), expected, 0.025);
+  EXPECT_NE(a, train.Call1(ones).ToVector<float>());  // The random state advances.
+
+  // Hyperparameters, channels first, every axis spatial, Bool, and the errors.
+  store.RootScope().SetParam("dropblock_prob", 0.5);
+  store.RootScope().SetParam("dropblock_size", int64_t{1});
+  model::Exec chw = model::NewExec(compute::New(), store, [](model::Scope scope, Node x) {
+    return layers::DropBlock(scope.In("db"), x).ChannelsFirst().Done();
+  });
+  chw.OnNewGraph([](Graph& g) { model::SetTraining(g, true); });
+  const std::vector<float> b =
+      chw.Call1(Tensor::FromScalarAndDimensions<float>(1.0f, {2, 4, 30, 30})).ToVector<float>();
+  int64_t zeros = 0;
+  for (size_t k = 0; k < 2 * 30 * 30; ++k) {
+    const size_t n = k / 900, p = k % 900;
+    for (size_t c = 1; c < 4; ++c) ASSERT_EQ(b[n * 3600 + c * 900 + p], b[n * 3600 + p]);
+    zeros += b[n * 3600 + p] == 0;
+  }
+  EXPECT_NEAR(static_cast<double>(zeros) / 1800.0, 0.5, 0.05);
+  model::Exec full = model::NewExec(compute::New(), store, [](model::Scope scope, Node x) {
+    return layers::DropBlock(scope.In("db"), x).Probability(0.3).BlockSizes({2, 2}).FullShape().Done();
+  });
+  full.OnNewGraph([](Graph& g) { model::SetTraining(g, true); });
+  const std::vector<bool> kept =
+      full.Call1(Tensor::FromValue(std::vector<std::vector<bool>>(20, std::vector<bool>(20, true))))
+          .ToVector<bool>();
+  int64_t kept_count = 0;
+  for (bool k : kept) kept_count += k;
+  EXPECT_GT(kept_count, 0);
+  EXPECT_LT(kept_count, 400);
+  Graph g;
+  Node x = g.Parameter(Shape(DType::Float32, {2, 5, 5, 3}));
+  EXPECT_TRUE(Throws([&] { layers::DropBlock(store.RootScope(), x).Probability(1).Done(); },
+                     {"DropBlock", "probability 1"}));
+  EXPECT_TRUE(Throws([&] { layers::DropBlock(store.RootScope(), x).BlockSizes({3}).Done(); },
+                     {"1 block sizes", "2 spatial"}));
+  EXPECT_TRUE(Throws([&] { layers::DropBlock(store.RootScope(), x).BlockSize(0).Done(); }, {"block size 0"}));
+  EXPECT_TRUE(Throws(
+      [&] {
+        layers::DropBlock(store.RootScope(), g.Parameter(Shape(DType::Float32, {2, 3}))).Done();
+      },
+      {"no spatial axis"}));
 }
 
 }  // namespace

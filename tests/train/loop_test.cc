@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -130,6 +131,55 @@ TEST(Loop, ErrorsStopTheLoop) {
   auto ds = data::InMemoryFromData(g.backend, "nan", {Column({nan, nan})}, {Column({1, 1})});
   ds->BatchSize(2, false);
   EXPECT_TRUE(Throws([&] { nan_loop.RunSteps(ds, 3); }, {"loss is nan", "step 0"}));
+}
+
+TEST(Loop, EarlyStoppingStopsAfterPatienceAndRestoresTheBest) {
+  // w starts at 0.5 and SGD pulls it towards 1: w_k = 1 - 0.5 * 0.98^k after k steps. The eval
+  // set wants 0.7, so its loss (w - 0.7)^2 falls until step ~25, then rises.
+  auto w_after = [](int k) { return 1 - 0.5 * std::pow(0.98, k); };
+  for (const bool on_disk : {false, true}) {
+    Fixture f;
+    kiln::test::TempDir dir;
+    train::Loop loop(f.trainer);
+    auto eval = data::InMemoryFromData(f.backend, "eval", {Column({1})}, {Column({0.7f})});
+    train::EarlyStoppingBuilder early = train::EarlyStopping(loop, eval).EvalEvery(5).Patience(3);
+    if (on_disk) early.BestDir(dir / "best");
+    std::shared_ptr<const train::EarlyStoppingState> state = early.Done();
+    loop.RunSteps(f.Data(4, 4), 1000);
+    // Evaluations at 5, 10, ..., 40: the best at 25, then 30, 35 and 40 do not improve.
+    EXPECT_TRUE(state->stopped);
+    EXPECT_TRUE(loop.Stopped());
+    EXPECT_EQ(state->best_step, 25);
+    EXPECT_EQ(state->evaluations, 8);
+    ASSERT_EQ(state->values.size(), 8u);
+    EXPECT_NEAR(state->values[4], std::pow(w_after(25) - 0.7, 2), 1e-6);
+    EXPECT_NEAR(state->best, state->values[4], 1e-12);
+    EXPECT_EQ(f.store.GlobalStep().Value().Item<int64_t>(), 40);  // Keeps counting the steps run.
+    EXPECT_NEAR(f.store.GetVariable("/w").Value().ToVector<float>()[0], w_after(25), 1e-5);
+  }
+  // Without restoring, the last weights stay; maximising a loss stops after the first patience.
+  Fixture f;
+  train::Loop loop(f.trainer);
+  auto eval = data::InMemoryFromData(f.backend, "eval", {Column({1})}, {Column({0.7f})});
+  train::EarlyStopping(loop, eval).EvalEvery(5).Patience(3).RestoreBest(false).Done();
+  loop.RunSteps(f.Data(4, 4), 1000);
+  EXPECT_NEAR(f.store.GetVariable("/w").Value().ToVector<float>()[0], w_after(40), 1e-5);
+  Fixture g;
+  train::Loop up(g.trainer);
+  auto up_state = train::EarlyStopping(up, eval).EvalEvery(5).Maximize().Patience(2).Done();
+  up.RunSteps(g.Data(4, 4), 1000);
+  EXPECT_EQ(up_state->best_step, 5);  // The loss only falls at first: its maximum is the first evaluation.
+  EXPECT_EQ(g.store.GlobalStep().Value().Item<int64_t>(), 15);
+  // A loop that is not stopped runs its steps; the next run starts afresh.
+  up.RunSteps(g.Data(4, 4), 3);
+  EXPECT_FALSE(up.Stopped());
+  EXPECT_EQ(up_state->evaluations, 0);  // Global steps 15..17: none is a multiple of 5 after a step.
+  EXPECT_TRUE(Throws([&] { train::EarlyStopping(loop, nullptr).Done(); }, {"no evaluation dataset"}));
+  EXPECT_TRUE(Throws([&] { train::EarlyStopping(loop, eval).Patience(0).Done(); }, {"Patience 0"}));
+  Fixture h;
+  train::Loop bad(h.trainer);
+  train::EarlyStopping(bad, eval).EvalEvery(1).Metric(3).Done();
+  EXPECT_TRUE(Throws([&] { bad.RunSteps(h.Data(4, 4), 2); }, {"metric 3", "1 values"}));
 }
 
 }  // namespace

@@ -3,11 +3,13 @@
 
 #include "kiln/train/trainer.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <sstream>
 #include <vector>
 
 #include "kiln/kiln.h"
@@ -107,6 +109,55 @@ TEST(Trainer, LearnsALineAndEvaluatesByExamples) {
   EXPECT_NEAR(e[1].Item<float>(), whole[1].Item<float>(), 1e-6);
   ds->Infinite(true);
   EXPECT_TRUE(Throws([&] { trainer.Eval(ds); }, {"infinite"}));
+}
+
+// pred = x * w, w = 1 (an initial value, no training): the predictions are the inputs.
+std::vector<Node> Identity(model::Scope scope, const std::any&, std::vector<Node> in) {
+  model::Variable w = scope.VariableWithValue("w", 1.0f);
+  return {in[0] * w.NodeValue(in[0].graph())};
+}
+
+TEST(Trainer, MedianMetricAndReportEval) {
+  // Absolute errors |x - y| of the 7 examples: 5, 1, 4, 0.5, 9, 2, 3 -> sorted 0.5 1 2 3 4 5 9.
+  const std::vector<float> xs{5, 1, 4, 0.5f, 9, 2, 3}, ys(7, 0.0f);
+  model::Store store;
+  compute::BackendPtr backend = compute::New();
+  train::Trainer trainer(backend, store, Identity, losses::MeanSquaredError,
+                         optimizers::StochasticGradientDescent().Done(), {},
+                         {metrics::NewMedian("Median Absolute Error", "~mae", metrics::AbsoluteErrors),
+                          metrics::NewMeanAbsoluteError("Mean Absolute Error", "mae")});
+  auto ds = data::InMemoryFromData(backend, "seven", {Column(xs)}, {Column(ys)});
+  ds->BatchSize(3, false);  // Batches of 3, 3 and 1 examples.
+  std::vector<Tensor> r = trainer.Eval(ds);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_FLOAT_EQ(r[1].Item<float>(), 3.0f);          // The median over examples, not batches.
+  EXPECT_FLOAT_EQ(r[2].Item<float>(), 24.5f / 7.0f);  // The mean, weighted by examples.
+  std::ostringstream out;
+  train::ReportEval(trainer, {ds}, out);
+  EXPECT_EQ(out.str(), fmt::format("Results on seven:\n\tLoss (loss): {}\n\tMedian Absolute Error (~mae): 3\n"
+                                   "\tMean Absolute Error (mae): {}\n",
+                                   r[0].Item<float>(), r[2].Item<float>()));
+  // An even count: the upper middle (as GoMLX).
+  std::unique_ptr<metrics::Aggregator> agg =
+      metrics::NewMedian("m", "m", metrics::AbsoluteErrors)->NewAggregator();
+  agg->Add(Tensor::FromValue(std::vector<float>{4, 1, 3, 2}), 4);
+  EXPECT_EQ(agg->Result(), 3.0);
+  // Beyond the sample size a reservoir estimates it: 0..9999 in a scrambled order, 1001 kept.
+  agg = metrics::NewMedian("m", "m", metrics::AbsoluteErrors, 1001)->NewAggregator();
+  std::vector<double> many;
+  for (int i = 0; i < 10000; ++i) many.push_back(static_cast<double>((i * 7919) % 10000));
+  agg->Add(Tensor::FromValue(many), 10000);
+  EXPECT_NEAR(agg->Result(), 5000, 300);
+  agg = metrics::NewMedian("empty", "e", metrics::AbsoluteErrors)->NewAggregator();
+  EXPECT_TRUE(Throws([&] { agg->Result(); }, {"\"empty\"", "no samples"}));
+  EXPECT_TRUE(Throws([&] { agg->Add(Tensor::FromValue(std::vector<float>{NAN}), 1); }, {"NaN"}));
+  EXPECT_TRUE(Throws(
+      [&] {
+        train::Trainer bad(backend, store, Identity, losses::MeanSquaredError,
+                           optimizers::StochasticGradientDescent().Done(),
+                           {metrics::NewMedian("Median", "med", metrics::AbsoluteErrors)}, {});
+      },
+      {"\"Median\"", "eval metric"}));
 }
 
 TEST(Trainer, MixedPrecisionKeepsFloat32MastersAndLearnsAsFloat32) {

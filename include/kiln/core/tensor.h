@@ -125,6 +125,9 @@ class Tensor {
   /// The single element of a tensor of size 1 (dtype must match T).
   template <Element T>
   T Item() const;
+  /// The elements in row-major order as doubles, for any real dtype (packed integers unpacked,
+  /// Bool as 0 or 1; half precision widened exactly); kiln::Error for complex dtypes.
+  std::vector<double> ToDoubles() const;
   /// Calls fn(std::span<const T>) on the flat host data, with the tensor locked meanwhile. The
   /// data is first copied to the host if it is only on a device. dtype must match T.
   template <Element T, typename Fn>
@@ -147,6 +150,8 @@ class Tensor {
   /// Printed as GoMLX prints: "float32(5)", "[2]float32{4, 12}", "[2][2]float32{{1, 2}, {3, 4}}";
   /// more than 8 values on an axis are elided with "..." in the middle.
   std::string ToString() const;
+  /// ToString, with every element when `full` (long axes are not abbreviated with "...").
+  std::string ToString(bool full) const;
 
   // ---- Devices and serialization --------------------------------------------------------------
 

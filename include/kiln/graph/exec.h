@@ -15,6 +15,7 @@
 
 #include "kiln/compute/fwd.h"
 #include "kiln/core/tensor.h"
+#include "kiln/graph/debug.h"
 #include "kiln/graph/graph.h"
 
 namespace kiln::graph {
@@ -81,6 +82,28 @@ class Exec {
   /// The Program compiled for the given input shapes (building it if needed): for debugging.
   std::shared_ptr<const compute::Program> ProgramFor(const std::vector<Shape>& input_shapes);
 
+  // ---- Debugging (graph/debug.h, docs/debugging.md) ----
+
+  /// The function that receives the values of the nodes marked with Node::SetLogged after each
+  /// run (DefaultNodeLogger unless set; an empty function reports nothing). Logged nodes are
+  /// extra outputs of the compiled program: their values are kept, the results do not change.
+  Exec& SetNodeLogger(NodeLogger logger);
+  /// Turns the NaN check on or off (initially NanCheckFromEnvironment()); clears the cache.
+  /// With it on, graphs are built traced (Graph::SetTraced) and every floating-point value the
+  /// outputs depend on is kept and checked after each run: the first node (in build order)
+  /// holding a NaN or an infinity while its floating-point operands hold none is a kiln::Error
+  /// naming the node, where it was built, its operands' ranges and how many values are not
+  /// finite. Inputs and constants are never blamed (a -inf mask is deliberate), nor what is
+  /// computed from their non-finite values. Ops inside control-flow
+  /// bodies are checked through the control-flow op's results. Slower and more memory-hungry
+  /// while on (the values are not fused away); nothing changes when off.
+  Exec& SetNanCheck(bool on);
+  /// Whether the NaN check is on.
+  bool NanCheck() const;
+  /// Runs like Call and also returns the value of every node of the graph given an alias with
+  /// Node::WithAlias (those values are kept as extra outputs of a program compiled for this).
+  AliasedResults CallWithAliases(const std::vector<Tensor>& inputs);
+
   struct State;
 
  private:
@@ -93,6 +116,7 @@ class Exec {
     }
   }
   std::vector<Tensor> CallTensors(const std::vector<Tensor>& inputs);
+  std::vector<Tensor> Run(const std::vector<Tensor>& inputs, std::map<std::string, Tensor>* aliased);
   Tensor Single(std::vector<Tensor> outputs) const;
 
   std::shared_ptr<State> state_;

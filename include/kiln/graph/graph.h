@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -13,6 +14,7 @@
 
 #include "kiln/compute/fwd.h"
 #include "kiln/compute/program.h"
+#include "kiln/core/error.h"
 #include "kiln/core/shape.h"
 
 namespace kiln::graph {
@@ -43,6 +45,30 @@ class Node {
   compute::OpType op() const;
   /// The node's operands.
   std::vector<Node> operands() const;
+
+  // ---- Debugging: value logging, aliases, build traces (docs/debugging.md) ----
+
+  /// Marks the node to be logged: every Exec run of a graph holding it hands its value, with
+  /// `message`, to the Exec's node logger (Exec::SetNodeLogger; by default one line on stderr).
+  /// A message starting with "#full " prints the whole value instead of an abbreviated one. An
+  /// empty message unmarks the node. Returns the node, to chain.
+  Node SetLogged(const std::string& message) const;
+  /// SetLogged with a printf-style formatted message.
+  Node SetLoggedf(const char* format, ...) const __attribute__((format(printf, 2, 3)));
+  /// True when the node is marked to be logged.
+  bool IsLogged() const;
+  /// The message the node is logged with ("" when it is not logged).
+  std::string LogMessage() const;
+  /// Gives the node the alias `alias`, prefixed by the graph's alias scope (Graph::PushAliasScope)
+  /// unless it starts with "/": "/layer1/output". Lookup: Graph::NodeByAlias, and the values of
+  /// aliased nodes after a run: Exec::CallWithAliases. kiln::Error when the graph already has the
+  /// alias, or `alias` is empty or ends with "/". Returns the node, to chain.
+  Node WithAlias(const std::string& alias) const;
+  /// The node's absolute alias, or "" without one.
+  std::string Alias() const;
+  /// Where the node was built (the caller's stack, one frame per line, frames inside kiln
+  /// dropped) when the graph records traces (Graph::SetTraced), else "".
+  std::string Trace() const;
 
   /// The same node of the same graph (not a comparison of values: see graph::Equal for that).
   friend bool operator==(const Node& a, const Node& b) { return a.graph_ == b.graph_ && a.id_ == b.id_; }
@@ -102,6 +128,29 @@ class Graph {
   /// A listing of every node.
   std::string ToString() const;
 
+  // ---- Debugging (see Node::SetLogged, Node::WithAlias, Node::Trace) ----
+
+  /// The nodes marked with Node::SetLogged, in build order.
+  std::vector<Node> LoggedNodes();
+  /// Pushes a part of the alias scope: aliases given next are "/<scopes...>/<alias>". Pair with
+  /// PopAliasScope (or use graph::AliasScope). kiln::Error for an empty scope or one with "/".
+  void PushAliasScope(const std::string& scope);
+  /// Pops the part pushed last; kiln::Error when none is pushed.
+  void PopAliasScope();
+  /// The current alias scope, "/" at the root, else "/a/b/".
+  std::string AliasScopePath() const;
+  /// The node with alias `alias` (absolute when it starts with "/", else relative to the current
+  /// scope), or an invalid Node (Ok() false) when none has it.
+  Node NodeByAlias(const std::string& alias);
+  /// Every aliased node, sorted by absolute alias.
+  std::vector<std::pair<std::string, Node>> AliasedNodes();
+  /// Records, for each node built from now on, the stack of the code that built it (for
+  /// Node::Trace and the NaN checker's errors). Off by default: capturing costs a stack walk
+  /// per node. Exec turns it on for graphs it builds with the NaN check on.
+  void SetTraced(bool traced) { traced_ = traced; }
+  /// Whether new nodes record their build stack.
+  bool Traced() const { return traced_; }
+
   /// Data a library attaches to the graph under `key` (the model package keeps its per-graph
   /// state here); destroyed with the graph. Empty until set.
   std::shared_ptr<void>& Attachment(const std::string& key) { return attachments_[key]; }
@@ -132,6 +181,7 @@ class Graph {
   bool RematInheritance() const { return remat_inheritance_; }
 
  private:
+  friend class Node;  // The debugging marks (Node::SetLogged, WithAlias, Trace) live here.
   static constexpr uint8_t kCheckpoint = 1, kRemat = 2;
   bool Flag(int id, uint8_t f) const {
     return id >= 0 && static_cast<size_t>(id) < flags_.size() && (flags_[static_cast<size_t>(id)] & f) != 0;
@@ -152,6 +202,26 @@ class Graph {
   std::unordered_map<int, CustomGradientFn> custom_gradients_;
   bool remat_inheritance_ = true;
   std::unordered_map<std::string, std::shared_ptr<void>> attachments_;
+  // Debugging: logged nodes, aliases, build traces.
+  std::map<int, std::string> logged_;
+  std::vector<std::string> alias_scope_;
+  std::map<std::string, int> alias_to_node_;
+  std::unordered_map<int, std::string> node_alias_;
+  bool traced_ = false;
+  std::unordered_map<int, Error> traces_;
+};
+
+/// Pushes an alias scope for its lifetime (Graph::PushAliasScope / PopAliasScope).
+class AliasScope {
+ public:
+  /// Pushes `scope` on `g`'s alias scope; the destructor pops it.
+  AliasScope(Graph& g, const std::string& scope) : g_(g) { g_.PushAliasScope(scope); }
+  ~AliasScope() { g_.PopAliasScope(); }
+  AliasScope(const AliasScope&) = delete;
+  AliasScope& operator=(const AliasScope&) = delete;
+
+ private:
+  Graph& g_;
 };
 
 }  // namespace kiln::graph

@@ -106,6 +106,50 @@ Node Dropout(model::Scope scope, Node x, double rate);
 /// 1/(1-rate), with random numbers from the store's random-number state; otherwise the identity.
 Node DropPath(model::Scope scope, Node x, double rate);
 
+/// DropBlock (Ghiasi et al. 2018; GoMLX's layers.DropBlock), dropout for feature maps: while
+/// training (model::IsTraining), whole blocks of neighbouring spatial positions are zeroed, across
+/// all channels, where plain dropout of single pixels would be undone by their neighbours. Seeds
+/// are drawn with probability Probability / (pixels per block) from the store's random-number
+/// state; every position within a block of a seed (a stride-1, same-padded window) is dropped, so
+/// about Probability of the positions are dropped where the blocks do not overlap. The values
+/// kept are not rescaled (as GoMLX). Otherwise, or with Probability 0, the identity.
+///
+///   Node y = layers::DropBlock(scope.In("dropblock"), x).Probability(0.1).BlockSize(3).Done();
+class DropBlockBuilder {
+ public:
+  /// A DropBlock of `x`, its defaults from the scope's hyperparameters "dropblock_prob" (0) and
+  /// "dropblock_size" (3).
+  DropBlockBuilder(model::Scope scope, Node x);
+  /// The fraction of positions to drop, in [0, 1).
+  DropBlockBuilder& Probability(double prob);
+  /// The same block size on every spatial axis.
+  DropBlockBuilder& BlockSize(int size);
+  /// One block size per spatial axis.
+  DropBlockBuilder& BlockSizes(const std::vector<int>& sizes);
+  /// x is [batch, spatial..., channels] (the default).
+  DropBlockBuilder& ChannelsLast();
+  /// x is [batch, channels, spatial...].
+  DropBlockBuilder& ChannelsFirst();
+  /// Every axis is spatial (no batch or channels axis): blocks span all of x.
+  DropBlockBuilder& FullShape();
+  /// The result, x's shape and dtype (float or Bool: dropped positions false); kiln::Error
+  /// naming DropBlock when the probability is outside [0, 1), a block size is below 1, the
+  /// block sizes do not match the spatial axes, or x has no spatial axis.
+  Node Done() const;
+
+ private:
+  model::Scope scope_;
+  Node x_;
+  double prob_ = 0;
+  std::vector<int> sizes_;
+  int size_ = 3;
+  enum class Layout { kChannelsLast, kChannelsFirst, kFull } layout_ = Layout::kChannelsLast;
+};
+/// Starts a DropBlock of `x`; finish with .Done().
+inline DropBlockBuilder DropBlock(model::Scope scope, Node x) {
+  return DropBlockBuilder(std::move(scope), x);
+}
+
 /// A lookup table: the variable "embeddings" [vocab_size, dims] (of `dtype`; initialised by the
 /// scope's initializer if it has one, else uniform in ±0.05), and for `ids` of any integer dtype
 /// and shape, the rows they select: [ids dims..., dims]. An id outside [0, vocab_size) gives a

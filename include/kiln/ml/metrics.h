@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/core/tensor.h"
 #include "kiln/graph/ops.h"
 #include "kiln/model/store.h"
 
@@ -23,6 +24,17 @@ using graph::Node;
 
 /// A metric's batch value: labels and predictions in, a float scalar (the batch's mean) out.
 using BatchFn = std::function<Node(const std::vector<Node>& labels, const std::vector<Node>& predictions)>;
+
+/// How Trainer::Eval combines a metric's batch values over an evaluation, for metrics that are
+/// not means of their batches (a median).
+class Aggregator {
+ public:
+  virtual ~Aggregator() = default;
+  /// Adds the value a batch of `examples` examples gave (what the metric's UpdateGraph built).
+  virtual void Add(const Tensor& value, double examples) = 0;
+  /// The evaluation's value; kiln::Error naming the metric when nothing was added.
+  virtual double Result() = 0;
+};
 
 /// A metric (GoMLX's metrics.Interface): the trainer builds its value in each training or
 /// evaluation graph and reports it under Name() and ShortName().
@@ -39,6 +51,9 @@ class Interface {
                            const std::vector<Node>& predictions) = 0;
   /// True for moving averages (state in the store), false for metrics averaged over an evaluation.
   virtual bool IsMovingAverage() const = 0;
+  /// A fresh aggregator for one evaluation, or nullptr (the default): the batch values' mean
+  /// weighted by the examples of each batch. Metrics with an aggregator are evaluation metrics.
+  virtual std::unique_ptr<Aggregator> NewAggregator() const { return nullptr; }
 };
 /// Shared handle to a metric (one metric may serve several trainers).
 using Metric = std::shared_ptr<Interface>;
@@ -49,6 +64,14 @@ Metric NewMean(std::string name, std::string short_name, BatchFn batch);
 /// n-th update (so early values are a plain mean). State under "/#metrics/<short name>".
 Metric NewMovingAverage(std::string name, std::string short_name, double factor, BatchFn batch);
 
+/// A streaming median (GoMLX's NewMedianMetric), an evaluation metric: each element of the
+/// batch function's value is one sample (a function returning per-example values, shape
+/// [batch], gives the median over the examples; a scalar one, the median of the batch values).
+/// Up to `sample_size` samples are kept, a uniform reservoir sample beyond that (seeded: the
+/// same data gives the same estimate), and the median is the middle of the sorted samples (the
+/// upper middle for an even count, as GoMLX). A NaN sample is a kiln::Error.
+Metric NewMedian(std::string name, std::string short_name, BatchFn batch, int sample_size = 10001);
+
 // Batch functions.
 /// Fraction of examples whose logits' arg-max equals the integer label ([batch, 1] or [batch]).
 Node SparseCategoricalAccuracy(const std::vector<Node>& labels, const std::vector<Node>& predictions);
@@ -56,6 +79,9 @@ Node SparseCategoricalAccuracy(const std::vector<Node>& labels, const std::vecto
 Node BinaryLogitsAccuracy(const std::vector<Node>& labels, const std::vector<Node>& predictions);
 /// Fraction of examples with (probability > 0.5) == (label > 0.5).
 Node BinaryAccuracy(const std::vector<Node>& labels, const std::vector<Node>& predictions);
+/// |label - prediction| per element, Float32, the predictions' shape (for NewMedian: the median
+/// absolute error).
+Node AbsoluteErrors(const std::vector<Node>& labels, const std::vector<Node>& predictions);
 /// Mean absolute difference.
 Node MeanAbsoluteErrorValue(const std::vector<Node>& labels, const std::vector<Node>& predictions);
 

@@ -12,6 +12,7 @@
 ///   });
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -68,6 +69,19 @@ class Exec {
   /// the variables read; outputs: the function's, then the variables set.
   std::shared_ptr<const compute::Program> ProgramFor(const std::vector<Shape>& input_shapes);
 
+  /// The function receiving the values of logged nodes after each run, as
+  /// graph::Exec::SetNodeLogger (graph::DefaultNodeLogger unless set).
+  Exec& SetNodeLogger(graph::NodeLogger logger);
+  /// The NaN check, as graph::Exec::SetNanCheck (initially graph::NanCheckFromEnvironment());
+  /// while it is on, variables are not updated in place, so a run that finds a NaN leaves the
+  /// store's values as they were. Clears the cache.
+  Exec& SetNanCheck(bool on);
+  /// Whether the NaN check is on.
+  bool NanCheck() const;
+  /// Runs like Call and also returns the values of the graph's aliased nodes
+  /// (graph::Exec::CallWithAliases).
+  graph::AliasedResults CallWithAliases(const std::vector<Tensor>& inputs);
+
   struct State;
 
  private:
@@ -80,6 +94,7 @@ class Exec {
     }
   }
   std::vector<Tensor> CallTensors(const std::vector<Tensor>& inputs);
+  std::vector<Tensor> Run(const std::vector<Tensor>& inputs, std::map<std::string, Tensor>* aliased);
   Tensor Single(std::vector<Tensor> outputs) const;
   std::shared_ptr<State> state_;
 };

@@ -10,12 +10,14 @@
 
 #include <any>
 #include <functional>
+#include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "kiln/compute/fwd.h"
 #include "kiln/data/dataset.h"
+#include "kiln/graph/debug.h"
 #include "kiln/graph/graph.h"
 #include "kiln/ml/metrics.h"
 #include "kiln/ml/optimizers.h"
@@ -78,6 +80,14 @@ class Trainer {
   Trainer& WithMixedPrecision(DType compute = DType::BFloat16);
   /// The compute dtype of WithMixedPrecision (DType::Invalid: none).
   DType MixedPrecision() const;
+  /// The NaN check of the training and evaluation steps (model::Exec::SetNanCheck; initially
+  /// KILN_NAN_CHECK's): a step whose forward pass, loss, gradients or update makes a NaN or an
+  /// infinity from finite values is a kiln::Error naming the op and where it was built, and
+  /// leaves the variables as they were before the step.
+  Trainer& SetNanCheck(bool on);
+  /// The function receiving the values of logged nodes (Node::SetLogged) after each training
+  /// and evaluation step (graph::DefaultNodeLogger unless set).
+  Trainer& SetNodeLogger(graph::NodeLogger logger);
   /// Graphs built so far for the training and the evaluation steps together.
   int NumBuilds() const;
 
@@ -115,5 +125,10 @@ class Trainer {
  private:
   std::unique_ptr<State> state_;
 };
+
+/// Evaluates `trainer` on each dataset and prints the results, GoMLX's commandline.ReportEval:
+/// "Results on NAME:" then one line per metric, "\tName (short name): value".
+void ReportEval(Trainer& trainer, const std::vector<data::DatasetPtr>& datasets,
+                std::ostream& out = std::cout);
 
 }  // namespace kiln::train
