@@ -183,6 +183,19 @@ TEST_P(DebugTest, NanCheckNamesTheFirstOpAndWhereItWasBuilt) {
             (std::vector<float>{0, 2 * std::log(2.0f), 2 * std::log(4.0f)}));
 }
 
+TEST_P(DebugTest, NanCheckSeesEveryFloatDType) {
+  for (DType dt : {DType::Float16, DType::BFloat16, DType::Float32, DType::Float64}) {
+    SCOPED_TRACE(DTypeName(dt));
+    Exec exec = NewExec(Backend(), [](Node x) { return Sqrt(x - ScalarLike(x, 1.0)); });
+    exec.SetNanCheck(true);
+    Tensor fine = Tensor::FromValue(std::vector<float>{1, 5, 10, 2});
+    Tensor bad = Tensor::FromValue(std::vector<float>{1, 5, 0.5f, 2});
+    Exec convert = NewExec(Backend(), [dt](Node x) { return ConvertDType(x, dt); });
+    EXPECT_NO_THROW(exec.Call1(convert.Call1(fine)));
+    EXPECT_TRUE(Throws([&] { exec.Call1(convert.Call1(bad)); }, {"Sqrt", "(1 NaN)"}));
+  }
+}
+
 TEST_P(DebugTest, NanCheckBlamesNeitherInputsNorConstantsNorWhatFollowsThem) {
   const float inf = std::numeric_limits<float>::infinity();
   Exec exec = NewExec(Backend(), [inf](Node x, Node nan_input) {
