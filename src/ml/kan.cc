@@ -2,10 +2,12 @@
 
 #include "kiln/ml/kan.h"
 
+#include <cmath>
 #include <string>
 #include <vector>
 
 #include "core/check.h"
+#include "kiln/ml/initializers.h"
 
 namespace kiln::layers {
 
@@ -50,6 +52,39 @@ Node KANLayer(const model::Scope& scope, Node x, int64_t out, int grid, int orde
   Node scaled = coef * graph::Reshape(w_spline, {in, out, 1});
   Node spline = graph::Dot(b, scaled).General({1, 2}, {}, {0, 2}, {});  // [batch, out]
   return base + spline;
+}
+
+/// One PWL-KAN layer: [batch, in] -> [batch, out].
+Node PwlLayer(const model::Scope& scope, Node x, int64_t out, int points, double lo, double hi, bool linear) {
+  graph::Graph& g = x.graph();
+  const DType dt = x.dtype();
+  const int64_t in = x.shape().Dim(1), batch = x.shape().Dim(0), n = points;
+  const double stddev = 1.0 / std::sqrt(static_cast<double>(in));
+  Node cp = scope.WithInitializer(initializers::RandomNormal(0.0, stddev))
+                .VariableWithShape("kan_pwl_control_points", Shape(dt, {out, in, n}))
+                .NodeValue(g);
+  Node bias =
+      scope.WithInitializer(Filled(0)).VariableWithShape("kan_pwl_bias", Shape(dt, {out, in})).NodeValue(g);
+  std::vector<double> splits(static_cast<size_t>(n)), room(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k)
+    splits[static_cast<size_t>(k)] = lo + (hi - lo) * static_cast<double>(k) / static_cast<double>(n - 1);
+  for (int64_t k = 0; k < n; ++k)
+    room[static_cast<size_t>(k)] = splits.back() - splits[static_cast<size_t>(k)];
+  Node s = KnotsConst(g, splits, 0, splits.size(), 3, dt);  // [1, 1, n]
+  Node rel = graph::BroadcastToDims(graph::Reshape(x, {batch, in, 1}), {batch, in, n}) -
+             graph::BroadcastToDims(s, {batch, in, n});
+  Node zero = graph::ZerosLike(rel);
+  if (linear) {
+    // The first ramp is not clipped below, the last not above: the end slopes continue.
+    Node first = graph::Equal(graph::Iota(g, Shape(DType::Int32, {batch, in, n}), 2),
+                              graph::Zeros(g, Shape(DType::Int32, {batch, in, n})));
+    rel = graph::Where(first, rel, graph::Max(rel, zero));
+  } else {
+    rel = graph::Min(graph::Max(rel, zero),
+                     graph::BroadcastToDims(KnotsConst(g, room, 0, room.size(), 3, dt), {batch, in, n}));
+  }
+  Node y = graph::Einsum("bin,oin->bo", rel, cp);  // Σ_i Σ_n c_oin·r_n(x_i)
+  return y + graph::BroadcastToDims(graph::Reshape(graph::ReduceSum(bias, {1}), {1, out}), {batch, out});
 }
 
 }  // namespace
@@ -109,6 +144,15 @@ KANBuilder& KANBuilder::SplineOrder(int order) {
   order_ = order;
   return *this;
 }
+KANBuilder& KANBuilder::PiecewiseLinear(bool extrapolate_linearly) {
+  pwl_ = true;
+  pwl_linear_ = extrapolate_linearly;
+  return *this;
+}
+KANBuilder& KANBuilder::NumControlPoints(int n) {
+  points_ = n;
+  return *this;
+}
 KANBuilder& KANBuilder::GridRange(double lo, double hi) {
   lo_ = lo;
   hi_ = hi;
@@ -127,10 +171,15 @@ Node KANBuilder::Done() {
   if (grid_ < 1) kiln::detail::Throw("{}: GridSize({}) must be at least 1", where, grid_);
   if (order_ < 0) kiln::detail::Throw("{}: SplineOrder({}) must be >= 0", where, order_);
   if (!(hi_ > lo_)) kiln::detail::Throw("{}: GridRange({}, {}) is empty", where, lo_, hi_);
+  if (pwl_ && points_ < 2) kiln::detail::Throw("{}: NumControlPoints({}) must be at least 2", where, points_);
+  auto layer = [&](const model::Scope& scope, Node in, int64_t out) {
+    return pwl_ ? PwlLayer(scope, in, out, points_, lo_, hi_, pwl_linear_)
+                : KANLayer(scope, in, out, grid_, order_, lo_, hi_);
+  };
   Node h = x_;
   for (int i = 0; i < hidden_layers_; ++i)
-    h = KANLayer(scope_.In("kan_hidden_" + std::to_string(i)), h, hidden_dims_, grid_, order_, lo_, hi_);
-  return KANLayer(scope_.In("kan_output"), h, output_dims_, grid_, order_, lo_, hi_);
+    h = layer(scope_.In("kan_hidden_" + std::to_string(i)), h, hidden_dims_);
+  return layer(scope_.In("kan_output"), h, output_dims_);
 }
 
 }  // namespace kiln::layers

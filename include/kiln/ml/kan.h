@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// Kolmogorov-Arnold networks (KAN) with B-spline edges.
+/// Kolmogorov-Arnold networks (KAN) with B-spline edges, or piecewise-linear ones (PWL-KAN).
 ///
 /// Each layer maps [batch, in] to [batch, out]; every edge (i -> j) carries its own learned
 /// function φ_ij(x) = w_base_ij·silu(x) + w_spline_ij·Σ_k c_ijk·B_k(x), and output j is
@@ -43,8 +43,18 @@ class KANBuilder {
   KANBuilder& GridSize(int size);
   /// Degree of the splines (default 3: cubic).
   KANBuilder& SplineOrder(int order);
-  /// The grid's range (default [-1, 1]).
+  /// The grid's range (default [-1, 1]); for PiecewiseLinear, where its split points lie.
   KANBuilder& GridRange(double lo, double hi);
+  /// PWL-KAN (GoMLX's PiecewiseLinear variant) instead of B-splines: every edge learns a
+  /// piecewise-linear function φ_ij(x) = b_ij + Σ_n c_ijn·r_n(x) over NumControlPoints split
+  /// points s_n spread evenly over GridRange, with ramps r_n(x) = clamp(x - s_n, 0, s_last - s_n)
+  /// (the function is constant outside the range) or, with `extrapolate_linearly`, ramps not
+  /// clipped above and r_0 not clipped below (it continues with its end slopes). Variables per layer:
+  /// "kan_pwl_control_points" [out, in, points] (normal, stddev 1/√in) and "kan_pwl_bias"
+  /// [out, in] (zeros).
+  KANBuilder& PiecewiseLinear(bool extrapolate_linearly = false);
+  /// Split points of a PiecewiseLinear KAN (default 20, as GoMLX; at least 2).
+  KANBuilder& NumControlPoints(int n);
   /// The network's output [batch, OutputDims]; kiln::Error naming KAN when x is not float
   /// [batch, features], OutputDims is unset, or a count or the grid range is out of range.
   Node Done();
@@ -55,6 +65,8 @@ class KANBuilder {
   int hidden_layers_ = 0, grid_ = 5, order_ = 3;
   int64_t hidden_dims_ = 10, output_dims_ = 0;
   double lo_ = -1.0, hi_ = 1.0;
+  bool pwl_ = false, pwl_linear_ = false;
+  int points_ = 20;
 };
 /// Starts a KAN on `x`: KAN(scope, x).OutputDims(1).Done().
 inline KANBuilder KAN(model::Scope scope, Node x) { return KANBuilder(std::move(scope), x); }
