@@ -2,6 +2,7 @@
 
 #include "kiln/ml/kan.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -87,6 +88,39 @@ Node PwlLayer(const model::Scope& scope, Node x, int64_t out, int points, double
   return y + graph::BroadcastToDims(graph::Reshape(graph::ReduceSum(bias, {1}), {1, out}), {batch, out});
 }
 
+/// One GR-KAN layer: [batch, in] -> [batch, out].
+Node RationalLayer(const model::Scope& scope, Node x, int64_t out, int p, int q) {
+  graph::Graph& g = x.graph();
+  const DType dt = x.dtype();
+  const int64_t in = x.shape().Dim(1), batch = x.shape().Dim(0);
+  // The identity to start with: P(x) = x, Q(x) = 0.
+  model::Initializer identity = [p](graph::Graph& gr, graph::Node&, const Shape& shape) {
+    std::vector<double> a(static_cast<size_t>(p + 1), 0.0);
+    a[1] = 1;
+    Node v = graph::ConvertDType(graph::Const(gr, a), shape.dtype());
+    return graph::BroadcastToDims(graph::Reshape(v, {1, 1, p + 1}), shape.Dimensions());
+  };
+  Node num = scope.WithInitializer(identity)
+                 .VariableWithShape("numerator_coeffs", Shape(dt, {out, in, p + 1}))
+                 .NodeValue(g);
+  Node den = scope.WithInitializer(Filled(0))
+                 .VariableWithShape("denominator_coeffs", Shape(dt, {out, in, q}))
+                 .NodeValue(g);
+  Node w = scope.WithInitializer(initializers::RandomNormal(0.0, 1.0 / std::sqrt(static_cast<double>(in))))
+               .VariableWithShape("w", Shape(dt, {out, in}))
+               .NodeValue(g);
+  // Powers x^0 .. x^max(p, q): [batch, in, k].
+  Node xe = graph::Reshape(x, {batch, in, 1});
+  std::vector<Node> powers{graph::OnesLike(xe), xe};
+  for (int k = 2; k <= std::max(p, q); ++k) powers.push_back(powers.back() * xe);
+  Node num_pow = graph::Concatenate(std::vector<Node>(powers.begin(), powers.begin() + p + 1), 2);
+  Node den_pow = graph::Concatenate(std::vector<Node>(powers.begin() + 1, powers.begin() + q + 1), 2);
+  Node px = graph::Einsum("bik,oik->boi", num_pow, num);
+  Node qx = graph::Einsum("bik,oik->boi", den_pow, den);
+  Node phi = px / (graph::OnesLike(qx) + graph::Abs(qx));  // [batch, out, in]
+  return graph::Einsum("boi,oi->bo", phi, w);
+}
+
 }  // namespace
 
 Node BSplineBases(Node x, int grid_size, int order, double lo, double hi) {
@@ -146,11 +180,19 @@ KANBuilder& KANBuilder::SplineOrder(int order) {
 }
 KANBuilder& KANBuilder::PiecewiseLinear(bool extrapolate_linearly) {
   pwl_ = true;
+  rational_ = false;
   pwl_linear_ = extrapolate_linearly;
   return *this;
 }
 KANBuilder& KANBuilder::NumControlPoints(int n) {
   points_ = n;
+  return *this;
+}
+KANBuilder& KANBuilder::Rational(int numerator, int denominator) {
+  rational_ = true;
+  pwl_ = false;
+  num_degree_ = numerator;
+  den_degree_ = denominator;
   return *this;
 }
 KANBuilder& KANBuilder::GridRange(double lo, double hi) {
@@ -172,7 +214,10 @@ Node KANBuilder::Done() {
   if (order_ < 0) kiln::detail::Throw("{}: SplineOrder({}) must be >= 0", where, order_);
   if (!(hi_ > lo_)) kiln::detail::Throw("{}: GridRange({}, {}) is empty", where, lo_, hi_);
   if (pwl_ && points_ < 2) kiln::detail::Throw("{}: NumControlPoints({}) must be at least 2", where, points_);
+  if (rational_ && (num_degree_ < 1 || den_degree_ < 1))
+    kiln::detail::Throw("{}: Rational({}, {}) needs degrees of at least 1", where, num_degree_, den_degree_);
   auto layer = [&](const model::Scope& scope, Node in, int64_t out) {
+    if (rational_) return RationalLayer(scope, in, out, num_degree_, den_degree_);
     return pwl_ ? PwlLayer(scope, in, out, points_, lo_, hi_, pwl_linear_)
                 : KANLayer(scope, in, out, grid_, order_, lo_, hi_);
   };

@@ -224,4 +224,45 @@ TEST(KAN, PiecewiseLinearFitsSin) {
   for (size_t i = 0; i < p.size(); ++i) EXPECT_NEAR(p[i], ys[i], 0.1) << "x = " << xs[i];
 }
 
+TEST(KAN, RationalMatchesItsFormulaAndFitsSin) {
+  // One edge: P(x) = 1 + 2x - x^2, Q(x) = 0.5x + x^2, w = 3: φ(x) = 3 P(x) / (1 + |Q(x)|).
+  model::Store store;
+  model::Scope at = store.RootScope().In("kan").In("kan_output");
+  at.VariableWithValue("numerator_coeffs", std::vector<std::vector<std::vector<float>>>{{{1, 2, -1}}});
+  at.VariableWithValue("denominator_coeffs", std::vector<std::vector<std::vector<float>>>{{{0.5f, 1}}});
+  at.VariableWithValue("w", std::vector<std::vector<float>>{{3}});
+  model::Exec f = model::NewExec(compute::New(), store, [](model::Scope scope, Node x) {
+    return layers::KAN(scope.In("kan"), x).OutputDims(1).Rational(2, 2).Done();
+  });
+  const std::vector<float> xs{0.5f, -2, 0};
+  const std::vector<float> y = f.Call1(Tensor::FromFlat(Shape(DType::Float32, {3, 1}), xs)).ToVector<float>();
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double x = xs[i];
+    EXPECT_NEAR(y[i], 3 * (1 + 2 * x - x * x) / (1 + std::abs(0.5 * x + x * x)), 1e-5) << "x = " << x;
+  }
+  // A fresh rational layer starts as w·x per edge; trained, one layer fits sin(3x).
+  std::vector<float> px, py;
+  for (int i = 0; i < 128; ++i) {
+    px.push_back(-1 + 2 * static_cast<float>(i) / 127);
+    py.push_back(std::sin(3 * px.back()));
+  }
+  model::Store fit;
+  fit.SetRNGStateFromSeed(5);
+  auto model = [](model::Scope scope, const std::any&, std::vector<Node> in) {
+    return std::vector<Node>{layers::KAN(scope.In("kan"), in[0]).OutputDims(1).Rational().Done()};
+  };
+  train::Trainer trainer(compute::New(), fit, model, losses::MeanSquaredError,
+                         optimizers::Adam().LearningRate(0.01).Done(), {}, {});
+  const Tensor x = Tensor::FromFlat(Shape(DType::Float32, {128, 1}), px);
+  const Tensor t = Tensor::FromFlat(Shape(DType::Float32, {128, 1}), py);
+  float loss = 0;
+  for (int step = 0; step < 3000; ++step)
+    loss = trainer.TrainStep(std::any(), {x.Clone()}, {t.Clone()})[0].Item<float>();
+  EXPECT_LT(loss, 1e-3f);
+  Graph g;
+  Node in = g.Parameter(Shape(DType::Float32, {2, 3}));
+  EXPECT_TRUE(Throws([&] { layers::KAN(store.RootScope(), in).OutputDims(1).Rational(0, 2).Done(); },
+                     {"Rational(0, 2)"}));
+}
+
 }  // namespace

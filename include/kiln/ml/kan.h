@@ -1,6 +1,7 @@
 #pragma once
 /// @file
-/// Kolmogorov-Arnold networks (KAN) with B-spline edges, or piecewise-linear ones (PWL-KAN).
+/// Kolmogorov-Arnold networks (KAN) with B-spline edges, or piecewise-linear (PWL-KAN) or
+/// rational (GR-KAN) ones.
 ///
 /// Each layer maps [batch, in] to [batch, out]; every edge (i -> j) carries its own learned
 /// function φ_ij(x) = w_base_ij·silu(x) + w_spline_ij·Σ_k c_ijk·B_k(x), and output j is
@@ -55,6 +56,13 @@ class KANBuilder {
   KANBuilder& PiecewiseLinear(bool extrapolate_linearly = false);
   /// Split points of a PiecewiseLinear KAN (default 20, as GoMLX; at least 2).
   KANBuilder& NumControlPoints(int n);
+  /// GR-KAN (GoMLX's Rational variant, "version B", Yang & Wang 2024): every edge learns a
+  /// rational function φ_ij(x) = w_ij · P_ij(x) / (1 + |Q_ij(x)|), P of degree `numerator`
+  /// (coefficients a_0..a_p) and Q of degree `denominator` without constant term (b_1..b_q).
+  /// Variables per layer: "numerator_coeffs" [out, in, p + 1] and "denominator_coeffs"
+  /// [out, in, q], starting as the identity (P(x) = x, Q = 0), and "w" [out, in] (normal, stddev
+  /// 1/√in). Degrees at least 1.
+  KANBuilder& Rational(int numerator = 5, int denominator = 4);
   /// The network's output [batch, OutputDims]; kiln::Error naming KAN when x is not float
   /// [batch, features], OutputDims is unset, or a count or the grid range is out of range.
   Node Done();
@@ -65,8 +73,8 @@ class KANBuilder {
   int hidden_layers_ = 0, grid_ = 5, order_ = 3;
   int64_t hidden_dims_ = 10, output_dims_ = 0;
   double lo_ = -1.0, hi_ = 1.0;
-  bool pwl_ = false, pwl_linear_ = false;
-  int points_ = 20;
+  bool pwl_ = false, pwl_linear_ = false, rational_ = false;
+  int points_ = 20, num_degree_ = 5, den_degree_ = 4;
 };
 /// Starts a KAN on `x`: KAN(scope, x).OutputDims(1).Done().
 inline KANBuilder KAN(model::Scope scope, Node x) { return KANBuilder(std::move(scope), x); }
