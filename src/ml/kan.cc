@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "kiln/graph/random.h"
 #include "kiln/ml/initializers.h"
 
 namespace kiln::layers {
@@ -121,6 +122,57 @@ Node RationalLayer(const model::Scope& scope, Node x, int64_t out, int p, int q)
   return graph::Einsum("boi,oi->bo", phi, w);
 }
 
+/// One Discrete-KAN layer: [batch, in] -> [batch, out].
+Node DiscreteLayer(const model::Scope& scope, Node x, int64_t out, int points, double lo, double hi,
+                   double softness, bool normal) {
+  graph::Graph& g = x.graph();
+  const DType dt = x.dtype();
+  const int64_t in = x.shape().Dim(1), batch = x.shape().Dim(0), k = points;
+  // Lines from -s to s over the control points, s ~ 0.1·N(0, 1) per edge.
+  model::Initializer lines = [k](graph::Graph& gr, graph::Node& rng, const Shape& shape) {
+    Node ramp =
+        graph::ConvertDType(graph::Iota(gr, Shape(DType::Float32, shape.Dimensions()), 2), shape.dtype());
+    ramp = ramp * graph::ScalarLike(ramp, 2.0 / static_cast<double>(k - 1)) - graph::ScalarLike(ramp, 1.0);
+    std::vector<int64_t> slope_dims = shape.Dimensions();
+    slope_dims.back() = 1;
+    auto [next, slope] = graph::RandomNormal(rng, Shape(shape.dtype(), slope_dims));
+    rng = next;
+    return ramp * graph::BroadcastToDims(slope * graph::ScalarLike(slope, 0.1), shape.Dimensions());
+  };
+  Node cp = scope.WithInitializer(lines)
+                .VariableWithShape("kan_discrete_control_points", Shape(dt, {out, in, k}))
+                .NodeValue(g);
+  std::vector<double> splits(static_cast<size_t>(k - 1));
+  for (int64_t j = 0; j < k - 1; ++j)
+    splits[static_cast<size_t>(j)] =
+        k > 2 ? lo + (hi - lo) * static_cast<double>(j) / static_cast<double>(k - 2) : lo;
+  const std::vector<int64_t> dims{batch, in, k - 1};
+  Node s = graph::BroadcastToDims(KnotsConst(g, splits, 0, splits.size(), 3, dt), dims);
+  Node xe = graph::BroadcastToDims(graph::Reshape(x, {batch, in, 1}), dims);
+  Node below;  // below[..., j]: the probability that (perturbed) x lies below split point j.
+  if (softness > 0 && model::IsTraining(scope)) {
+    Node t = s - xe;
+    const double width = softness * (hi - lo);
+    if (normal) {
+      below = (graph::OnesLike(t) + graph::Erf(t * graph::ScalarLike(t, 1.0 / (width * std::sqrt(2.0))))) *
+              graph::ScalarLike(t, 0.5);
+    } else {
+      Node u = t * graph::ScalarLike(t, 1.0 / width);  // In units of the half-base.
+      Node one = graph::OnesLike(u), half = graph::ScalarLike(u, 0.5);
+      Node left = graph::Square(one + u) * half, right = one - graph::Square(one - u) * half;
+      below = graph::Where(graph::Less(u, graph::Neg(one)), graph::ZerosLike(u),
+                           graph::Where(graph::Less(u, graph::ZerosLike(u)), left,
+                                        graph::Where(graph::Less(u, one), right, one)));
+    }
+  } else {
+    below = graph::ConvertDType(graph::Less(xe, s), dt);
+  }
+  // The weight of interval j: P(below split j) - P(below split j - 1), with 0 and 1 at the ends.
+  Node zeros = graph::Zeros(g, Shape(dt, {batch, in, 1})), ones = graph::Ones(g, Shape(dt, {batch, in, 1}));
+  Node w = graph::Concatenate({below, ones}, 2) - graph::Concatenate({zeros, below}, 2);  // [batch, in, k]
+  return graph::Einsum("bik,oik->bo", w, cp);
+}
+
 }  // namespace
 
 Node BSplineBases(Node x, int grid_size, int order, double lo, double hi) {
@@ -180,7 +232,7 @@ KANBuilder& KANBuilder::SplineOrder(int order) {
 }
 KANBuilder& KANBuilder::PiecewiseLinear(bool extrapolate_linearly) {
   pwl_ = true;
-  rational_ = false;
+  rational_ = discrete_ = false;
   pwl_linear_ = extrapolate_linearly;
   return *this;
 }
@@ -188,9 +240,16 @@ KANBuilder& KANBuilder::NumControlPoints(int n) {
   points_ = n;
   return *this;
 }
+KANBuilder& KANBuilder::Discrete(double softness, bool normal) {
+  discrete_ = true;
+  rational_ = pwl_ = false;
+  softness_ = softness;
+  discrete_normal_ = normal;
+  return *this;
+}
 KANBuilder& KANBuilder::Rational(int numerator, int denominator) {
   rational_ = true;
-  pwl_ = false;
+  pwl_ = discrete_ = false;
   num_degree_ = numerator;
   den_degree_ = denominator;
   return *this;
@@ -213,11 +272,15 @@ Node KANBuilder::Done() {
   if (grid_ < 1) kiln::detail::Throw("{}: GridSize({}) must be at least 1", where, grid_);
   if (order_ < 0) kiln::detail::Throw("{}: SplineOrder({}) must be >= 0", where, order_);
   if (!(hi_ > lo_)) kiln::detail::Throw("{}: GridRange({}, {}) is empty", where, lo_, hi_);
-  if (pwl_ && points_ < 2) kiln::detail::Throw("{}: NumControlPoints({}) must be at least 2", where, points_);
+  if ((pwl_ || discrete_) && points_ < 2)
+    kiln::detail::Throw("{}: NumControlPoints({}) must be at least 2", where, points_);
+  if (discrete_ && !(softness_ >= 0))
+    kiln::detail::Throw("{}: Discrete softness {} is negative", where, softness_);
   if (rational_ && (num_degree_ < 1 || den_degree_ < 1))
     kiln::detail::Throw("{}: Rational({}, {}) needs degrees of at least 1", where, num_degree_, den_degree_);
   auto layer = [&](const model::Scope& scope, Node in, int64_t out) {
     if (rational_) return RationalLayer(scope, in, out, num_degree_, den_degree_);
+    if (discrete_) return DiscreteLayer(scope, in, out, points_, lo_, hi_, softness_, discrete_normal_);
     return pwl_ ? PwlLayer(scope, in, out, points_, lo_, hi_, pwl_linear_)
                 : KANLayer(scope, in, out, grid_, order_, lo_, hi_);
   };

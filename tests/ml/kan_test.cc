@@ -7,6 +7,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <iostream>
+#include <memory>
 #include <vector>
 
 #include "kiln/kiln.h"
@@ -263,6 +265,73 @@ TEST(KAN, RationalMatchesItsFormulaAndFitsSin) {
   Node in = g.Parameter(Shape(DType::Float32, {2, 3}));
   EXPECT_TRUE(Throws([&] { layers::KAN(store.RootScope(), in).OutputDims(1).Rational(0, 2).Done(); },
                      {"Rational(0, 2)"}));
+}
+
+TEST(KAN, DiscreteMatchesItsFormulaAndFitsSin) {
+  // One edge, 3 control points 10, 20, 30 and split points -1, 1.
+  auto build = [](bool training, double softness, bool normal) {
+    auto store = std::make_shared<model::Store>();
+    store->RootScope()
+        .In("kan")
+        .In("kan_output")
+        .VariableWithValue("kan_discrete_control_points",
+                           std::vector<std::vector<std::vector<float>>>{{{10, 20, 30}}});
+    model::Exec f = model::NewExec(compute::New(), *store, [softness, normal](model::Scope scope, Node x) {
+      return layers::KAN(scope.In("kan"), x)
+          .OutputDims(1)
+          .Discrete(softness, normal)
+          .NumControlPoints(3)
+          .Done();
+    });
+    f.OnNewGraph([training](Graph& g) { model::SetTraining(g, training); });
+    return std::make_pair(store, f);
+  };
+  // Not training: the step function.
+  auto [s1, hard] = build(false, 0.25, false);
+  EXPECT_EQ(hard.Call1(Tensor::FromFlat(Shape(DType::Float32, {4, 1}), std::vector<float>{-2, -1, 0, 1}))
+                .ToVector<float>(),
+            (std::vector<float>{10, 20, 20, 30}));
+  // Training, triangular noise of half-base 0.25 * 2 = 0.5 around x = 0.9: P(below 1) = 1 - 0.5 (1 - 0.2)^2.
+  auto [s2, tri] = build(true, 0.25, false);
+  EXPECT_NEAR(tri.Call1(Tensor::FromFlat(Shape(DType::Float32, {1, 1}), std::vector<float>{0.9f}))
+                  .ToVector<float>()[0],
+              0.68 * 20 + 0.32 * 30, 1e-4);
+  // Normal noise of stddev 0.5.
+  auto [s3, nor] = build(true, 0.25, true);
+  auto cdf = [](double t) { return 0.5 * (1 + std::erf(t / (0.5 * std::sqrt(2.0)))); };
+  const double b0 = cdf(-1 - 0.9), b1 = cdf(1 - 0.9);
+  EXPECT_NEAR(nor.Call1(Tensor::FromFlat(Shape(DType::Float32, {1, 1}), std::vector<float>{0.9f}))
+                  .ToVector<float>()[0],
+              10 * b0 + 20 * (b1 - b0) + 30 * (1 - b1), 1e-4);
+
+  // Trained with the soft version, the hard step function fits sin(3x) to the steps' resolution.
+  std::vector<float> px, py;
+  for (int i = 0; i < 128; ++i) {
+    px.push_back(-1 + 2 * static_cast<float>(i) / 127);
+    py.push_back(std::sin(3 * px.back()));
+  }
+  model::Store fit;
+  fit.SetRNGStateFromSeed(9);
+  auto model = [](model::Scope scope, const std::any&, std::vector<Node> in) {
+    return std::vector<Node>{layers::KAN(scope.In("kan"), in[0]).OutputDims(1).Discrete().Done()};
+  };
+  train::Trainer trainer(compute::New(), fit, model, losses::MeanSquaredError,
+                         optimizers::Adam().LearningRate(0.05).Done(), {}, {});
+  const Tensor x = Tensor::FromFlat(Shape(DType::Float32, {128, 1}), px);
+  const Tensor t = Tensor::FromFlat(Shape(DType::Float32, {128, 1}), py);
+  for (int step = 0; step < 1500; ++step) trainer.TrainStep(std::any(), {x.Clone()}, {t.Clone()});
+  model::Exec predict = model::NewExec(compute::New(), fit, [](model::Scope scope, Node in) {
+    return layers::KAN(scope.In("kan"), in).OutputDims(1).Discrete().Done();
+  });
+  const std::vector<float> p = predict.Call1(x).ToVector<float>();
+  double mse = 0;
+  for (size_t i = 0; i < p.size(); ++i) mse += (p[i] - py[i]) * (p[i] - py[i]) / 128.0;
+  EXPECT_LT(mse, 0.02);
+  std::cout << "Discrete-KAN sin(3x): hard MSE " << mse << "\n";
+  Graph g;
+  Node in = g.Parameter(Shape(DType::Float32, {2, 3}));
+  EXPECT_TRUE(
+      Throws([&] { layers::KAN(fit.RootScope(), in).OutputDims(1).Discrete(-1).Done(); }, {"softness -1"}));
 }
 
 }  // namespace

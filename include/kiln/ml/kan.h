@@ -1,7 +1,7 @@
 #pragma once
 /// @file
-/// Kolmogorov-Arnold networks (KAN) with B-spline edges, or piecewise-linear (PWL-KAN) or
-/// rational (GR-KAN) ones.
+/// Kolmogorov-Arnold networks (KAN) with B-spline edges, or piecewise-linear (PWL-KAN), rational
+/// (GR-KAN) or piecewise-constant (Discrete-KAN) ones.
 ///
 /// Each layer maps [batch, in] to [batch, out]; every edge (i -> j) carries its own learned
 /// function φ_ij(x) = w_base_ij·silu(x) + w_spline_ij·Σ_k c_ijk·B_k(x), and output j is
@@ -63,6 +63,16 @@ class KANBuilder {
   /// [out, in, q], starting as the identity (P(x) = x, Q = 0), and "w" [out, in] (normal, stddev
   /// 1/√in). Degrees at least 1.
   KANBuilder& Rational(int numerator = 5, int denominator = 4);
+  /// Discrete-KAN (GoMLX's Discrete variant): every edge learns a piecewise-constant function,
+  /// the value c_ijk of the interval k of x among NumControlPoints - 1 split points spread evenly
+  /// over GridRange. While training (model::IsTraining) with `softness` > 0, x is perturbed by a
+  /// triangular (or, with `normal`, a normal) distribution whose half-base (or standard
+  /// deviation) is softness · (range width), and the output is the expectation,
+  /// Σ_k c_ijk · P(x + noise in interval k), so gradients reach the control points and the input;
+  /// otherwise the hard step function. GoMLX's softness schedules and trainable split points are
+  /// not offered. Variables per layer: "kan_discrete_control_points" [out, in, points], starting
+  /// as lines from -s to s with s ~ 0.1·N(0, 1) per edge.
+  KANBuilder& Discrete(double softness = 0.1, bool normal = false);
   /// The network's output [batch, OutputDims]; kiln::Error naming KAN when x is not float
   /// [batch, features], OutputDims is unset, or a count or the grid range is out of range.
   Node Done();
@@ -73,7 +83,8 @@ class KANBuilder {
   int hidden_layers_ = 0, grid_ = 5, order_ = 3;
   int64_t hidden_dims_ = 10, output_dims_ = 0;
   double lo_ = -1.0, hi_ = 1.0;
-  bool pwl_ = false, pwl_linear_ = false, rational_ = false;
+  bool pwl_ = false, pwl_linear_ = false, rational_ = false, discrete_ = false, discrete_normal_ = false;
+  double softness_ = 0.1;
   int points_ = 20, num_degree_ = 5, den_degree_ = 4;
 };
 /// Starts a KAN on `x`: KAN(scope, x).OutputDims(1).Done().
