@@ -201,36 +201,7 @@ std::vector<double> Pick(const std::vector<double>& values, const std::vector<in
   return out;
 }
 
-std::vector<double> ToDoubles(const Tensor& t) {
-  std::vector<double> out;
-  if (IsPacked(t.dtype())) {
-    const int bits = DTypeBits(t.dtype());
-    const int per_byte = 8 / bits;
-    t.ConstBytes([&](std::span<const uint8_t> bytes) {
-      for (int64_t i = 0; i < t.Size(); ++i) {
-        const unsigned b = bytes[static_cast<size_t>(i / per_byte)];
-        unsigned u = (b >> ((i % per_byte) * bits)) & ((1u << bits) - 1u);
-        int64_t v = u;
-        if (IsSigned(t.dtype()) && (u >> (bits - 1)) != 0) v -= int64_t{1} << bits;
-        out.push_back(static_cast<double>(v));
-      }
-    });
-    return out;
-  }
-  DispatchDType(t.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    t.ConstFlatData<T>([&](std::span<const T> flat) {
-      for (const T& x : flat) {
-        if constexpr (std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>) {
-          out.push_back(static_cast<double>(static_cast<float>(x)));
-        } else {
-          out.push_back(static_cast<double>(x));
-        }
-      }
-    });
-  });
-  return out;
-}
+std::vector<double> ToDoubles(const Tensor& t) { return t.ToDoubles(); }
 
 std::string ElementText(const Tensor& t, int64_t i) {
   if (IsPacked(t.dtype()) || t.dtype() == DType::Bool) {
