@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/check.h"
+#include "core/checked.h"
 
 namespace kiln::compute {
 
@@ -64,7 +65,8 @@ Monomial MonomialOf(const Shape& s) {
     if (axis.Dynamic()) {
       m.names.push_back(axis.name);
     } else {
-      m.coefficient *= axis.size;
+      m.coefficient =
+          kiln::detail::CheckedMul(m.coefficient, axis.size, fmt::format("the element count of {}", s));
     }
   }
   std::sort(m.names.begin(), m.names.end());

@@ -84,6 +84,13 @@ TEST(DynamicRulesTest, MovementOpsNameDerivedSizes) {
               InferShape(OpType::Reshape, {Dyn({D, 2, 3}, {"batch", "", ""})}, rs);
             }).find("element counts differ"),
             std::string::npos);
+  // Static sizes whose product overflows int64 beside a dynamic axis: an error, not a wrapped
+  // count (a graph_fuzz finding: INT64_MAX * 2).
+  rs.shape = Dyn({D, INT64_MAX, 2}, {"batch", "", ""});
+  EXPECT_NE(ErrorOf([&] {
+              InferShape(OpType::Reshape, {Dyn({D, 2, 3}, {"batch", "", ""})}, rs);
+            }).find("does not fit in int64"),
+            std::string::npos);
 }
 
 TEST(DynamicRulesTest, TrialSizesInferGatherAndConvolution) {
