@@ -346,5 +346,20 @@ TEST(ConvTest, InterpolateValues) {
             (Vec{1, 1, 2, 2, 1, 1, 2, 2}));
 }
 
+TEST(ConvTest, EmptyWindowResultWithAHugeAxisAllocatesNothing) {
+  // [0, 3] padded by 2e9 on axis 1: the result [0, 2000000003] is empty, and compiling it must
+  // not size anything by the huge axis alone (a graph_run_fuzz finding: the ref backend's window
+  // taps allocated 2e9 lists).
+  for (const char* backend : {"ref", "cpu"}) {
+    SCOPED_TRACE(backend);
+    Exec e = NewExec(compute::NewWithConfig(backend), [](Node x) {
+      return ReduceWindow(x, compute::ReduceKind::Max, {1, 1}, {1, 1}, {{0, 0, 0}, {0, 2000000000, 0}});
+    });
+    Tensor out = e.Call1(Tensor::FromShape(Shape(F32, {0, 3})));
+    EXPECT_EQ(out.shape(), Shape(F32, {0, 2000000003}));
+    EXPECT_EQ(out.Size(), 0);
+  }
+}
+
 }  // namespace
 }  // namespace kiln::graph

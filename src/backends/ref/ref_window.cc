@@ -12,6 +12,15 @@
 namespace kiln::compute::ref {
 
 WindowTaps MakeWindowTaps(const std::vector<WindowAxis>& axes) {
+  WindowTaps taps;
+  std::vector<int64_t> out_dims;
+  for (const WindowAxis& ax : axes) out_dims.push_back(ax.out);
+  const int64_t num_windows = NumElements(out_dims);
+  if (num_windows == 0) {
+    // An empty result: no taps, and nothing sized by one huge axis beside an empty one.
+    taps.start.push_back(0);
+    return taps;
+  }
   // Per axis, per output position: the valid taps as (operand offset, tap offset).
   std::vector<std::vector<std::vector<std::pair<int64_t, int64_t>>>> per_axis(axes.size());
   for (size_t a = 0; a < axes.size(); ++a) {
@@ -27,10 +36,6 @@ WindowTaps MakeWindowTaps(const std::vector<WindowAxis>& axes) {
       }
     }
   }
-  WindowTaps taps;
-  std::vector<int64_t> out_dims;
-  for (const WindowAxis& ax : axes) out_dims.push_back(ax.out);
-  const int64_t num_windows = NumElements(out_dims);
   taps.start.reserve(static_cast<size_t>(num_windows) + 1);
   taps.start.push_back(0);
   std::vector<int64_t> index(axes.size(), 0);
