@@ -147,6 +147,19 @@ TEST(RefReduceTest, ArgMaxArgMin) {
             (std::vector<int64_t>{2}));
   EXPECT_EQ(Ints(Arg(OpType::ArgMax, V(std::vector<uint32_t>{7, 4000000000u, 4000000000u}), 0, DType::Int8)),
             (std::vector<int64_t>{1}));
+  // An empty axis gives index 0 without touching the empty operand, whose buffer may be null (a
+  // graph_run_fuzz finding: pointer arithmetic on that null buffer).
+  const Tensor empty = Tensor::FromBytes(Shape(DType::Float32, {2, 0, 2}), std::vector<uint8_t>{});
+  EXPECT_EQ(Ints(Arg(OpType::ArgMax, empty, 1, DType::Int32)), (std::vector<int64_t>{0, 0, 0, 0}));
+  for (const char* b : {"ref", "cpu"}) {
+    graph::Exec sliced = graph::NewExec(compute::NewWithConfig(b), [](graph::Node in) {
+      graph::Node e = graph::Slice(in, {graph::AxisRange(), graph::AxisRange(0, 0)});
+      return std::vector<graph::Node>{graph::ArgMax(e, 1, DType::Int32),
+                                      graph::ArgMin(graph::Neg(e), 1, DType::Int32)};
+    });
+    for (const Tensor& t : sliced.Call(Tensor::FromShape(Shape(DType::Float32, {2, 3, 2}))))
+      EXPECT_EQ(Ints(t), (std::vector<int64_t>{0, 0, 0, 0})) << b;
+  }
 }
 
 // ---- Data movement -------------------------------------------------------------------------

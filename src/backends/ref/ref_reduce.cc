@@ -164,9 +164,9 @@ Kernel ArgReduce(bool is_max, int64_t outer, int64_t dim, int64_t inner) {
     I* y = reinterpret_cast<I*>(out);
     for (int64_t o = 0; o < outer; ++o) {
       for (int64_t i = 0; i < inner; ++i) {
-        const T* line = x + o * dim * inner + i;
-        int64_t best_index = 0;  // An empty axis gives index 0.
+        int64_t best_index = 0;  // An empty axis gives index 0 (and its operand may have no buffer).
         if (dim > 0) {
+          const T* line = x + o * dim * inner + i;
           auto best = Load(line[0]);
           for (int64_t k = 1; k < dim; ++k) {
             if constexpr (kIsFloat<T>) {
