@@ -705,9 +705,9 @@ void ExtremeIntoSimd(bool is_max, float* acc, const float* v, size_t n) {
 
 // Each target through the process's SIMD target gate (simd_target.h).
 void ForEachFusedSimdTarget(const std::function<void(const char* target)>& fn) {
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    const SimdTargetScope scope(target);
-    fn(hwy::TargetName(target));
+  for (const SimdTarget& target : SimdTargets()) {  // Not Highway's list: a scope may narrow it.
+    const SimdTargetScope scope(target.bits);
+    fn(hwy::TargetName(target.bits));
   }
 }
 

@@ -23,15 +23,22 @@ int gate_active = 0;      // Scopes alive for it.
 }  // namespace
 
 std::vector<SimdTarget> SimdTargets() {
-  std::vector<SimdTarget> out;
-  // SupportedAndGeneratedTargets lists them from the lowest bit, which Highway gives the best.
-  for (int64_t bits : hwy::SupportedAndGeneratedTargets()) {
-    std::string name = hwy::TargetName(bits);
-    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-    if (name == "scalar") name = "hwy_scalar";  // `simd=scalar` is the kernels' non-Highway form.
-    out.push_back(SimdTarget{name, bits});
-  }
-  return out;
+  // Asked once, before any scope can narrow Highway's answer: while another thread's
+  // SimdTargetScope forces a target, SupportedAndGeneratedTargets reports that target alone, and
+  // a backend configured meanwhile with a better one would be refused. The first scope needs a
+  // backend whose `simd=` was checked here, so the first call always sees every target.
+  static const std::vector<SimdTarget> targets = [] {
+    std::vector<SimdTarget> out;
+    // SupportedAndGeneratedTargets lists them from the lowest bit, which Highway gives the best.
+    for (int64_t bits : hwy::SupportedAndGeneratedTargets()) {
+      std::string name = hwy::TargetName(bits);
+      std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+      if (name == "scalar") name = "hwy_scalar";  // `simd=scalar` is the kernels' non-Highway form.
+      out.push_back(SimdTarget{name, bits});
+    }
+    return out;
+  }();
+  return targets;
 }
 
 SimdTargetScope::SimdTargetScope(int64_t bits) : forced_(bits != 0) {
