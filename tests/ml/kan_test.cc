@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <vector>
@@ -161,6 +162,48 @@ TEST(KAN, FitsSinOnTheGrid) {
   }
 }
 
+/// sin(3x) at 128 evenly spaced points of [-1, 1], as [128, 1] tensors.
+struct Sin3x {
+  Sin3x() {
+    for (int i = 0; i < 128; ++i) {
+      xs.push_back(-1 + 2 * static_cast<float>(i) / 127);
+      ys.push_back(std::sin(3 * xs.back()));
+    }
+  }
+  Tensor X() const { return Tensor::FromFlat(Shape(DType::Float32, {128, 1}), xs); }
+  Tensor Y() const { return Tensor::FromFlat(Shape(DType::Float32, {128, 1}), ys); }
+  std::vector<float> xs, ys;
+};
+
+/// A KAN of one output layer, "kan", configured by `variant` (PiecewiseLinear()...).
+using Variant = std::function<void(layers::KANBuilder&)>;
+Node OneLayerKan(model::Scope scope, Node x, const Variant& variant) {
+  layers::KANBuilder b = layers::KAN(scope.In("kan"), x);
+  b.OutputDims(1);
+  variant(b);
+  return b.Done();
+}
+
+/// Trains OneLayerKan(variant) on sin(3x) with Adam (full batch, `steps` steps, seeded) and
+/// returns its predictions afterwards (training flag off) and the last training loss.
+std::vector<float> FitSin3x(const Variant& variant, double learning_rate, int steps, uint64_t seed,
+                            float& loss) {
+  const Sin3x data;
+  model::Store store;
+  store.SetRNGStateFromSeed(seed);
+  auto model = [variant](model::Scope scope, const std::any&, std::vector<Node> in) {
+    return std::vector<Node>{OneLayerKan(scope, in[0], variant)};
+  };
+  train::Trainer trainer(compute::New(), store, model, losses::MeanSquaredError,
+                         optimizers::Adam().LearningRate(learning_rate).Done(), {}, {});
+  for (int step = 0; step < steps; ++step)
+    loss = trainer.TrainStep(std::any(), {data.X()}, {data.Y()})[0].Item<float>();
+  model::Exec predict = model::NewExec(compute::New(), store, [variant](model::Scope scope, Node x) {
+    return OneLayerKan(scope, x, variant);
+  });
+  return predict.Call1(data.X()).ToVector<float>();
+}
+
 TEST(KAN, PiecewiseLinearMatchesItsFormula) {
   // One edge, split points -1, 0, 1, control points 1, 2, -1 and bias 0.5:
   // φ(x) = 0.5 + r_0 + 2 r_1 - r_2.
@@ -197,33 +240,14 @@ TEST(KAN, PiecewiseLinearMatchesItsFormula) {
 }
 
 TEST(KAN, PiecewiseLinearFitsSin) {
-  // y = sin(3x) on 128 points of [-1, 1] with one PWL layer of 20 points: Adam brings the MSE
-  // under 1e-3 and every point within 0.1 in 6000 full-batch steps (the ramps are a cumulative
-  // basis, slower to train than B-splines).
-  std::vector<float> xs, ys;
-  for (int i = 0; i < 128; ++i) {
-    xs.push_back(-1 + 2 * static_cast<float>(i) / 127);
-    ys.push_back(std::sin(3 * xs.back()));
-  }
-  model::Store store;
-  store.SetRNGStateFromSeed(3);
-  compute::BackendPtr backend = compute::New();
-  auto model = [](model::Scope scope, const std::any&, std::vector<Node> in) {
-    return std::vector<Node>{layers::KAN(scope.In("kan"), in[0]).OutputDims(1).PiecewiseLinear().Done()};
-  };
-  train::Trainer trainer(backend, store, model, losses::MeanSquaredError,
-                         optimizers::Adam().LearningRate(0.01).Done(), {}, {});
-  const Tensor x = Tensor::FromFlat(Shape(DType::Float32, {128, 1}), xs);
-  const Tensor y = Tensor::FromFlat(Shape(DType::Float32, {128, 1}), ys);
+  // One PWL layer of 20 points: Adam brings the MSE under 1e-3 and every point within 0.1 in 6000
+  // full-batch steps (the ramps are a cumulative basis, slower to train than B-splines).
   float loss = 0;
-  for (int step = 0; step < 6000; ++step)
-    loss = trainer.TrainStep(std::any(), {x.Clone()}, {y.Clone()})[0].Item<float>();
+  const std::vector<float> p =
+      FitSin3x([](layers::KANBuilder& b) { b.PiecewiseLinear(); }, 0.01, 6000, 3, loss);
   EXPECT_LT(loss, 1e-3f);
-  model::Exec predict = model::NewExec(backend, store, [](model::Scope scope, Node in) {
-    return layers::KAN(scope.In("kan"), in).OutputDims(1).PiecewiseLinear().Done();
-  });
-  const std::vector<float> p = predict.Call1(x).ToVector<float>();
-  for (size_t i = 0; i < p.size(); ++i) EXPECT_NEAR(p[i], ys[i], 0.1) << "x = " << xs[i];
+  const Sin3x data;
+  for (size_t i = 0; i < p.size(); ++i) EXPECT_NEAR(p[i], data.ys[i], 0.1) << "x = " << data.xs[i];
 }
 
 TEST(KAN, RationalMatchesItsFormulaAndFitsSin) {
@@ -242,24 +266,9 @@ TEST(KAN, RationalMatchesItsFormulaAndFitsSin) {
     const double x = xs[i];
     EXPECT_NEAR(y[i], 3 * (1 + 2 * x - x * x) / (1 + std::abs(0.5 * x + x * x)), 1e-5) << "x = " << x;
   }
-  // A fresh rational layer starts as w·x per edge; trained, one layer fits sin(3x).
-  std::vector<float> px, py;
-  for (int i = 0; i < 128; ++i) {
-    px.push_back(-1 + 2 * static_cast<float>(i) / 127);
-    py.push_back(std::sin(3 * px.back()));
-  }
-  model::Store fit;
-  fit.SetRNGStateFromSeed(5);
-  auto model = [](model::Scope scope, const std::any&, std::vector<Node> in) {
-    return std::vector<Node>{layers::KAN(scope.In("kan"), in[0]).OutputDims(1).Rational().Done()};
-  };
-  train::Trainer trainer(compute::New(), fit, model, losses::MeanSquaredError,
-                         optimizers::Adam().LearningRate(0.01).Done(), {}, {});
-  const Tensor x = Tensor::FromFlat(Shape(DType::Float32, {128, 1}), px);
-  const Tensor t = Tensor::FromFlat(Shape(DType::Float32, {128, 1}), py);
+  // Trained, one rational layer fits sin(3x).
   float loss = 0;
-  for (int step = 0; step < 3000; ++step)
-    loss = trainer.TrainStep(std::any(), {x.Clone()}, {t.Clone()})[0].Item<float>();
+  FitSin3x([](layers::KANBuilder& b) { b.Rational(); }, 0.01, 3000, 5, loss);
   EXPECT_LT(loss, 1e-3f);
   Graph g;
   Node in = g.Parameter(Shape(DType::Float32, {2, 3}));
@@ -305,33 +314,18 @@ TEST(KAN, DiscreteMatchesItsFormulaAndFitsSin) {
               10 * b0 + 20 * (b1 - b0) + 30 * (1 - b1), 1e-4);
 
   // Trained with the soft version, the hard step function fits sin(3x) to the steps' resolution.
-  std::vector<float> px, py;
-  for (int i = 0; i < 128; ++i) {
-    px.push_back(-1 + 2 * static_cast<float>(i) / 127);
-    py.push_back(std::sin(3 * px.back()));
-  }
-  model::Store fit;
-  fit.SetRNGStateFromSeed(9);
-  auto model = [](model::Scope scope, const std::any&, std::vector<Node> in) {
-    return std::vector<Node>{layers::KAN(scope.In("kan"), in[0]).OutputDims(1).Discrete().Done()};
-  };
-  train::Trainer trainer(compute::New(), fit, model, losses::MeanSquaredError,
-                         optimizers::Adam().LearningRate(0.05).Done(), {}, {});
-  const Tensor x = Tensor::FromFlat(Shape(DType::Float32, {128, 1}), px);
-  const Tensor t = Tensor::FromFlat(Shape(DType::Float32, {128, 1}), py);
-  for (int step = 0; step < 1500; ++step) trainer.TrainStep(std::any(), {x.Clone()}, {t.Clone()});
-  model::Exec predict = model::NewExec(compute::New(), fit, [](model::Scope scope, Node in) {
-    return layers::KAN(scope.In("kan"), in).OutputDims(1).Discrete().Done();
-  });
-  const std::vector<float> p = predict.Call1(x).ToVector<float>();
+  float loss = 0;
+  const std::vector<float> p = FitSin3x([](layers::KANBuilder& b) { b.Discrete(); }, 0.05, 1500, 9, loss);
+  const Sin3x data;
   double mse = 0;
-  for (size_t i = 0; i < p.size(); ++i) mse += (p[i] - py[i]) * (p[i] - py[i]) / 128.0;
+  for (size_t i = 0; i < p.size(); ++i) mse += (p[i] - data.ys[i]) * (p[i] - data.ys[i]) / 128.0;
   EXPECT_LT(mse, 0.02);
   std::cout << "Discrete-KAN sin(3x): hard MSE " << mse << "\n";
   Graph g;
   Node in = g.Parameter(Shape(DType::Float32, {2, 3}));
+  model::Store store;
   EXPECT_TRUE(
-      Throws([&] { layers::KAN(fit.RootScope(), in).OutputDims(1).Discrete(-1).Done(); }, {"softness -1"}));
+      Throws([&] { layers::KAN(store.RootScope(), in).OutputDims(1).Discrete(-1).Done(); }, {"softness -1"}));
 }
 
 }  // namespace
