@@ -46,7 +46,6 @@ Summary Summarize(const Tensor& t) {
   return s;
 }
 
-// "3 values in [-0.5, 1]", or "3 values (1 NaN, 1 infinite), the finite ones in [0, 0]".
 // True when every value of a floating-point tensor is finite: its exponent bits are not all ones.
 // One pass over the raw bits that the compiler vectorises (no conversion, no allocation).
 template <typename U>
@@ -81,6 +80,7 @@ bool AllFinite(const Tensor& t) {
   return finite;
 }
 
+// "3 values in [-0.5, 1]", or "3 values (1 NaN, 1 infinite), the finite ones in [0, 0]".
 std::string Describe(const Summary& s) {
   std::string text = fmt::format("{} values", s.size);
   if (!s.Finite()) {

@@ -48,7 +48,7 @@ std::string Node::LogMessage() const {
 
 Node Node::WithAlias(const std::string& alias) const {
   Graph& g = graph();
-  if (alias.empty() || alias.back() == '/' || alias == "/")
+  if (alias.empty() || alias.back() == '/')
     kiln::detail::Throw("Node::WithAlias: alias \"{}\" of node #{} is empty or ends with \"/\"", alias, id_);
   const std::string full = alias.front() == '/' ? alias : g.AliasScopePath() + alias;
   auto [it, fresh] = g.alias_to_node_.emplace(full, id_);

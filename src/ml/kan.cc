@@ -67,23 +67,23 @@ Node PwlLayer(const model::Scope& scope, Node x, int64_t out, int points, double
                 .NodeValue(g);
   Node bias =
       scope.WithInitializer(Filled(0)).VariableWithShape("kan_pwl_bias", Shape(dt, {out, in})).NodeValue(g);
+  // Split points s_k evenly over [lo, hi], and each ramp's room s_last - s_k.
   std::vector<double> splits(static_cast<size_t>(n)), room(static_cast<size_t>(n));
-  for (int64_t k = 0; k < n; ++k)
-    splits[static_cast<size_t>(k)] = lo + (hi - lo) * static_cast<double>(k) / static_cast<double>(n - 1);
-  for (int64_t k = 0; k < n; ++k)
-    room[static_cast<size_t>(k)] = splits.back() - splits[static_cast<size_t>(k)];
+  for (int64_t k = 0; k < n; ++k) {
+    const double t = static_cast<double>(k) / static_cast<double>(n - 1);
+    splits[static_cast<size_t>(k)] = lo + (hi - lo) * t;
+    room[static_cast<size_t>(k)] = (hi - lo) * (1 - t);
+  }
   Node s = KnotsConst(g, splits, 0, splits.size(), 3, dt);  // [1, 1, n]
   Node rel = graph::BroadcastToDims(graph::Reshape(x, {batch, in, 1}), {batch, in, n}) -
              graph::BroadcastToDims(s, {batch, in, n});
-  Node zero = graph::ZerosLike(rel);
   if (linear) {
-    // The first ramp is not clipped below, the last not above: the end slopes continue.
-    Node first = graph::Equal(graph::Iota(g, Shape(DType::Int32, {batch, in, n}), 2),
-                              graph::Zeros(g, Shape(DType::Int32, {batch, in, n})));
-    rel = graph::Where(first, rel, graph::Max(rel, zero));
+    // No ramp is clipped above and the first not below: the end slopes continue.
+    Node rest = SliceLast(rel, 1, n);
+    rel = graph::Concatenate({SliceLast(rel, 0, 1), graph::Max(rest, graph::ZerosLike(rest))}, 2);
   } else {
-    rel = graph::Min(graph::Max(rel, zero),
-                     graph::BroadcastToDims(KnotsConst(g, room, 0, room.size(), 3, dt), {batch, in, n}));
+    Node room_node = graph::BroadcastToDims(KnotsConst(g, room, 0, room.size(), 3, dt), {batch, in, n});
+    rel = graph::Clamp(graph::ZerosLike(rel), rel, room_node);
   }
   Node y = graph::Einsum("bin,oin->bo", rel, cp);  // Σ_i Σ_n c_oin·r_n(x_i)
   return y + graph::BroadcastToDims(graph::Reshape(graph::ReduceSum(bias, {1}), {1, out}), {batch, out});
@@ -157,12 +157,11 @@ Node DiscreteLayer(const model::Scope& scope, Node x, int64_t out, int points, d
       below = (graph::OnesLike(t) + graph::Erf(t * graph::ScalarLike(t, 1.0 / (width * std::sqrt(2.0))))) *
               graph::ScalarLike(t, 0.5);
     } else {
-      Node u = t * graph::ScalarLike(t, 1.0 / width);  // In units of the half-base.
+      // In units of the half-base, clipped to the triangle's support [-1, 1] (CDF 0 and 1 beyond).
+      Node u = graph::Clip(t * graph::ScalarLike(t, 1.0 / width), -1.0, 1.0);
       Node one = graph::OnesLike(u), half = graph::ScalarLike(u, 0.5);
-      Node left = graph::Square(one + u) * half, right = one - graph::Square(one - u) * half;
-      below = graph::Where(graph::Less(u, graph::Neg(one)), graph::ZerosLike(u),
-                           graph::Where(graph::Less(u, graph::ZerosLike(u)), left,
-                                        graph::Where(graph::Less(u, one), right, one)));
+      below = graph::Where(graph::Less(u, graph::ZerosLike(u)), graph::Square(one + u) * half,
+                           one - graph::Square(one - u) * half);
     }
   } else {
     below = graph::ConvertDType(graph::Less(xe, s), dt);
@@ -231,8 +230,7 @@ KANBuilder& KANBuilder::SplineOrder(int order) {
   return *this;
 }
 KANBuilder& KANBuilder::PiecewiseLinear(bool extrapolate_linearly) {
-  pwl_ = true;
-  rational_ = discrete_ = false;
+  variant_ = Variant::kPiecewiseLinear;
   pwl_linear_ = extrapolate_linearly;
   return *this;
 }
@@ -241,15 +239,13 @@ KANBuilder& KANBuilder::NumControlPoints(int n) {
   return *this;
 }
 KANBuilder& KANBuilder::Discrete(double softness, bool normal) {
-  discrete_ = true;
-  rational_ = pwl_ = false;
+  variant_ = Variant::kDiscrete;
   softness_ = softness;
   discrete_normal_ = normal;
   return *this;
 }
 KANBuilder& KANBuilder::Rational(int numerator, int denominator) {
-  rational_ = true;
-  pwl_ = discrete_ = false;
+  variant_ = Variant::kRational;
   num_degree_ = numerator;
   den_degree_ = denominator;
   return *this;
@@ -272,17 +268,24 @@ Node KANBuilder::Done() {
   if (grid_ < 1) kiln::detail::Throw("{}: GridSize({}) must be at least 1", where, grid_);
   if (order_ < 0) kiln::detail::Throw("{}: SplineOrder({}) must be >= 0", where, order_);
   if (!(hi_ > lo_)) kiln::detail::Throw("{}: GridRange({}, {}) is empty", where, lo_, hi_);
-  if ((pwl_ || discrete_) && points_ < 2)
+  if ((variant_ == Variant::kPiecewiseLinear || variant_ == Variant::kDiscrete) && points_ < 2)
     kiln::detail::Throw("{}: NumControlPoints({}) must be at least 2", where, points_);
-  if (discrete_ && !(softness_ >= 0))
+  if (variant_ == Variant::kDiscrete && !(softness_ >= 0))
     kiln::detail::Throw("{}: Discrete softness {} is negative", where, softness_);
-  if (rational_ && (num_degree_ < 1 || den_degree_ < 1))
+  if (variant_ == Variant::kRational && (num_degree_ < 1 || den_degree_ < 1))
     kiln::detail::Throw("{}: Rational({}, {}) needs degrees of at least 1", where, num_degree_, den_degree_);
   auto layer = [&](const model::Scope& scope, Node in, int64_t out) {
-    if (rational_) return RationalLayer(scope, in, out, num_degree_, den_degree_);
-    if (discrete_) return DiscreteLayer(scope, in, out, points_, lo_, hi_, softness_, discrete_normal_);
-    return pwl_ ? PwlLayer(scope, in, out, points_, lo_, hi_, pwl_linear_)
-                : KANLayer(scope, in, out, grid_, order_, lo_, hi_);
+    switch (variant_) {
+      case Variant::kPiecewiseLinear:
+        return PwlLayer(scope, in, out, points_, lo_, hi_, pwl_linear_);
+      case Variant::kRational:
+        return RationalLayer(scope, in, out, num_degree_, den_degree_);
+      case Variant::kDiscrete:
+        return DiscreteLayer(scope, in, out, points_, lo_, hi_, softness_, discrete_normal_);
+      case Variant::kBSpline:
+        break;
+    }
+    return KANLayer(scope, in, out, grid_, order_, lo_, hi_);
   };
   Node h = x_;
   for (int i = 0; i < hidden_layers_; ++i)

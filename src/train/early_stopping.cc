@@ -44,8 +44,11 @@ struct Watcher {
       }
     } else {
       if (!best_ckpt)
-        best_ckpt.emplace(
-            checkpoint::Build(store).Dir(options.best_dir).Keep(1).ExcludeVars("/global_step").Done());
+        best_ckpt.emplace(checkpoint::Build(store)
+                              .Dir(options.best_dir)
+                              .Keep(1)
+                              .ExcludeVars(store.GlobalStep().Path())
+                              .Done());
       best_ckpt->Save();
     }
     have_best = true;

@@ -83,7 +83,9 @@ class KANBuilder {
   int hidden_layers_ = 0, grid_ = 5, order_ = 3;
   int64_t hidden_dims_ = 10, output_dims_ = 0;
   double lo_ = -1.0, hi_ = 1.0;
-  bool pwl_ = false, pwl_linear_ = false, rational_ = false, discrete_ = false, discrete_normal_ = false;
+  // The edge function: the last of PiecewiseLinear, Rational and Discrete called, else B-splines.
+  enum class Variant { kBSpline, kPiecewiseLinear, kRational, kDiscrete } variant_ = Variant::kBSpline;
+  bool pwl_linear_ = false, discrete_normal_ = false;
   double softness_ = 0.1;
   int points_ = 20, num_degree_ = 5, den_degree_ = 4;
 };
