@@ -130,8 +130,9 @@ TEST(Trainer, MedianMetricAndReportEval) {
   ds->BatchSize(3, false);  // Batches of 3, 3 and 1 examples.
   std::vector<Tensor> r = trainer.Eval(ds);
   ASSERT_EQ(r.size(), 3u);
-  EXPECT_FLOAT_EQ(r[1].Item<float>(), 3.0f);          // The median over examples, not batches.
-  EXPECT_FLOAT_EQ(r[2].Item<float>(), 24.5f / 7.0f);  // The mean, weighted by examples.
+  EXPECT_FLOAT_EQ(r[1].Item<float>(), 3.0f);            // The median over examples, not batches.
+  EXPECT_FLOAT_EQ(r[2].Item<float>(), 24.5f / 7.0f);    // The mean, weighted by examples.
+  EXPECT_FLOAT_EQ(r[0].Item<float>(), 136.25f / 7.0f);  // The loss: the mean of x^2 over the 7 examples.
   std::ostringstream out;
   train::ReportEval(trainer, {ds}, out);
   EXPECT_EQ(out.str(), fmt::format("Results on seven:\n\tLoss (loss): {}\n\tMedian Absolute Error (~mae): 3\n"
