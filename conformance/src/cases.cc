@@ -24,6 +24,7 @@ const std::vector<Case>& Cases() {
     internal::AddConvCases(list);
     internal::AddIndexingCases(list);
     internal::AddRandomControlCases(list);
+    internal::AddUtilCases(list);
     std::set<std::string> names;
     for (const Case& c : list.cases()) {
       if (!names.insert(c.name).second) throw std::logic_error("conformance table: duplicate row " + c.name);

@@ -147,20 +147,20 @@ void AddBinaryCases(CaseList& L) {
     L.Add("BitwiseXor", "values", d, Fn2(BitwiseXor), {a, b}, {W(d, {3}, {0b0110, ~int64_t{0b0110}, -1})});
     L.Add("BitwiseAnd", "broadcast_scalar", d, Fn2(BitwiseAnd), {W(d, {3}, {5, 6, 7}), W(d, {}, {3})},
           {W(d, {3}, {1, 2, 3})});
-    L.Add("ShiftLeft", "values", d, Fn2(ShiftLeft),
+    L.Add("BitwiseShiftLeft", "values", d, Fn2(BitwiseShiftLeft),
           {W(d, {4}, {1, 3, -1, 1}), W(d, {4}, {0, 2, 1, bits - 1})}, {W(d, {4}, {1, 12, -2, top})});
     const uint64_t ones = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
-    L.Add("ShiftRightLogical", "values", d, Fn2(ShiftRightLogical),
+    L.Add("BitwiseShiftRightLogical", "values", d, Fn2(BitwiseShiftRightLogical),
           {W(d, {4}, {8, -1, top, 12}), W(d, {4}, {1, 1, bits - 1, 2})},
           {W(d, {4}, {4, static_cast<int64_t>(ones >> 1), 1, 3})});
-    L.Add("ShiftRightArithmetic", "positive", d, Fn2(ShiftRightArithmetic),
+    L.Add("BitwiseShiftRightArithmetic", "positive", d, Fn2(BitwiseShiftRightArithmetic),
           {W(d, {3}, {8, 12, 1}), W(d, {3}, {1, 2, 1})}, {W(d, {3}, {4, 3, 0})});
-    L.Add("ShiftLeft", "broadcast_scalar", d, Fn2(ShiftLeft), {W(d, {3}, {1, 2, 3}), W(d, {}, {2})},
-          {W(d, {3}, {4, 8, 12})});
+    L.Add("BitwiseShiftLeft", "broadcast_scalar", d, Fn2(BitwiseShiftLeft),
+          {W(d, {3}, {1, 2, 3}), W(d, {}, {2})}, {W(d, {3}, {4, 8, 12})});
   }
   for (DType d : kSignedInts) {
     const int bits = DTypeBits(d);
-    L.Add("ShiftRightArithmetic", "sign_fill", d, Fn2(ShiftRightArithmetic),
+    L.Add("BitwiseShiftRightArithmetic", "sign_fill", d, Fn2(BitwiseShiftRightArithmetic),
           {W(d, {4}, {-8, -1, MinI(d), -7}), W(d, {4}, {1, 5, bits - 1, 1})}, {W(d, {4}, {-4, -1, -1, -4})});
   }
 }

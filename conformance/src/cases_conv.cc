@@ -227,8 +227,11 @@ void AddWindowRows(CaseList& L, DType d) {
       "MinPool", "1d_overlapping", [](Node x) { return MinPool(x).Window(2).Strides(1).Done(); },
       V(d, {1, 4, 1}, {4, 2, 3, 1}), V(d, {1, 3, 1}, {2, 2, 1}));
   pool(
-      "MinPool", "1d_same", [](Node x) { return MinPool(x).Window(2).PadSame().Done(); },
+      "MinPool", "1d_same_stride2", [](Node x) { return MinPool(x).Window(2).Strides(2).PadSame().Done(); },
       V(d, {1, 3, 1}, {4, 2, 3}), V(d, {1, 2, 1}, {2, 3}));
+  pool(  // PadSame without strides: stride 1, the size kept (GoMLX's default).
+      "MinPool", "1d_same_keeps_size", [](Node x) { return MinPool(x).Window(2).PadSame().Done(); },
+      V(d, {1, 3, 1}, {4, 2, 3}), V(d, {1, 3, 1}, {2, 2, 3}));
   pool(
       "SumPool", "2d", [](Node x) { return SumPool(x).Window(2).Done(); }, x16,
       V(d, {1, 2, 2, 1}, {14, 22, 46, 54}));

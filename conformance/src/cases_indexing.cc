@@ -199,7 +199,7 @@ void AddScatterRows(CaseList& L, DType d) {
 void AddSortRows(CaseList& L, DType d) {
   const Tensor x = V(d, {5}, {3, 1, 2, 1, 0});
   auto argsort = [](int axis, bool desc) {
-    return P([axis, desc](const std::vector<Node>& p) { return ArgSort(p[0], axis, desc); });
+    return P([axis, desc](const std::vector<Node>& p) { return ArgSort(p[0], axis, !desc); });
   };
   L.Add("ArgSort", "stable_ties", d, argsort(0, false), {x}, {V(DType::Int32, {5}, {4, 1, 3, 2, 0})});
   L.Add("ArgSort", "descending_stable", d, argsort(0, true), {x}, {V(DType::Int32, {5}, {0, 2, 1, 3, 4})});
@@ -223,10 +223,10 @@ void AddSortRows(CaseList& L, DType d) {
   }
   L.Add("Sort", "ascending", d, P([](const std::vector<Node>& p) { return Sort(p[0], 0); }), {x},
         {V(d, {5}, {0, 1, 1, 2, 3})});
-  L.Add("Sort", "descending_rows", d, P([](const std::vector<Node>& p) { return Sort(p[0], 1, true); }),
+  L.Add("Sort", "descending_rows", d, P([](const std::vector<Node>& p) { return Sort(p[0], 1, false); }),
         {V(d, {2, 3}, {1, 3, 2, 0, 0, 4})}, {V(d, {2, 3}, {3, 2, 1, 4, 0, 0})});
   L.Add("SortWithIndices", "descending", d, P([](const std::vector<Node>& p) {
-          auto r = SortWithIndices(p[0], 0, true);
+          auto r = SortWithIndices(p[0], 0, false);
           return std::vector<Node>{r.values, r.indices};
         }),
         {V(d, {4}, {2, 0, 2, 1})}, {V(d, {4}, {2, 2, 1, 0}), V(DType::Int32, {4}, {0, 2, 3, 1})});

@@ -37,7 +37,7 @@ void AddIntegerSemanticsCases(CaseList& L) {
           {W(d, {1}, {hi})}, {W(d, {1}, {lo})});
     // Shifts by the width or more.
     const int bits = DTypeBits(d);
-    L.Add("ShiftRightArithmetic", "by_width_sign_fill", d, Fn2(ShiftRightArithmetic),
+    L.Add("BitwiseShiftRightArithmetic", "by_width_sign_fill", d, Fn2(BitwiseShiftRightArithmetic),
           {W(d, {4}, {-8, 8, -1, hi}), W(d, {4}, {bits, bits, bits + 3, bits})}, {W(d, {4}, {-1, 0, -1, 0})});
   }
   for (DType d : kUnsignedInts) {
@@ -53,21 +53,21 @@ void AddIntegerSemanticsCases(CaseList& L) {
     L.Add("SubScalar", "wraps", d, P([](const std::vector<Node>& p) { return SubScalar(p[0], 1); }),
           {W(d, {1}, {0})}, {W(d, {1}, {-1})});
     const int bits = DTypeBits(d);
-    L.Add("ShiftRightArithmetic", "by_width", d, Fn2(ShiftRightArithmetic),
+    L.Add("BitwiseShiftRightArithmetic", "by_width", d, Fn2(BitwiseShiftRightArithmetic),
           {W(d, {2}, {8, 1}), W(d, {2}, {bits, bits + 1})}, {W(d, {2}, {0, 0})});
   }
   for (DType d : kInts) {
     const int bits = DTypeBits(d);
-    L.Add("ShiftLeft", "by_width_is_zero", d, Fn2(ShiftLeft),
+    L.Add("BitwiseShiftLeft", "by_width_is_zero", d, Fn2(BitwiseShiftLeft),
           {W(d, {3}, {1, -1, 3}), W(d, {3}, {bits, bits, bits + 3})}, {W(d, {3}, {0, 0, 0})});
-    L.Add("ShiftRightLogical", "by_width_is_zero", d, Fn2(ShiftRightLogical),
+    L.Add("BitwiseShiftRightLogical", "by_width_is_zero", d, Fn2(BitwiseShiftRightLogical),
           {W(d, {3}, {1, -1, -8}), W(d, {3}, {bits, bits, bits + 3})}, {W(d, {3}, {0, 0, 0})});
     L.Add("Square", "wraps", d, Fn1(Square), {W(d, {1}, {int64_t{1} << (bits / 2)})}, {W(d, {1}, {0})});
     // The dtype's largest shift amount.
     const int64_t amount = IsUnsigned(d) ? -1 : MaxI(d);
-    L.Add("ShiftLeft", "by_max_amount", d, Fn2(ShiftLeft), {W(d, {2}, {1, 5}), W(d, {2}, {amount, amount})},
-          {W(d, {2}, {0, 0})});
-    L.Add("ShiftRightLogical", "by_max_amount", d, Fn2(ShiftRightLogical),
+    L.Add("BitwiseShiftLeft", "by_max_amount", d, Fn2(BitwiseShiftLeft),
+          {W(d, {2}, {1, 5}), W(d, {2}, {amount, amount})}, {W(d, {2}, {0, 0})});
+    L.Add("BitwiseShiftRightLogical", "by_max_amount", d, Fn2(BitwiseShiftRightLogical),
           {W(d, {2}, {1, -1}), W(d, {2}, {amount, amount})}, {W(d, {2}, {0, 0})});
   }
 }

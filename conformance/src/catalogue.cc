@@ -2,6 +2,7 @@
 // (function, dtype) is n/a exactly when compute::InferShape rejects the dtype for one of the
 // primitives the function lowers to.
 
+#include <algorithm>
 #include <map>
 #include <stdexcept>
 
@@ -76,9 +77,9 @@ const std::vector<CatalogueEntry>& Catalogue() {
       {"BitwiseAnd", {OpType::BitwiseAnd}},
       {"BitwiseOr", {OpType::BitwiseOr}},
       {"BitwiseXor", {OpType::BitwiseXor}},
-      {"ShiftLeft", {OpType::ShiftLeft}},
-      {"ShiftRightArithmetic", {OpType::ShiftRightArithmetic}},
-      {"ShiftRightLogical", {OpType::ShiftRightLogical}},
+      {"BitwiseShiftLeft", {OpType::ShiftLeft}},
+      {"BitwiseShiftRightArithmetic", {OpType::ShiftRightArithmetic}},
+      {"BitwiseShiftRightLogical", {OpType::ShiftRightLogical}},
       {"AddScalar", {OpType::Add}},
       {"SubScalar", {OpType::Sub}},
       {"MulScalar", {OpType::Mul}},
@@ -163,6 +164,7 @@ const std::vector<CatalogueEntry>& Catalogue() {
     internal::AddConvCatalogue(entries);
     internal::AddIndexingCatalogue(entries);
     internal::AddRandomControlCatalogue(entries);
+    internal::AddUtilCatalogue(entries);
     return entries;
   }();
   return all;
@@ -272,6 +274,8 @@ bool internal::ShapeRuleAccepts(OpType op, const std::vector<Shape>& in, const c
 bool Applicable(const CatalogueEntry& entry, DType dtype) {
   if (entry.float_only && !IsFloat(dtype)) return false;
   if (entry.unpacked_only && IsPacked(dtype)) return false;
+  if (!entry.only.empty() && std::find(entry.only.begin(), entry.only.end(), dtype) == entry.only.end())
+    return false;
   for (OpType op : entry.rule) {
     if (!PrimitiveAccepts(op, dtype)) return false;
   }

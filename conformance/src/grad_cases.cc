@@ -60,6 +60,7 @@ const std::vector<GradCase>& GradCases() {
     internal::AddSortScanGrads(out);
     internal::AddControlGrads(out);
     internal::AddCompositeGrads(out);
+    internal::AddUtilGrads(out);
     internal::AddSmoothRowGrads(out);
     return out;
   }();

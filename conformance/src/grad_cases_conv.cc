@@ -87,7 +87,7 @@ void AddConvGrads(std::vector<GradCase>& out) {
   L.Add("Conv2D/depthwise_channels_first", Conv([](graph::ConvBuilder& b) -> graph::ConvBuilder& {
           return b.ChannelsFirst().ChannelGroupCount(3).PadSame();
         }),
-        {L.Rand({1, 3, 3, 3}), L.Rand({1, 6, 2, 2})});
+        {L.Rand({1, 3, 3, 3}), L.Rand({6, 1, 2, 2})});
   L.Add("Conv2D/batch_groups",
         Conv([](graph::ConvBuilder& b) -> graph::ConvBuilder& { return b.BatchGroupCount(2); }),
         {L.Rand({4, 3, 3, 2}), L.Rand({2, 2, 2, 4})});
@@ -95,7 +95,7 @@ void AddConvGrads(std::vector<GradCase>& out) {
           return b.ChannelsFirst().BatchGroupCount(3).Strides(2).Dilations(2).InputDilations({2, 1}).Padding(
               {{1, 2, 0}, {-1, 1, 0}});
         }),
-        {L.Rand({3, 1, 3, 5}), L.Rand({1, 3, 2, 2})});
+        {L.Rand({3, 1, 3, 5}), L.Rand({3, 1, 2, 2})});
   L.Add("Conv2D/feature_groups_transposed", Conv([](graph::ConvBuilder& b) -> graph::ConvBuilder& {
           return b.ChannelGroupCount(2).InputDilations(2).Padding({{1, 1, 0}, {1, 0, 0}});
         }),
@@ -108,7 +108,7 @@ void AddConvGrads(std::vector<GradCase>& out) {
   L.Add("Conv3D/channels_first_groups", Conv([](graph::ConvBuilder& b) -> graph::ConvBuilder& {
           return b.ChannelsFirst().ChannelGroupCount(2).PadSame();
         }),
-        {L.Rand({1, 2, 2, 3, 2}), L.Rand({1, 2, 2, 2, 1})});
+        {L.Rand({1, 2, 2, 3, 2}), L.Rand({2, 1, 2, 2, 1})});
   // ---- The primitive with an unusual layout: input [w, f, b, h], kernel [o, h, i, w],
   // output [f, h, b, w] ----
   compute::ConvDims odd;

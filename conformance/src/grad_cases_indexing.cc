@@ -106,7 +106,8 @@ void AddScatterRows(GradList& L) {
         {L.Rand({2, 3}), I32({2, 1}, {1, 0}), L.Rand({2, 3})});
   for (const bool is_max : {true, false}) {
     const std::string name = is_max ? "ScatterMax" : "ScatterMin";
-    auto fn = is_max ? graph::ScatterMax : graph::ScatterMin;
+    Node (*fn)(Node, Node, Node) = is_max ? static_cast<Node (*)(Node, Node, Node)>(graph::ScatterMax)
+                                          : static_cast<Node (*)(Node, Node, Node)>(graph::ScatterMin);
     auto rows = P([fn](const std::vector<Node>& p) {
       std::vector<Node> xu = SplitDistinct(p[0], {4, 3}, {5, 3});
       return fn(xu[0], p[1], xu[1]);

@@ -16,7 +16,7 @@ graph::GraphFn CumSumFn(int axis, bool reverse) {
 
 /// Sort of the first parameter along `axis`.
 graph::GraphFn SortFn(int axis, bool descending) {
-  return P([axis, descending](const std::vector<Node>& p) { return graph::Sort(p[0], axis, descending); });
+  return P([axis, descending](const std::vector<Node>& p) { return graph::Sort(p[0], axis, !descending); });
 }
 
 }  // namespace

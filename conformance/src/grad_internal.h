@@ -45,5 +45,6 @@ void AddSortScanGrads(std::vector<GradCase>& out);
 void AddControlGrads(std::vector<GradCase>& out);
 void AddCompositeGrads(std::vector<GradCase>& out);
 void AddSmoothRowGrads(std::vector<GradCase>& out);
+void AddUtilGrads(std::vector<GradCase>& out);
 
 }  // namespace kiln::conformance::internal

@@ -151,6 +151,8 @@ bool IndexingPrimitiveAccepts(OpType op, DType dtype);
 void AddRandomControlCatalogue(std::vector<CatalogueEntry>& entries);  // cases_random_control.cc
 void AddRandomControlCases(CaseList& list);
 bool ControlPrimitiveAccepts(OpType op, DType dtype);
+void AddUtilCatalogue(std::vector<CatalogueEntry>& entries);  // cases_util.cc
+void AddUtilCases(CaseList& list);
 
 // ---- Running ------------------------------------------------------------------------------------
 

@@ -32,6 +32,8 @@
 #include "kiln/graph/gradient.h"
 #include "kiln/graph/graph.h"
 #include "kiln/graph/ops.h"
+#include "kiln/graph/ops_util.h"
+#include "kiln/graph/ragged.h"
 #include "kiln/graph/random.h"
 #include "kiln/graph/sort.h"
 #include "kiln/io/gguf.h"

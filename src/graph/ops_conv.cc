@@ -31,23 +31,12 @@ std::vector<int64_t> Expand(const char* op, const char* what, const std::vector<
   return {values.begin(), values.end()};
 }
 
-/// Padding giving output size ceil(size / stride) for a window spanning `span` elements. On a
-/// dynamic axis (size kDynamic) only stride 1 pads independently of the size.
-PadAxis SamePadding(const char* op, int64_t size, int64_t span, int64_t stride) {
-  if (size == Shape::kDynamic) {
-    if (stride != 1) {
-      kiln::detail::Throw(
-          "{}: PadSame with stride {} on a dynamic spatial axis: the padding depends on its size (use stride "
-          "1 "
-          "or explicit padding)",
-          op, stride);
-    }
-    const int64_t total = std::max<int64_t>(span - 1, 0);
-    return {total / 2, total - total / 2, 0};
-  }
-  const int64_t out = (size + stride - 1) / stride;
-  const int64_t total = std::max<int64_t>((out - 1) * stride + span - size, 0);
-  return {total / 2, total - total / 2, 0};
+/// PadSame's padding for a window spanning `span` elements.
+PadAxis SamePadding(int64_t span) {
+  // GoMLX's rule: (span - 1) / 2 before and span / 2 after, whatever the stride and size, so each
+  // output element's window is centred on its input position (the output size is ceil(n / stride)).
+  if (span <= 0) return {0, 0, 0};
+  return {(span - 1) / 2, span / 2, 0};
 }
 
 /// The spatial axes of a rank-`rank` value: 1..rank-2 (channels last) or 2..rank-1 (first).
@@ -107,6 +96,11 @@ ConvBuilder& ConvBuilder::Dilations(const std::vector<int>& dilations) {
   dilations_ = dilations;
   return *this;
 }
+ConvBuilder& ConvBuilder::PaddingPerDim(const std::vector<std::array<int64_t, 2>>& paddings) {
+  std::vector<PadAxis> padding;
+  for (const auto& p : paddings) padding.push_back({p[0], p[1], 0});
+  return Padding(padding);
+}
 ConvBuilder& ConvBuilder::InputDilations(int dilation) { return InputDilations(std::vector<int>{dilation}); }
 ConvBuilder& ConvBuilder::InputDilations(const std::vector<int>& dilations) {
   input_dilations_ = dilations;
@@ -151,8 +145,9 @@ Node ConvBuilder::Done() const {
     d.input_feature = d.output_feature = channels_first_ ? 1 : rank - 1;
     d.input_spatial = d.output_spatial = spatial;
     if (channels_first_) {
-      d.kernel_input_feature = 0;
-      d.kernel_output_feature = 1;
+      // GoMLX's (and ONNX's, PyTorch's) channels-first kernel: [out, in / groups, spatial...].
+      d.kernel_output_feature = 0;
+      d.kernel_input_feature = 1;
       d.kernel_spatial = spatial;
     } else {
       d.kernel_input_feature = rank - 2;
@@ -182,15 +177,11 @@ Node ConvBuilder::Done() const {
   std::vector<PadAxis> padding = padding_;
   if (same_) {
     for (size_t i = 0; i < n; ++i) {
-      const int64_t size = x_.shape().Dimensions()[static_cast<size_t>(d.input_spatial[i])];
       const int64_t k = kernel_.shape().Dimensions()[static_cast<size_t>(d.kernel_spatial[i])];
       if (k == Shape::kDynamic)
         kiln::detail::Throw("Convolve: PadSame needs the kernel's spatial axes static, got {}",
                             kernel_.shape());
-      const int64_t dilated_size = size == Shape::kDynamic ? size
-                                   : size == 0             ? 0
-                                                           : (size - 1) * input_dilations[i] + 1;
-      padding.push_back(SamePadding(op, dilated_size, k == 0 ? 0 : (k - 1) * dilations[i] + 1, strides[i]));
+      padding.push_back(SamePadding(k == 0 ? 0 : (k - 1) * dilations[i] + 1));
     }
   } else if (!padding.empty() && padding.size() != n) {
     kiln::detail::Throw("Convolve: Padding has {} entries for {} spatial axes", padding.size(), n);
@@ -264,43 +255,71 @@ PoolBuilder& PoolBuilder::Strides(const std::vector<int>& strides) {
 }
 PoolBuilder& PoolBuilder::PadSame() {
   same_ = true;
+  padding_.clear();
   return *this;
 }
 PoolBuilder& PoolBuilder::PadValid() {
   same_ = false;
+  padding_.clear();
+  return *this;
+}
+PoolBuilder& PoolBuilder::PaddingPerDim(const std::vector<std::array<int64_t, 2>>& paddings) {
+  same_ = false;
+  padding_.clear();
+  for (const auto& p : paddings) padding_.push_back({p[0], p[1], 0});
+  return *this;
+}
+PoolBuilder& PoolBuilder::FullShape() {
+  full_shape_ = true;
   return *this;
 }
 PoolBuilder& PoolBuilder::ChannelsFirst() {
   channels_first_ = true;
+  full_shape_ = false;
   return *this;
 }
 PoolBuilder& PoolBuilder::ChannelsLast() {
   channels_first_ = false;
+  full_shape_ = false;
   return *this;
 }
 
 Node PoolBuilder::Done() const {
-  static const char* const kNames[] = {"MaxPool", "MinPool", "SumPool", "MeanPool"};
+  static const char* const kNames[] = {"MaxPool", "MinPool", "SumPool", "MeanPool", "ConcatPool"};
   const char* op = kNames[static_cast<int>(kind_)];
   CheckNodes(op, {x_});
-  CheckSpatialRank(op, x_);
+  if (kind_ == Kind::kConcat) return Concat(op);
+  if (full_shape_) {
+    if (x_.rank() < 1) kiln::detail::Throw("{}: FullShape needs x with an axis, got {}", op, x_.shape());
+  } else {
+    CheckSpatialRank(op, x_);
+  }
   if (kind_ == Kind::kMean) ops_internal::CheckFloat(op, x_);
   const int rank = x_.rank();
-  const size_t n = static_cast<size_t>(rank - 2);
+  std::vector<int64_t> spatial = SpatialAxes(rank, channels_first_);
+  if (full_shape_) {
+    spatial.clear();
+    for (int a = 0; a < rank; ++a) spatial.push_back(a);
+  }
+  const size_t n = spatial.size();
   if (window_.empty()) kiln::detail::Throw("{}: no window size given (call Window)", op);
   const std::vector<int64_t> win = Expand(op, "Window", window_, n, 1);
-  const std::vector<int64_t> str = strides_.empty() ? win : Expand(op, "Strides", strides_, n, 1);
+  const std::vector<int64_t> str = !strides_.empty() ? Expand(op, "Strides", strides_, n, 1)
+                                   : same_           ? std::vector<int64_t>(n, 1)
+                                                     : win;
   for (size_t i = 0; i < n; ++i) {
     if (win[i] < 1 || str[i] < 1) kiln::detail::Throw("{}: window sizes and strides must be >= 1", op);
   }
-  const std::vector<int64_t> spatial = SpatialAxes(rank, channels_first_);
+  if (!padding_.empty() && padding_.size() != n)
+    kiln::detail::Throw("{}: PaddingPerDim has {} entries for {} pooled axes", op, padding_.size(), n);
   std::vector<int64_t> window(static_cast<size_t>(rank), 1), strides(static_cast<size_t>(rank), 1);
   std::vector<PadAxis> padding(static_cast<size_t>(rank));
   for (size_t i = 0; i < n; ++i) {
     const auto a = static_cast<size_t>(spatial[i]);
     window[a] = win[i];
     strides[a] = str[i];
-    if (same_) padding[a] = SamePadding("Pool", x_.shape().Dimensions()[a], win[i], str[i]);
+    if (same_) padding[a] = SamePadding(win[i]);
+    if (!padding_.empty()) padding[a] = padding_[i];
   }
   compute::ReduceKind kind = compute::ReduceKind::Sum;
   if (kind_ == Kind::kMax) kind = compute::ReduceKind::Max;
@@ -315,6 +334,56 @@ Node PoolBuilder::Done() const {
   // The number of non-padding elements of each window: the same window sum over ones.
   Node counts = Emit(op, OpType::ReduceWindow, {OnesLike(x_)}, std::move(attrs));
   return Div(pooled, counts);
+}
+
+Node PoolBuilder::Concat(const char* op) const {
+  if (full_shape_)
+    kiln::detail::Throw("{}: FullShape is not available (the channels axis receives the windows)", op);
+  CheckSpatialRank(op, x_);
+  const int rank = x_.rank();
+  const size_t n = static_cast<size_t>(rank - 2);
+  if (window_.empty()) kiln::detail::Throw("{}: no window size given (call Window)", op);
+  const std::vector<int64_t> win = Expand(op, "Window", window_, n, 1);
+  const int64_t channels = x_.shape().Dim(channels_first_ ? 1 : rank - 1);
+  if (channels == Shape::kDynamic)
+    kiln::detail::Throw("{}: the channels axis of {} must be static", op, x_.shape());
+  int64_t out = channels;
+  for (int64_t w : win) {
+    if (w < 1) kiln::detail::Throw("{}: window sizes must be >= 1", op);
+    out *= w;
+  }
+  // A one-hot kernel [window..., channels, out] (channels last) sending each (window position,
+  // channel) to its own output channel; channels first orders the outputs channel-major.
+  Graph& g = x_.graph();
+  std::vector<int64_t> order_dims;
+  if (!channels_first_) {
+    order_dims = win;
+    order_dims.push_back(channels);
+  } else {
+    order_dims.push_back(channels);
+    order_dims.insert(order_dims.end(), win.begin(), win.end());
+  }
+  Node order = Reshape(Iota(g, Shape(DType::Int32, {out}), 0), order_dims);
+  Node kernel = OneHot(order, out, x_.dtype());  // [order_dims..., out]
+  ConvBuilder conv = Convolve(x_, kernel);
+  if (channels_first_) {
+    // [channels, window..., out] -> GoMLX's channels-first kernel [out, channels, window...].
+    std::vector<int> perm{static_cast<int>(n) + 1, 0};
+    for (int a = 1; a <= static_cast<int>(n); ++a) perm.push_back(a);
+    conv = Convolve(x_, TransposeAllAxes(kernel, perm)).ChannelsFirst();
+  }
+  std::vector<int> strides;
+  if (!strides_.empty()) {
+    strides = strides_;
+  } else if (same_) {
+    strides.assign(n, 1);
+  } else {
+    for (int64_t w : win) strides.push_back(static_cast<int>(w));
+  }
+  conv.Strides(strides);
+  if (same_) conv.PadSame();
+  if (!padding_.empty()) conv.Padding(padding_);
+  return conv.Done();
 }
 
 // ---- Interpolation ------------------------------------------------------------------------------

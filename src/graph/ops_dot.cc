@@ -59,11 +59,9 @@ Node BroadcastTrailing(const char* op, Node x, const std::vector<compute::Axis>&
   return Emit(op, OpType::BroadcastInDim, {x}, std::move(attrs));
 }
 
-}  // namespace
-
 // ---- Dot ------------------------------------------------------------------------------------------
 
-Node DotBuilder::Product() const {
+Node ProductOf(Node a_, Node b_) {
   const char* op = "Dot";
   CheckOperands(op, a_, b_);
   const Shape sa = a_.shape(), sb = b_.shape();
@@ -92,8 +90,8 @@ Node DotBuilder::Product() const {
   return DotGeneral(op, a_, b_, {ra - 1}, {rb - 2}, Range(ra - 2), Range(rb - 2));
 }
 
-Node DotBuilder::General(const std::vector<int>& a_contracting, const std::vector<int>& a_batch,
-                         const std::vector<int>& b_contracting, const std::vector<int>& b_batch) const {
+Node GeneralOf(Node a_, Node b_, const std::vector<int>& a_contracting, const std::vector<int>& a_batch,
+               const std::vector<int>& b_contracting, const std::vector<int>& b_batch) {
   const char* op = "Dot.General";
   CheckOperands(op, a_, b_);
   const auto norm = [&](const std::vector<int>& axes, Node x) {
@@ -109,6 +107,61 @@ Node DotBuilder::General(const std::vector<int>& a_contracting, const std::vecto
   }
   return DotGeneral(op, a_, b_, norm(a_contracting, a_), norm(b_contracting, b_), norm(a_batch, a_),
                     norm(b_batch, b_));
+}
+
+}  // namespace
+
+Node DotBuilder::Finish(const std::function<Node(Node, Node)>& product) const {
+  Node a = a_, b = b_;
+  if (accumulator_ != DType::Invalid && a.Ok() && b.Ok()) {
+    if (a.dtype() != accumulator_) a = ConvertDType(a, accumulator_);
+    if (b.dtype() != accumulator_) b = ConvertDType(b, accumulator_);
+  }
+  Node r = product(a, b);
+  const DType out = output_ != DType::Invalid ? output_ : a_.dtype();
+  return r.dtype() == out ? r : ConvertDType(r, out);
+}
+
+Node DotBuilder::Product() const {
+  return Finish([](Node a, Node b) { return ProductOf(a, b); });
+}
+
+Node DotBuilder::General(const std::vector<int>& a_contracting, const std::vector<int>& a_batch,
+                         const std::vector<int>& b_contracting, const std::vector<int>& b_batch) const {
+  return Finish(
+      [&](Node a, Node b) { return GeneralOf(a, b, a_contracting, a_batch, b_contracting, b_batch); });
+}
+
+Node DotBuilder::MatMul() const {
+  return Finish([](Node a, Node b) { return graph::MatMul(a, b); });
+}
+
+Node DotBuilder::Einsum(const std::string& equation) const {
+  return Finish([&](Node a, Node b) { return graph::Einsum(equation, a, b); });
+}
+
+Node DotBuilder::EinsumAxes(const std::vector<std::array<int, 2>>& contracting,
+                            const std::vector<std::array<int, 2>>& batch) const {
+  return Finish([&](Node a, Node b) { return graph::EinsumAxes(a, b, contracting, batch); });
+}
+
+Node DotGeneral(Node lhs, const std::vector<int>& lhs_contracting, const std::vector<int>& lhs_batch,
+                Node rhs, const std::vector<int>& rhs_contracting, const std::vector<int>& rhs_batch) {
+  return Dot(lhs, rhs).General(lhs_contracting, lhs_batch, rhs_contracting, rhs_batch);
+}
+
+Node EinsumAxes(Node lhs, Node rhs, const std::vector<std::array<int, 2>>& contracting,
+                const std::vector<std::array<int, 2>>& batch) {
+  std::vector<int> lc, rc, lb, rb;
+  for (const auto& p : contracting) {
+    lc.push_back(p[0]);
+    rc.push_back(p[1]);
+  }
+  for (const auto& p : batch) {
+    lb.push_back(p[0]);
+    rb.push_back(p[1]);
+  }
+  return GeneralOf(lhs, rhs, lc, lb, rc, rb);
 }
 
 Node DotProduct(Node a, Node b) {

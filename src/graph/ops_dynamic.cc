@@ -103,6 +103,14 @@ Node DimensionSize(Node x, int axis) {
   return ops_internal::Reduce("DimensionSize", OpType::ReduceSum, ones, {0});
 }
 
+Node DynamicShape(Node x) {
+  ops_internal::CheckNodes("DynamicShape", {x});
+  if (x.rank() == 0) return Const(x.graph(), Tensor::FromShape(Shape(DType::Int64, {0})));
+  std::vector<Node> sizes;
+  for (int a = 0; a < x.rank(); ++a) sizes.push_back(DimensionSize(x, a));
+  return Stack(sizes, 0);
+}
+
 Shape ShapeFromSpecs(DType dtype, const std::vector<DimensionSpec>& specs) {
   std::vector<compute::Axis> axes;
   for (size_t i = 0; i < specs.size(); ++i) {

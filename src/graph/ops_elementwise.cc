@@ -222,12 +222,22 @@ Node LogicalXor(Node a, Node b) { return Binary("LogicalXor", OpType::LogicalXor
 Node BitwiseAnd(Node a, Node b) { return Binary("BitwiseAnd", OpType::BitwiseAnd, a, b); }
 Node BitwiseOr(Node a, Node b) { return Binary("BitwiseOr", OpType::BitwiseOr, a, b); }
 Node BitwiseXor(Node a, Node b) { return Binary("BitwiseXor", OpType::BitwiseXor, a, b); }
-Node ShiftLeft(Node a, Node bits) { return Binary("ShiftLeft", OpType::ShiftLeft, a, bits); }
-Node ShiftRightArithmetic(Node a, Node bits) {
-  return Binary("ShiftRightArithmetic", OpType::ShiftRightArithmetic, a, bits);
+namespace {
+/// A bit shift: `bits` converted to a's dtype first (GoMLX's rule).
+Node Shift(const char* op, OpType type, Node a, Node bits) {
+  ops_internal::CheckNodes(op, {a, bits});
+  if (bits.dtype() != a.dtype() && IsInt(a.dtype()) && IsInt(bits.dtype()))
+    bits = ConvertDType(bits, a.dtype());
+  return Binary(op, type, a, bits);
 }
-Node ShiftRightLogical(Node a, Node bits) {
-  return Binary("ShiftRightLogical", OpType::ShiftRightLogical, a, bits);
+}  // namespace
+
+Node BitwiseShiftLeft(Node a, Node bits) { return Shift("BitwiseShiftLeft", OpType::ShiftLeft, a, bits); }
+Node BitwiseShiftRightArithmetic(Node a, Node bits) {
+  return Shift("BitwiseShiftRightArithmetic", OpType::ShiftRightArithmetic, a, bits);
+}
+Node BitwiseShiftRightLogical(Node a, Node bits) {
+  return Shift("BitwiseShiftRightLogical", OpType::ShiftRightLogical, a, bits);
 }
 
 // ---- Comparisons and selection ---------------------------------------------------------------------

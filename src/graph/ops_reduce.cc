@@ -124,6 +124,16 @@ Node ReduceLogicalAnd(Node x, const std::vector<int>& axes) {
 Node ReduceLogicalOr(Node x, const std::vector<int>& axes) {
   return ReduceNamed("ReduceLogicalOr", OpType::ReduceLogicalOr, x, axes);
 }
+Node LogicalAll(Node x, const std::vector<int>& axes) {
+  CheckNodes("LogicalAll", {x});
+  Node b = StopGradient(x.dtype() == DType::Bool ? x : NotEqual(x, ZerosLike(x)));
+  return ReduceNamed("LogicalAll", OpType::ReduceLogicalAnd, b, axes);
+}
+Node LogicalAny(Node x, const std::vector<int>& axes) {
+  CheckNodes("LogicalAny", {x});
+  Node b = StopGradient(x.dtype() == DType::Bool ? x : NotEqual(x, ZerosLike(x)));
+  return ReduceNamed("LogicalAny", OpType::ReduceLogicalOr, b, axes);
+}
 Node ReduceLogicalXor(Node x, const std::vector<int>& axes) {
   return ReduceNamed("ReduceLogicalXor", OpType::ReduceLogicalXor, x, axes);
 }

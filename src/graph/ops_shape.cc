@@ -72,6 +72,14 @@ using ops_internal::DimsString;
 using ops_internal::Emit;
 using ops_internal::NormalizeAxis;
 
+Node ReshapeWithShape(Node x, const Shape& shape) {
+  CheckNodes("ReshapeWithShape", {x});
+  if (shape.dtype() != x.dtype())
+    kiln::detail::Throw("ReshapeWithShape: cannot change the dtype of {} to {} (use ConvertDType)", x.shape(),
+                        shape);
+  return ops_internal::ReshapeTo("ReshapeWithShape", x, shape);
+}
+
 Node Reshape(Node x, const std::vector<int64_t>& dims) {
   CheckNodes("Reshape", {x});
   const Shape s = x.shape();

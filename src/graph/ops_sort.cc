@@ -73,22 +73,22 @@ ValuesAndIndices Extremes(const char* op, Node x, int64_t k, int axis, bool desc
 
 }  // namespace
 
-Node ArgSort(Node x, int axis, bool descending) { return ArgSortNamed("ArgSort", x, axis, descending); }
+Node ArgSort(Node x, int axis, bool ascending) { return ArgSortNamed("ArgSort", x, axis, !ascending); }
 
 Node TakeAlongAxis(Node x, Node indices, int axis) {
   return TakeAlongAxisNamed("TakeAlongAxis", x, indices, axis);
 }
 
-Node Sort(Node x, int axis, bool descending) {
-  return TakeAlongAxisNamed("Sort", x, ArgSortNamed("Sort", x, axis, descending), axis);
+Node Sort(Node x, int axis, bool ascending) {
+  return TakeAlongAxisNamed("Sort", x, ArgSortNamed("Sort", x, axis, !ascending), axis);
 }
 
-ValuesAndIndices SortWithIndices(Node x, int axis, bool descending) {
-  Node indices = ArgSortNamed("SortWithIndices", x, axis, descending);
+ValuesAndIndices SortWithIndices(Node x, int axis, bool ascending) {
+  Node indices = ArgSortNamed("SortWithIndices", x, axis, !ascending);
   return {TakeAlongAxisNamed("SortWithIndices", x, indices, axis), indices};
 }
 
-std::vector<Node> SortMany(const std::vector<Node>& operands, int axis, bool descending) {
+std::vector<Node> SortMany(const std::vector<Node>& operands, int axis, bool ascending) {
   if (operands.empty()) kiln::detail::Throw("SortMany: needs at least one operand");
   CheckNodes("SortMany", operands);
   for (const Node& n : operands) {
@@ -96,7 +96,7 @@ std::vector<Node> SortMany(const std::vector<Node>& operands, int axis, bool des
       kiln::detail::Throw("SortMany: operand {} must have the dimensions of the first, {}", n.shape(),
                           operands[0].shape());
   }
-  Node order = ArgSortNamed("SortMany", operands[0], axis, descending);
+  Node order = ArgSortNamed("SortMany", operands[0], axis, !ascending);
   std::vector<Node> result;
   for (const Node& n : operands) result.push_back(TakeAlongAxisNamed("SortMany", n, order, axis));
   return result;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <random>
 #include <vector>
 
 #include "core/check.h"
@@ -26,7 +27,8 @@ Node U64(Graph& g, uint64_t v) { return Scalar(g, DType::Uint64, v); }
 std::pair<Node, Node> MulHiLo(Node a, uint32_t m) {
   Graph& g = a.graph();
   Node p = Mul(ConvertDType(a, DType::Uint64), U64(g, m));
-  return {ConvertDType(ShiftRightLogical(p, U64(g, 32)), DType::Uint32), ConvertDType(p, DType::Uint32)};
+  return {ConvertDType(BitwiseShiftRightLogical(p, U64(g, 32)), DType::Uint32),
+          ConvertDType(p, DType::Uint32)};
 }
 
 void CheckState(const char* fn, Node state) {
@@ -40,12 +42,12 @@ void CheckState(const char* fn, Node state) {
 Node Elem(Node state, int i) { return Reshape(Slice(state, {AxisElem(i)}), {}); }
 
 Node Lo32(Node x) { return ConvertDType(x, DType::Uint32); }
-Node Hi32(Node x) { return ConvertDType(ShiftRightLogical(x, U64(x.graph(), 32)), DType::Uint32); }
+Node Hi32(Node x) { return ConvertDType(BitwiseShiftRightLogical(x, U64(x.graph(), 32)), DType::Uint32); }
 
 /// lo | hi << 32 of two Uint32 nodes.
 Node Join64(Node lo, Node hi) {
   return BitwiseOr(ConvertDType(lo, DType::Uint64),
-                   ShiftLeft(ConvertDType(hi, DType::Uint64), U64(lo.graph(), 32)));
+                   BitwiseShiftLeft(ConvertDType(hi, DType::Uint64), U64(lo.graph(), 32)));
 }
 
 Node MakeState(Node key, Node hi, Node lo) {
@@ -77,6 +79,14 @@ Shape RNGStateShape() { return Shape(DType::Uint64, {3}); }
 Tensor RNGStateFromSeedTensor(uint64_t seed) { return Tensor::FromValue(std::vector<uint64_t>{seed, 0, 0}); }
 
 Node RNGStateFromSeed(Graph& g, uint64_t seed) { return Const(g, RNGStateFromSeedTensor(seed)); }
+
+Tensor RNGState() {
+  std::random_device device;
+  const uint64_t seed = (static_cast<uint64_t>(device()) << 32) ^ static_cast<uint64_t>(device());
+  return RNGStateFromSeedTensor(seed);
+}
+
+Node RNGStateForGraph(Graph& g) { return Const(g, RNGState()); }
 
 std::array<Node, 4> Philox4x32(const std::array<Node, 4>& counter, const std::array<Node, 2>& key) {
   for (const Node& n : counter) {
@@ -140,12 +150,13 @@ std::pair<Node, Node> RandomUniform(Node state, const Shape& shape) {
   const int64_t n = shape.Size();
   if (d == DType::Float64) {
     auto [next, bits] = RandomBits64(state, n);
-    Node top = ConvertDType(ShiftRightLogical(bits, U64(g, 11)), DType::Float64);
+    Node top = ConvertDType(BitwiseShiftRightLogical(bits, U64(g, 11)), DType::Float64);
     return {next, Reshape(Mul(top, Scalar(g, DType::Float64, std::ldexp(1.0, -53))), shape.Dimensions())};
   }
   const int p = d == DType::Float32 ? 24 : d == DType::Float16 ? 11 : 8;
   auto [next, bits] = RandomBits32(state, n);
-  Node top = ConvertDType(ShiftRightLogical(bits, U32(g, static_cast<uint32_t>(32 - p))), DType::Float32);
+  Node top =
+      ConvertDType(BitwiseShiftRightLogical(bits, U32(g, static_cast<uint32_t>(32 - p))), DType::Float32);
   Node u = Mul(top, Scalar(g, DType::Float32, std::ldexp(1.0, -p)));
   if (d != DType::Float32) u = ConvertDType(u, d);  // Exact: u has p significant bits.
   return {next, Reshape(u, shape.Dimensions())};

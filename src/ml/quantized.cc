@@ -62,8 +62,8 @@ Node F16At(Node blocks, int64_t at) {
 
 Node U8(Graph& g, int v) { return graph::Scalar(g, DType::Uint8, v); }
 Node And(Node x, int mask) { return graph::BitwiseAnd(x, U8(x.graph(), mask)); }
-Node Shr(Node x, int bits) { return graph::ShiftRightLogical(x, U8(x.graph(), bits)); }
-Node Shl(Node x, int bits) { return graph::ShiftLeft(x, U8(x.graph(), bits)); }
+Node Shr(Node x, int bits) { return graph::BitwiseShiftRightLogical(x, U8(x.graph(), bits)); }
+Node Shl(Node x, int bits) { return graph::BitwiseShiftLeft(x, U8(x.graph(), bits)); }
 Node F32(Node x) { return graph::ConvertDType(x, DType::Float32); }
 
 /// x with `ones` axes of size 1 appended.
@@ -120,7 +120,7 @@ Node DecodeQ6_K(Node b) {
   std::vector<int64_t> shift_dims(static_cast<size_t>(last + 3), 1);
   shift_dims[static_cast<size_t>(last + 1)] = 4;
   Node shifts = graph::Reshape(graph::Const(g, std::vector<uint8_t>{0, 2, 4, 6}), shift_dims);
-  Node high = And(graph::ShiftRightLogical(qh, shifts), 3);  // [.., 2, 4, 32]
+  Node high = And(graph::BitwiseShiftRightLogical(qh, shifts), 3);  // [.., 2, 4, 32]
   Node q = graph::BitwiseOr(graph::Reshape(low, Lead(b, {2, 4, 32})), Shl(high, 4));
   Node values = graph::Reshape(F32(q) - 32.0f, Lead(b, {2, 4, 2, 16}));
   Node sc = graph::Reshape(F32(graph::Bitcast(Bytes(b, 192, 208), DType::Int8)), Lead(b, {2, 4, 2, 1}));

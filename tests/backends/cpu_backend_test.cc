@@ -491,7 +491,7 @@ TEST(CpuBackend, OutputsThatAliasInputsOrEachOtherAreSeparateBuffers) {
   Node x = g.Parameter(Shape(DType::Float32, {3}));
   Node d = x * 2.0f;
   std::unique_ptr<compute::Executable> exe =
-      backend->Compile(g.Build({x, d, d, Reshape(x, {3, 1}), OptimizationBarrier({d})[0]}));
+      backend->Compile(g.Build({x, d, d, Reshape(x, {3, 1}), OptimizationBarrier(d)}));
   const std::vector<float> values = {1, 2, 3};
   compute::BufferPtr in = backend->BufferFromHost(0, values.data(), 12);
   std::vector<compute::BufferPtr> out = exe->Execute({in}, {false}, 0);

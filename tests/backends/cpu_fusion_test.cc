@@ -63,7 +63,7 @@ TEST(CpuFusion, NeverCrossesAnOptimizationBarrier) {
   std::string report;
   const compute::cpu::Module m = Fused(
       [](Graph&, const std::vector<Node>& p) {
-        Node a = graph::OptimizationBarrier({p[0] * 2.0f + 1.0f})[0];
+        Node a = graph::OptimizationBarrier(p[0] * 2.0f + 1.0f);
         return std::vector<Node>{Exp(a) - 1.0f};
       },
       {Shape(DType::Float32, {8})}, &report);

@@ -209,7 +209,7 @@ TEST(CpuSimplify, DoesNotFoldThroughOptimizationBarrier) {
   auto fn = [](Graph& g, const std::vector<Node>& p) -> std::vector<Node> {
     Node c = graph::Const(g, std::vector<float>{1, 2, 3});
     Node fenced = graph::OptimizationBarrier({graph::Neg(p[0]), c})[1];
-    Node x = graph::OptimizationBarrier({graph::Neg(p[0])})[0];
+    Node x = graph::OptimizationBarrier(graph::Neg(p[0]));
     return {graph::Neg(fenced) + graph::Neg(x)};
   };
   const std::vector<Tensor> in = {Tensor::FromValue(std::vector<float>{-0.0f, 2, kNaN})};
@@ -421,7 +421,7 @@ TEST(CpuSimplify, ReductionsOverNoAxes) {
 
 TEST(CpuCse, MergesDuplicatesButNotAcrossBarrier) {
   auto fn = [](Graph&, const std::vector<Node>& p) -> std::vector<Node> {
-    Node fenced = graph::OptimizationBarrier({p[0]})[0];
+    Node fenced = graph::OptimizationBarrier(p[0]);
     Node a = graph::Exp(p[0]), b = graph::Exp(p[0]), c = graph::Exp(fenced);
     return {a + b, a + c};
   };
@@ -438,8 +438,8 @@ TEST(CpuCse, MergesDuplicatesButNotAcrossBarrier) {
 
 TEST(CpuCse, BarriersThemselvesAreNeverMerged) {
   auto fn = [](Graph&, const std::vector<Node>& p) -> std::vector<Node> {
-    Node a = graph::OptimizationBarrier({p[0]})[0];
-    Node b = graph::OptimizationBarrier({p[0]})[0];
+    Node a = graph::OptimizationBarrier(p[0]);
+    Node b = graph::OptimizationBarrier(p[0]);
     return {graph::Neg(a) + graph::Neg(b)};
   };
   const std::vector<Tensor> in = {Specials()};

@@ -382,14 +382,14 @@ Node Generator::Binary(Node x) {
         steps_.push_back("BitwiseXor");
         return graph::BitwiseXor(a, b);
       case 10:
-        steps_.push_back("ShiftLeft");
-        return graph::ShiftLeft(a, b);
+        steps_.push_back("BitwiseShiftLeft");
+        return graph::BitwiseShiftLeft(a, b);
       case 11:
-        steps_.push_back("ShiftRightArithmetic");
-        return graph::ShiftRightArithmetic(a, b);
+        steps_.push_back("BitwiseShiftRightArithmetic");
+        return graph::BitwiseShiftRightArithmetic(a, b);
       default:
-        steps_.push_back("ShiftRightLogical");
-        return graph::ShiftRightLogical(a, b);
+        steps_.push_back("BitwiseShiftRightLogical");
+        return graph::BitwiseShiftRightLogical(a, b);
     }
   }
   switch (Int(0, 7)) {

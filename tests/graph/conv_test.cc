@@ -50,7 +50,7 @@ TEST(ConvTest, ConvolveShapes) {
   EXPECT_EQ(Convolve(x, k).Dilations(2).Done().shape(), Shape(F32, {2, 4, 4, 16}));
   EXPECT_EQ(Convolve(x, k).InputDilations(2).Done().shape(), Shape(F32, {2, 13, 13, 16}));
   EXPECT_EQ(Convolve(x, k).Padding({{1, 2, 0}, {0, 0, 0}}).Done().shape(), Shape(F32, {2, 9, 6, 16}));
-  Node xf = P(g, F32, {2, 3, 8, 8}), kf = P(g, F32, {3, 16, 3, 3});
+  Node xf = P(g, F32, {2, 3, 8, 8}), kf = P(g, F32, {16, 3, 3, 3});
   EXPECT_EQ(Convolve(xf, kf).ChannelsFirst().Done().shape(), Shape(F32, {2, 16, 6, 6}));
   Node dw = P(g, F32, {3, 3, 1, 6});
   EXPECT_EQ(Convolve(x, dw).ChannelGroupCount(3).Done().shape(), Shape(F32, {2, 6, 6, 6}));
@@ -66,7 +66,14 @@ TEST(ConvTest, PoolAndWindowShapes) {
   Graph g;
   Node x = P(g, F32, {2, 7, 7, 3});
   EXPECT_EQ(MaxPool(x).Window(2).Done().shape(), Shape(F32, {2, 3, 3, 3}));
-  EXPECT_EQ(MaxPool(x).Window(2).PadSame().Done().shape(), Shape(F32, {2, 4, 4, 3}));
+  EXPECT_EQ(MaxPool(x).Window(2).Strides(2).PadSame().Done().shape(), Shape(F32, {2, 4, 4, 3}));
+  // PadSame without strides: stride 1, the spatial size kept (GoMLX's default).
+  EXPECT_EQ(MaxPool(x).Window(2).PadSame().Done().shape(), Shape(F32, {2, 7, 7, 3}));
+  EXPECT_EQ(MaxPool(x).FullShape().Window(2).PadSame().Done().shape(), x.shape());
+  EXPECT_EQ(MaxPool(x).FullShape().Window({1, 7, 7, 3}).Done().shape(), Shape(F32, {2, 1, 1, 1}));
+  EXPECT_EQ(MaxPool(x).Window(3).PaddingPerDim({{1, 1}, {0, 2}}).Done().shape(), Shape(F32, {2, 3, 3, 3}));
+  EXPECT_EQ(ConcatPool(x).Window(2).Done().shape(), Shape(F32, {2, 3, 3, 12}));
+  EXPECT_EQ(ConcatPool(x).Window({2, 1}).PadSame().Done().shape(), Shape(F32, {2, 7, 7, 6}));
   EXPECT_EQ(SumPool(x).Window(3).Strides(1).Done().shape(), Shape(F32, {2, 5, 5, 3}));
   EXPECT_EQ(MeanPool(x).Window({3, 1}).Strides({1, 2}).PadSame().Done().shape(), Shape(F32, {2, 7, 4, 3}));
   Node xf = P(g, F32, {2, 3, 7});
@@ -278,8 +285,24 @@ TEST(ConvTest, PoolValues) {
             (Vec{1.5, 2.5, 3}));
   EXPECT_EQ(Run1([](Node a) { return SumPool(a).Window(2).Strides(1).PadSame().Done(); }, x3),
             (Vec{3, 5, 3}));
-  EXPECT_EQ(Run1([](Node a) { return MaxPool(a).Window(2).PadSame().Done(); }, F({1, 3, 1}, {-5, -6, -7})),
+  EXPECT_EQ(Run1([](Node a) { return MaxPool(a).Window(2).Strides(2).PadSame().Done(); },
+                 F({1, 3, 1}, {-5, -6, -7})),
             (Vec{-5, -7}));
+  EXPECT_EQ(Run1([](Node a) { return MaxPool(a).Window(2).PadSame().Done(); }, F({1, 3, 1}, {-5, -6, -7})),
+            (Vec{-5, -6, -7}));
+  // Explicit padding (max pads with -inf); FullShape pools the batch and channels too.
+  EXPECT_EQ(Run1(
+                [](Node a) {
+                  return MaxPool(a).Window(2).PaddingPerDim({{1, 0}}).Done();
+                },
+                F({1, 3, 1}, {-5, -6, -7})),
+            (Vec{-5, -6}));
+  EXPECT_EQ(Run1(
+                [](Node a) {
+                  return MaxPool(a).FullShape().Window({1, 3, 1}).Done();
+                },
+                F({1, 3, 1}, {-5, 6, -7})),
+            (Vec{6}));
   // Window dilation and base dilation.
   EXPECT_EQ(
       Run1([](Node a) { return ReduceWindow(a, ReduceKind::Sum, {2}, {}, {}, {2}); }, F({4}, {1, 2, 3, 4})),

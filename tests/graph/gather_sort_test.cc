@@ -214,7 +214,7 @@ TEST(SortShapes, ShapesAndErrors) {
   Graph g;
   Node x = P(g, F32, {4, 3});
   EXPECT_EQ(ArgSort(x, 0).shape(), Shape(I32, {4, 3}));
-  EXPECT_EQ(Sort(x, -1, true).shape(), x.shape());
+  EXPECT_EQ(Sort(x, -1, false).shape(), x.shape());
   auto [v, i] = TopK(x, 2);
   EXPECT_EQ(v.shape(), Shape(F32, {4, 2}));
   EXPECT_EQ(i.shape(), Shape(I32, {4, 2}));
@@ -278,10 +278,14 @@ TEST(ScatterRun, DuplicatesAndSkippedIndices) {
                     {x, idx, up})[0]
         .ToVector<float>();
   };
-  EXPECT_EQ(run(ScatterAdd), (std::vector<float>{10, 26, 30, 40}));
-  EXPECT_EQ(run(ScatterUpdate), (std::vector<float>{10, 5, 30, 40}));
-  EXPECT_EQ(run(ScatterMax), (std::vector<float>{10, 20, 30, 40}));
-  EXPECT_EQ(run(ScatterMin), (std::vector<float>{10, 1, 30, 40}));
+  EXPECT_EQ(run([](Node a, Node i, Node u) { return ScatterAdd(a, i, u); }),
+            (std::vector<float>{10, 26, 30, 40}));
+  EXPECT_EQ(run([](Node a, Node i, Node u) { return ScatterUpdate(a, i, u); }),
+            (std::vector<float>{10, 5, 30, 40}));
+  EXPECT_EQ(run([](Node a, Node i, Node u) { return ScatterMax(a, i, u); }),
+            (std::vector<float>{10, 20, 30, 40}));
+  EXPECT_EQ(run([](Node a, Node i, Node u) { return ScatterMin(a, i, u); }),
+            (std::vector<float>{10, 1, 30, 40}));
   Tensor s = RunGraph(
       [](const std::vector<Node>& p) {
         return std::vector<Node>{Scatter(p[0], p[1], Shape(I32, {2, 2}))};
@@ -320,7 +324,7 @@ TEST(SortRun, StableWithNaNAndZeros) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const Tensor x = T1<float>({6}, {2, nan, -0.0f, 1, 0.0f, 2});
   auto fn = [](const std::vector<Node>& p) {
-    return std::vector<Node>{ArgSort(p[0], 0), ArgSort(p[0], 0, true), Sort(p[0], 0)};
+    return std::vector<Node>{ArgSort(p[0], 0), ArgSort(p[0], 0, /*ascending=*/false), Sort(p[0], 0)};
   };
   std::vector<Tensor> out = RunGraph(fn, {x});
   EXPECT_EQ(out[0].ToVector<int32_t>(), (std::vector<int32_t>{2, 4, 3, 0, 5, 1}));
@@ -345,7 +349,7 @@ TEST(SortRun, EmptyAxisGivesEmptyResults) {
 TEST(SortRun, ManyTopKBottomKAlongAxes) {
   const Tensor x = T1<int32_t>({2, 3}, {3, 1, 3, 0, 5, 0});
   auto fn = [](const std::vector<Node>& p) {
-    std::vector<Node> many = SortMany({p[0], p[1]}, 1, true);
+    std::vector<Node> many = SortMany({p[0], p[1]}, 1, /*ascending=*/false);
     auto [tv, ti] = TopK(p[0], 2);
     auto [bv, bi] = BottomK(p[0], 1, 0);
     return std::vector<Node>{many[0], many[1], tv, ti, bv, bi};

@@ -247,9 +247,9 @@ TEST(OpsBinary, EqualShapesPassThrough) {
   EXPECT_EQ(BitwiseAnd(u, v).op(), OpType::BitwiseAnd);
   EXPECT_EQ(BitwiseOr(u, v).op(), OpType::BitwiseOr);
   EXPECT_EQ(BitwiseXor(u, v).op(), OpType::BitwiseXor);
-  EXPECT_EQ(ShiftLeft(u, v).op(), OpType::ShiftLeft);
-  EXPECT_EQ(ShiftRightArithmetic(u, v).op(), OpType::ShiftRightArithmetic);
-  EXPECT_EQ(ShiftRightLogical(u, v).op(), OpType::ShiftRightLogical);
+  EXPECT_EQ(BitwiseShiftLeft(u, v).op(), OpType::ShiftLeft);
+  EXPECT_EQ(BitwiseShiftRightArithmetic(u, v).op(), OpType::ShiftRightArithmetic);
+  EXPECT_EQ(BitwiseShiftRightLogical(u, v).op(), OpType::ShiftRightLogical);
 }
 
 TEST(OpsBinary, ScalarBroadcasts) {

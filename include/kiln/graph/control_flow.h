@@ -50,6 +50,18 @@ std::vector<Node> If(Node pred, const SubFn& true_fn, const SubFn& false_fn,
 
 /// The values unchanged; later passes never merge or move computations across it.
 std::vector<Node> OptimizationBarrier(const std::vector<Node>& values);
+/// One value through a barrier.
+inline Node OptimizationBarrier(Node value) { return OptimizationBarrier(std::vector<Node>{value})[0]; }
+/// GoMLX's name for the barrier over several values.
+inline std::vector<Node> OptimizationBarriers(const std::vector<Node>& values) {
+  return OptimizationBarrier(values);
+}
+/// `x` unchanged, computed only after every one of `dependencies` (a barrier over all of them).
+inline Node SchedulingBarrier(Node x, const std::vector<Node>& dependencies) {
+  std::vector<Node> all{x};
+  all.insert(all.end(), dependencies.begin(), dependencies.end());
+  return OptimizationBarrier(all)[0];
+}
 
 /// A named operation defined by `decomposition` (built from the operands' shapes, packed dtypes
 /// included) with integer attributes `values`: every backend runs the decomposition, except

@@ -4,15 +4,22 @@
 ///
 /// Layouts: channels-last by default: x is [batch, spatial..., channels] and a convolution
 /// kernel [spatial..., in_channels / groups, out_channels]. ChannelsFirst(): x is
-/// [batch, channels, spatial...] and the kernel [in_channels / groups, out_channels, spatial...].
+/// [batch, channels, spatial...] and the kernel [out_channels, in_channels / groups, spatial...].
 /// One, two or three spatial axes (any number with the low-level functions).
 
+#include <array>
 #include <cstdint>
 #include <utility>
 #include <vector>
 
 #include "kiln/compute/program.h"
 #include "kiln/graph/graph.h"
+
+namespace kiln::images {
+/// Where an image's channels axis is (GoMLX's images.ChannelsAxisConfig): the builders'
+/// ChannelsAxis(images::ChannelsFirst) is ChannelsFirst().
+enum ChannelsAxisConfig { ChannelsFirst, ChannelsLast };
+}  // namespace kiln::images
 
 namespace kiln::graph {
 
@@ -38,9 +45,18 @@ class ConvBuilder {
   ConvBuilder& Strides(int stride);
   /// One stride per spatial axis.
   ConvBuilder& Strides(const std::vector<int>& strides);
-  /// Pads so that each spatial output size is ceil(input / stride) (the extra element, if the
-  /// total is odd, goes at the end).
+  /// GoMLX's names for the stride setters.
+  ConvBuilder& StridePerAxis(const std::vector<int>& strides) { return Strides(strides); }
+  ConvBuilder& StridePerDim(const std::vector<int>& strides) {
+    return Strides(strides);
+  }  ///< As StridePerAxis.
+  /// Pads each spatial axis by (span - 1) / 2 before and span / 2 after, span being the dilated
+  /// kernel size, whatever the stride (GoMLX's rule): the output size is ceil(input / stride).
   ConvBuilder& PadSame();
+  /// GoMLX's name for PadValid.
+  ConvBuilder& NoPadding() { return PadValid(); }
+  /// Explicit (low, high) padding per spatial axis, GoMLX's form of Padding.
+  ConvBuilder& PaddingPerDim(const std::vector<std::array<int64_t, 2>>& paddings);
   /// No padding: only windows fully inside the input.
   ConvBuilder& PadValid();
   /// Explicit (low, high) padding per spatial axis.
@@ -49,21 +65,34 @@ class ConvBuilder {
   ConvBuilder& Dilations(int dilation);
   /// Kernel dilations, one per spatial axis.
   ConvBuilder& Dilations(const std::vector<int>& dilations);
+  /// GoMLX's names for per-axis kernel dilations.
+  ConvBuilder& DilationPerAxis(const std::vector<int>& dilations) { return Dilations(dilations); }
+  ConvBuilder& DilationPerDim(const std::vector<int>& dilations) {
+    return Dilations(dilations);
+  }  ///< As above.
   /// Input dilation (transposed convolution), the same on every spatial axis.
   ConvBuilder& InputDilations(int dilation);
   /// Input dilations, one per spatial axis.
   ConvBuilder& InputDilations(const std::vector<int>& dilations);
+  /// GoMLX's name for per-axis input dilations.
+  ConvBuilder& InputDilationPerAxis(const std::vector<int>& dilations) { return InputDilations(dilations); }
   /// Splits the channels into `count` groups convolved separately (count == in_channels:
   /// depthwise). The kernel's input channel axis then has in_channels / count entries.
   ConvBuilder& ChannelGroupCount(int count);
+  /// GoMLX's other name for ChannelGroupCount.
+  ConvBuilder& FeatureGroupCount(int count) { return ChannelGroupCount(count); }
   /// Splits the batch into `count` groups, each convolved with its slice of the output channels
   /// (a convolution's kernel gradient).
   ConvBuilder& BatchGroupCount(int count);
-  /// x is [batch, channels, spatial...], the kernel [in_channels / groups, out_channels, spatial...].
+  /// x is [batch, channels, spatial...], the kernel [out_channels, in_channels / groups, spatial...].
   ConvBuilder& ChannelsFirst();
   /// x is [batch, spatial..., channels], the kernel [spatial..., in_channels / groups, out_channels]
   /// (the default).
   ConvBuilder& ChannelsLast();
+  /// ChannelsFirst() or ChannelsLast() as GoMLX's config says.
+  ConvBuilder& ChannelsAxis(images::ChannelsAxisConfig config) {
+    return config == images::ChannelsFirst ? ChannelsFirst() : ChannelsLast();
+  }
   /// Any layout: XLA's dimension numbers (overrides ChannelsFirst/ChannelsLast).
   ConvBuilder& AxesConfig(const compute::ConvDims& dims);
   /// The convolution; kiln::Error naming Convolve if the configuration does not fit.
@@ -110,10 +139,11 @@ class PoolBuilder {
  public:
   /// How each window is reduced.
   enum class Kind {
-    kMax,   ///< The window's maximum.
-    kMin,   ///< The window's minimum.
-    kSum,   ///< The window's sum.
-    kMean,  ///< The window's mean over its non-padding elements (float dtypes).
+    kMax,     ///< The window's maximum.
+    kMin,     ///< The window's minimum.
+    kSum,     ///< The window's sum.
+    kMean,    ///< The window's mean over its non-padding elements (float dtypes).
+    kConcat,  ///< The window's elements concatenated into channels (ConcatPool).
   };
   /// Pools `x` with `kind`; MaxPool(x), MinPool, SumPool and MeanPool make one.
   PoolBuilder(Node x, Kind kind) : x_(x), kind_(kind) {}
@@ -121,18 +151,33 @@ class PoolBuilder {
   PoolBuilder& Window(int size);
   /// One window size per spatial axis.
   PoolBuilder& Window(const std::vector<int>& sizes);
+  /// GoMLX's name for per-axis window sizes.
+  PoolBuilder& WindowPerAxis(const std::vector<int>& sizes) { return Window(sizes); }
   /// The same stride on every spatial axis (default: the window size).
   PoolBuilder& Strides(int stride);
   /// One stride per spatial axis.
   PoolBuilder& Strides(const std::vector<int>& strides);
-  /// Output sizes ceil(input / stride).
+  /// GoMLX's name for per-axis strides.
+  PoolBuilder& StridePerAxis(const std::vector<int>& strides) { return Strides(strides); }
+  /// Pads by (window - 1) / 2 before and window / 2 after (GoMLX's rule); the strides then
+  /// default to 1, so the output keeps the input's size unless strides are given (ceil(n / s)).
   PoolBuilder& PadSame();
   /// No padding: only windows fully inside the input (the default).
   PoolBuilder& PadValid();
+  /// GoMLX's name for PadValid.
+  PoolBuilder& NoPadding() { return PadValid(); }
+  /// Explicit (low, high) padding per pooled axis.
+  PoolBuilder& PaddingPerDim(const std::vector<std::array<int64_t, 2>>& paddings);
+  /// Pools over every axis, batch and channels included (no axis is special).
+  PoolBuilder& FullShape();
   /// x is [batch, channels, spatial...].
   PoolBuilder& ChannelsFirst();
   /// x is [batch, spatial..., channels] (the default).
   PoolBuilder& ChannelsLast();
+  /// ChannelsFirst() or ChannelsLast() as GoMLX's config says.
+  PoolBuilder& ChannelsAxis(images::ChannelsAxisConfig config) {
+    return config == images::ChannelsFirst ? ChannelsFirst() : ChannelsLast();
+  }
   /// The pooled node; kiln::Error naming the pool (MaxPool...) when x has no spatial axis, no
   /// window was given, a size or stride is below 1, or MeanPool's x is not a float.
   Node Done() const;
@@ -140,8 +185,11 @@ class PoolBuilder {
  private:
   Node x_;
   Kind kind_;
+  /// ConcatPool's Done: a convolution with a one-hot kernel.
+  Node Concat(const char* op) const;
   std::vector<int> window_, strides_;
-  bool same_ = false, channels_first_ = false;
+  std::vector<compute::PadAxis> padding_;
+  bool same_ = false, channels_first_ = false, full_shape_ = false;
 };
 /// Starts a max pooling of `x`; finish with .Window(n).Done().
 inline PoolBuilder MaxPool(Node x) { return PoolBuilder(x, PoolBuilder::Kind::kMax); }
@@ -151,6 +199,10 @@ inline PoolBuilder MinPool(Node x) { return PoolBuilder(x, PoolBuilder::Kind::kM
 inline PoolBuilder SumPool(Node x) { return PoolBuilder(x, PoolBuilder::Kind::kSum); }
 /// Starts a mean pooling of `x` (float dtypes); finish with .Window(n).Done().
 inline PoolBuilder MeanPool(Node x) { return PoolBuilder(x, PoolBuilder::Kind::kMean); }
+/// Pools by concatenating each window's elements into the channels: x [b, h, w, c] with
+/// Window(3) gives [b, h', w', 9c], channel (i * 3 + j) * c + k holding window element (i, j),
+/// channel k (channels first: k * 9 + i * 3 + j). FullShape is not available.
+inline PoolBuilder ConcatPool(Node x) { return PoolBuilder(x, PoolBuilder::Kind::kConcat); }
 
 // ---- Image resizing -----------------------------------------------------------------------------
 
@@ -171,6 +223,8 @@ class InterpolateBuilder {
   InterpolateBuilder& Bilinear();
   /// AlignCorners(true) turns half-pixel centers off, HalfPixelCenters(true) align corners.
   InterpolateBuilder& AlignCorners(bool align);
+  /// GoMLX's spelling of AlignCorners.
+  InterpolateBuilder& AlignCorner(bool align) { return AlignCorners(align); }
   /// Half-pixel centers on or off (on by default); on turns AlignCorners off.
   InterpolateBuilder& HalfPixelCenters(bool half_pixel);
   /// x is [batch, channels, spatial...].

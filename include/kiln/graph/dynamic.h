@@ -49,6 +49,10 @@ std::vector<DimensionSpec> DimensionSpecsFor(Node x);
 /// The size of axis `axis` of x as a scalar Int64 node: a constant for a static axis, the run-time
 /// size for a dynamic one.
 Node DimensionSize(Node x, int axis);
+/// GoMLX's name for DimensionSize.
+inline Node DynamicDimensionSize(Node x, int axis) { return DimensionSize(x, axis); }
+/// Every axis' size as an Int64 vector [rank] (constants for static axes).
+Node DynamicShape(Node x);
 
 /// x reshaped to `specs` (at most one inferred); a static Reshape when x and the specs are static.
 /// Element counts that cannot match are a kiln::Error now, those that depend on sizes when it runs.

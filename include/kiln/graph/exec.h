@@ -197,4 +197,12 @@ Exec NewExec(compute::BackendPtr backend, Fn&& fn, std::string name = "exec") {
   return Exec(std::move(backend), Adapter::Wrap(std::forward<Fn>(fn)), Adapter::kNumInputs, std::move(name));
 }
 
+/// Builds `fn` (any form NewExec takes), compiles it and runs it once on `inputs` (Tensors or C++
+/// values, as Exec::Call takes): GoMLX's ExecOnce / CallOnce. Returns every output.
+template <typename Fn, typename... Args>
+std::vector<Tensor> ExecOnce(compute::BackendPtr backend, Fn&& fn, Args&&... inputs) {
+  Exec exec = NewExec(std::move(backend), std::forward<Fn>(fn), "exec_once");
+  return exec.Call(std::forward<Args>(inputs)...);
+}
+
 }  // namespace kiln::graph

@@ -42,6 +42,42 @@ Node ScatterMin(Node operand, Node indices, Node updates);
 /// `operand` with its elements at `indices` replaced by `updates` (duplicates: the last wins).
 Node ScatterUpdate(Node operand, Node indices, Node updates);
 
+// GoMLX's forms with its sorting hints: `sorted`, `unique` and `indicesAreSorted` only promise
+// something about the indices (kiln's kernels need no promise), so the results are the same.
+
+/// Gather with GoMLX's `indicesAreSorted` hint.
+inline Node Gather(Node params, Node indices, bool /*indicesAreSorted*/) { return Gather(params, indices); }
+/// GatherSlices with GoMLX's `indicesAreSorted` hint.
+inline Node GatherSlices(Node input, const std::vector<int>& slicedAxes, Node startIndices,
+                         const std::vector<int64_t>& sizes, bool /*indicesAreSorted*/) {
+  return GatherSlices(input, slicedAxes, startIndices, sizes);
+}
+/// Scatter with GoMLX's hints.
+inline Node Scatter(Node indices, Node updates, const Shape& shape, bool /*sorted*/, bool /*unique*/) {
+  return Scatter(indices, updates, shape);
+}
+/// ScatterAdd with GoMLX's hints.
+inline Node ScatterAdd(Node operand, Node indices, Node updates, bool /*sorted*/, bool /*unique*/) {
+  return ScatterAdd(operand, indices, updates);
+}
+/// GoMLX's newer name for ScatterAdd.
+inline Node ScatterSum(Node operand, Node indices, Node updates, bool /*sorted*/ = false,
+                       bool /*unique*/ = false) {
+  return ScatterAdd(operand, indices, updates);
+}
+/// ScatterMax with GoMLX's hints.
+inline Node ScatterMax(Node operand, Node indices, Node updates, bool /*sorted*/, bool /*unique*/) {
+  return ScatterMax(operand, indices, updates);
+}
+/// ScatterMin with GoMLX's hints.
+inline Node ScatterMin(Node operand, Node indices, Node updates, bool /*sorted*/, bool /*unique*/) {
+  return ScatterMin(operand, indices, updates);
+}
+/// ScatterUpdate with GoMLX's hints.
+inline Node ScatterUpdate(Node operand, Node indices, Node updates, bool /*sorted*/, bool /*unique*/) {
+  return ScatterUpdate(operand, indices, updates);
+}
+
 /// The slice of `sizes` of `x` starting at `startIndices` (one integer scalar node per axis).
 Node DynamicSlice(Node x, const std::vector<Node>& startIndices, const std::vector<int64_t>& sizes);
 /// `x` with `update` written at `startIndices` (one integer scalar node per axis).

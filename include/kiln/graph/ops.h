@@ -7,6 +7,7 @@
 /// broadcast axes of size 1; operands of different ranks are an error (no NumPy-style rank
 /// promotion: use ExpandAxes or BroadcastPrefix). Operands must have the same dtype.
 
+#include <array>
 #include <concepts>
 #include <cstdint>
 #include <functional>
@@ -69,6 +70,22 @@ Node Const(Graph& g, const Tensor& value);
 template <TensorValue V>
 Node Const(Graph& g, const V& value) {
   return Const(g, Tensor::FromValue(value));
+}
+/// GoMLX's names for Const of a Tensor (kiln keeps every constant in the program once).
+inline Node ConstTensor(Graph& g, const Tensor& value) { return Const(g, value); }
+/// As ConstTensor.
+inline Node ConstCachedTensor(Graph& g, const Tensor& value) { return Const(g, value); }
+/// A constant from C++ values converted to `dtype` (GoMLX's ConstAsDType).
+template <TensorValue V>
+Node ConstAsDType(Graph& g, DType dtype, const V& value);
+/// A constant from C++ values in `base`'s dtype and graph (GoMLX's ConstAs).
+template <TensorValue V>
+Node ConstAs(Node base, const V& value) {
+  return ConstAsDType(base.graph(), base.dtype(), value);
+}
+/// A new input of `g` named `name` (Graph::Parameter with GoMLX's argument order).
+inline Node Parameter(Graph& g, const std::string& name, const Shape& shape) {
+  return g.Parameter(shape, name);
 }
 /// A scalar constant of `dtype`; the value must be exactly representable (else kiln::Error):
 /// integer dtypes reject fractions, NaN, infinities, negatives (unsigned) and values out of range;
@@ -170,12 +187,23 @@ Node LogicalXor(Node a, Node b);  ///< a != b (Bool).
 Node BitwiseAnd(Node a, Node b);  ///< a & b (integer dtypes, not packed).
 Node BitwiseOr(Node a, Node b);   ///< a | b (integer dtypes, not packed).
 Node BitwiseXor(Node a, Node b);  ///< a ^ b (integer dtypes, not packed).
-/// Shifts by the bit width or more give 0.
-Node ShiftLeft(Node a, Node bits);
-/// Shifts by the bit width or more fill with the sign bit.
-Node ShiftRightArithmetic(Node a, Node bits);
-/// Shifts in zero bits (the bits of `a` read as unsigned); by the bit width or more gives 0.
-Node ShiftRightLogical(Node a, Node bits);
+/// a << bits; `bits` is converted to a's dtype; shifts by the bit width or more give 0.
+/// (ShiftLeft shifts values along an axis: ops_util.h.)
+Node BitwiseShiftLeft(Node a, Node bits);
+/// a >> bits, filling with the sign bit; by the bit width or more gives 0 or -1 (the sign).
+Node BitwiseShiftRightArithmetic(Node a, Node bits);
+/// a >> bits shifting in zero bits (a's bits read as unsigned); by the bit width or more gives 0.
+Node BitwiseShiftRightLogical(Node a, Node bits);
+/// Aliases GoMLX keeps for the logical ops.
+inline Node And(Node a, Node b) { return LogicalAnd(a, b); }  ///< LogicalAnd(a, b).
+inline Node Or(Node a, Node b) { return LogicalOr(a, b); }    ///< LogicalOr(a, b).
+inline Node Not(Node x) { return LogicalNot(x); }             ///< LogicalNot(x).
+/// GoMLX's name for Rem: the remainder with the dividend's sign.
+inline Node Mod(Node a, Node b) { return Rem(a, b); }
+/// GoMLX's name for Sigmoid.
+inline Node Logistic(Node x) { return Sigmoid(x); }
+/// GoMLX's other spelling of Log1p.
+inline Node Log1P(Node x) { return Log1p(x); }
 
 // The binary ops with a C++ number as the second operand, converted to x's dtype (exactly, as
 // ScalarLike: a value x's dtype cannot hold is a kiln::Error).
@@ -220,6 +248,21 @@ template <Number T>
 Node ModScalar(Node x, T value) {
   return Rem(x, ScalarLike(x, value));
 }
+/// x << n, n a C++ number in x's dtype.
+template <Number T>
+Node BitwiseShiftLeftScalar(Node x, T n) {
+  return BitwiseShiftLeft(x, ScalarLike(x, n));
+}
+/// x >> n (arithmetic), n a C++ number in x's dtype.
+template <Number T>
+Node BitwiseShiftRightArithmeticScalar(Node x, T n) {
+  return BitwiseShiftRightArithmetic(x, ScalarLike(x, n));
+}
+/// x >> n (logical), n a C++ number in x's dtype.
+template <Number T>
+Node BitwiseShiftRightLogicalScalar(Node x, T n) {
+  return BitwiseShiftRightLogical(x, ScalarLike(x, n));
+}
 
 // ---- Comparisons and selection ----------------------------------------------------------------
 
@@ -231,6 +274,10 @@ Node Less(Node a, Node b);            ///< a < b (numeric).
 Node LessOrEqual(Node a, Node b);     ///< a <= b (numeric).
 Node Greater(Node a, Node b);         ///< a > b (numeric).
 Node GreaterOrEqual(Node a, Node b);  ///< a >= b (numeric).
+/// GoMLX's name for Less.
+inline Node LessThan(Node a, Node b) { return Less(a, b); }
+/// GoMLX's name for Greater.
+inline Node GreaterThan(Node a, Node b) { return Greater(a, b); }
 /// x == 0.
 Node IsZero(Node x);
 /// Elementwise cond ? onTrue : onFalse; a scalar condition or scalar branches broadcast.
@@ -280,6 +327,13 @@ Node ReduceAllMean(Node x);     ///< Mean of every element, a scalar (float dtyp
 Node ReduceAllMax(Node x);      ///< Maximum of every element, a scalar (NaN propagates).
 Node ReduceAllMin(Node x);      ///< Minimum of every element, a scalar (NaN propagates).
 Node ReduceAllProduct(Node x);  ///< Product of every element, a scalar.
+/// GoMLX's name for ReduceAllProduct.
+inline Node ReduceAllMultiply(Node x) { return ReduceAllProduct(x); }
+/// True where every element is true (x converted to Bool: nonzero is true) over `axes` (all when
+/// empty); no gradient flows.
+Node LogicalAll(Node x, const std::vector<int>& axes = {});
+/// True where some element is true (x converted to Bool) over `axes` (all when empty).
+Node LogicalAny(Node x, const std::vector<int>& axes = {});
 /// Applies `reduce` over `axes` and keeps them as axes of size 1.
 Node ReduceAndKeep(Node x, const std::function<Node(Node, const std::vector<int>&)>& reduce,
                    const std::vector<int>& axes = {});
@@ -292,6 +346,11 @@ Node MaskedReduceMean(Node x, Node mask, const std::vector<int>& axes = {});
 Node MaskedReduceMax(Node x, Node mask, const std::vector<int>& axes = {});
 /// Minimum of the elements where `mask` is true (the dtype's highest value where none is).
 Node MaskedReduceMin(Node x, Node mask, const std::vector<int>& axes = {});
+/// The masked reductions over every element, to a scalar.
+inline Node MaskedReduceAllSum(Node x, Node mask) { return MaskedReduceSum(x, mask); }
+inline Node MaskedReduceAllMean(Node x, Node mask) { return MaskedReduceMean(x, mask); }  ///< Scalar mean.
+inline Node MaskedReduceAllMax(Node x, Node mask) { return MaskedReduceMax(x, mask); }    ///< Scalar max.
+inline Node MaskedReduceAllMin(Node x, Node mask) { return MaskedReduceMin(x, mask); }    ///< Scalar min.
 /// Index of the maximum along `axis` (first on ties; NaN counts as the maximum).
 Node ArgMax(Node x, int axis, DType dtype = DType::Int32);
 /// Index of the minimum along `axis`, in `dtype` (first on ties; NaN counts as the minimum).
@@ -308,10 +367,16 @@ Node MaskedSoftmax(Node x, Node mask, const std::vector<int>& axes = {-1});
 
 /// New dimensions for the same elements; one -1 is inferred.
 Node Reshape(Node x, const std::vector<int64_t>& dims);
+/// Reshape to `shape`'s dimensions (and dynamic axis names); its dtype must be x's.
+Node ReshapeWithShape(Node x, const Shape& shape);
 /// Swaps two axes.
 Node Transpose(Node x, int axis1, int axis2);
 /// Permutes every axis: output axis i is x's axis permutation[i].
 Node TransposeAllAxes(Node x, const std::vector<int>& permutation);
+/// GoMLX's other name for TransposeAllAxes.
+inline Node TransposeAllDims(Node x, const std::vector<int>& permutation) {
+  return TransposeAllAxes(x, permutation);
+}
 /// Inserts axes of size 1 at the given positions of the result (negative from the end).
 Node ExpandAxes(Node x, const std::vector<int>& axes);
 /// Inserts axes of size 1 before the given axes of x (GoMLX's InsertAxes): position p in
@@ -319,6 +384,8 @@ Node ExpandAxes(Node x, const std::vector<int>& axes);
 /// from the end, -1 meaning after the last axis (p + rank + 1). Repeated positions insert
 /// several axes there. E.g. [2, 3] with {0} -> [1, 2, 3]; {-1} -> [2, 3, 1]; {1, 1} -> [2, 1, 1, 3].
 Node InsertAxes(Node x, const std::vector<int>& axes);
+/// GoMLX's ExpandDims: InsertAxes.
+inline Node ExpandDims(Node x, const std::vector<int>& axes) { return InsertAxes(x, axes); }
 /// x with size-1 axes added in front up to `rank` axes (GoMLX's ExpandLeftToRank): [3] to rank 3
 /// is [1, 1, 3]. A rank below x's is a kiln::Error.
 Node ExpandLeftToRank(Node x, int rank);
@@ -364,6 +431,8 @@ Node Pad(Node x, Node fill, const std::vector<compute::PadAxis>& padding);
 Node Reverse(Node x, const std::vector<int>& axes);
 /// Converts values to `dtype` (float to integer saturates, NaN gives 0).
 Node ConvertDType(Node x, DType dtype);
+/// GoMLX's other name for ConvertDType.
+inline Node ConvertType(Node x, DType dtype) { return ConvertDType(x, dtype); }
 /// Reinterprets the bits as `dtype` (same bit width: same shape; otherwise the last axis adapts).
 Node Bitcast(Node x, DType dtype);
 /// indices [...] -> [..., depth]: 1 at each index, 0 elsewhere, in `dtype`.
@@ -383,10 +452,38 @@ class DotBuilder {
   /// batch axes. Result: batch axes, then a's free axes, then b's free axes.
   Node General(const std::vector<int>& a_contracting, const std::vector<int>& a_batch,
                const std::vector<int>& b_contracting, const std::vector<int>& b_batch) const;
+  /// NumPy's matmul, as the free MatMul.
+  Node MatMul() const;
+  /// Einstein summation over the two operands, as the free Einsum.
+  Node Einsum(const std::string& equation) const;
+  /// A contraction given as (a axis, b axis) pairs, as the free EinsumAxes.
+  Node EinsumAxes(const std::vector<std::array<int, 2>>& contracting,
+                  const std::vector<std::array<int, 2>>& batch) const;
+  /// Accumulates in `dtype`: the operands are converted to it before the product (and the result
+  /// back to the operands' dtype, unless WithOutputDType says otherwise). Half-precision operands
+  /// already accumulate in at least float32 on every backend.
+  DotBuilder& WithAccumulatorDType(DType dtype) {
+    accumulator_ = dtype;
+    return *this;
+  }
+  /// The result's dtype (the operands' by default).
+  DotBuilder& WithOutputDType(DType dtype) {
+    output_ = dtype;
+    return *this;
+  }
 
  private:
+  /// Runs `product` on the operands converted to the accumulator dtype, then converts the result.
+  Node Finish(const std::function<Node(Node, Node)>& product) const;
   Node a_, b_;
+  DType accumulator_ = DType::Invalid, output_ = DType::Invalid;
 };
+/// Converts `value`'s C++ values to a constant of `dtype`.
+template <TensorValue V>
+Node ConstAsDType(Graph& g, DType dtype, const V& value) {
+  Node c = Const(g, value);
+  return c.dtype() == dtype ? c : ConvertDType(c, dtype);
+}
 /// Starts a dot product of `a` and `b`: finish with .Product() or .General(...).
 inline DotBuilder Dot(Node a, Node b) { return DotBuilder(a, b); }
 /// Dot product of two vectors (or of the last axes, batched over the leading ones).
@@ -446,3 +543,6 @@ Node operator/(T a, Node b) {
 }
 
 }  // namespace kiln::graph
+
+// Compositions with GoMLX names (OnePlus, L2Norm, Shift, the total order comparisons...).
+#include "kiln/graph/ops_util.h"  // IWYU pragma: export

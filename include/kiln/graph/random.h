@@ -31,6 +31,15 @@ Shape RNGStateShape();
 Node RNGStateFromSeed(Graph& g, uint64_t seed);
 /// The same state as a host tensor, to feed states as inputs.
 Tensor RNGStateFromSeedTensor(uint64_t seed);
+/// GoMLX's RNGStateFromSeed(seed): the state as a host tensor (RNGStateFromSeedTensor).
+inline Tensor RNGStateFromSeed(uint64_t seed) { return RNGStateFromSeedTensor(seed); }
+/// GoMLX's RNGStateFromSeedForGraph: a state node for `seed` in `g`.
+inline Node RNGStateFromSeedForGraph(Graph& g, uint64_t seed) { return RNGStateFromSeed(g, seed); }
+/// A state seeded from the operating system's random source (std::random_device), as a tensor.
+Tensor RNGState();
+/// A state node seeded from the operating system's random source: a different stream each time
+/// the graph is built.
+Node RNGStateForGraph(Graph& g);
 /// Two independent states derived from `state` (whose own stream should not be used afterwards):
 /// their keys are four Philox words drawn from `state`, their counters 0.
 std::pair<Node, Node> RNGStateSplit(Node state);

@@ -15,15 +15,15 @@ struct ValuesAndIndices {
   Node indices;  ///< Int32: where along the axis each value was in the input.
 };
 
-/// The stable permutation (Int32) sorting `x` along `axis`: ascending with NaN last, or
-/// descending with NaN first; equal values (-0 and +0 too) keep their order.
-Node ArgSort(Node x, int axis, bool descending = false);
-/// `x` sorted along `axis` (as ArgSort).
-Node Sort(Node x, int axis, bool descending = false);
+/// The stable permutation (Int32) sorting `x` along `axis`: ascending with NaN last, or (with
+/// `ascending` false) descending with NaN first; equal values (-0 and +0 too) keep their order.
+Node ArgSort(Node x, int axis, bool ascending = true);
+/// `x` sorted along `axis` (as ArgSort; GoMLX's Sort(x, axis, ascending)).
+Node Sort(Node x, int axis, bool ascending = true);
 /// The sorted values and the ArgSort permutation.
-ValuesAndIndices SortWithIndices(Node x, int axis, bool descending = false);
+ValuesAndIndices SortWithIndices(Node x, int axis, bool ascending = true);
 /// Sorts every operand along `axis` by the values of the first (all have its dimensions).
-std::vector<Node> SortMany(const std::vector<Node>& operands, int axis, bool descending = false);
+std::vector<Node> SortMany(const std::vector<Node>& operands, int axis, bool ascending = true);
 /// Values of `x` at `indices` along `axis`: indices have x's dimensions except on `axis`.
 Node TakeAlongAxis(Node x, Node indices, int axis);
 /// The k largest values along `axis`, largest first (ties: the lower index first), and their indices.

@@ -299,14 +299,14 @@ Node IdentityWithCustomGradient(Node x, const std::function<Node(Node x, Node ad
 
 Node Checkpoint(Node x) {
   if (!x.Ok()) kiln::detail::Throw("Checkpoint: x is an invalid (default-constructed) node");
-  Node r = OptimizationBarrier({x})[0];
+  Node r = OptimizationBarrier(x);
   x.graph().MarkCheckpoint(r, true);
   return r;
 }
 
 Node StopCheckpoint(Node x) {
   if (!x.Ok()) kiln::detail::Throw("StopCheckpoint: x is an invalid (default-constructed) node");
-  Node r = OptimizationBarrier({x})[0];
+  Node r = OptimizationBarrier(x);
   x.graph().MarkCheckpoint(r, false);
   return r;
 }

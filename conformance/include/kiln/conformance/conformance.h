@@ -85,6 +85,9 @@ struct CatalogueEntry {
   bool float_only = false;
   /// Packed dtypes excluded (a scalar value of a storage-only dtype).
   bool unpacked_only = false;
+  /// When set, the only dtypes the function has columns for (a result of fixed dtype whatever
+  /// its arguments: the triangular masks are Bool, IndicesForShape Int64).
+  std::vector<DType> only = {};
 };
 /// The catalogue, in matrix order.
 const std::vector<CatalogueEntry>& Catalogue();
