@@ -9,6 +9,7 @@
 #include "kiln/graph/control_flow.h"
 #include "kiln/graph/conv.h"
 #include "kiln/graph/dynamic.h"
+#include "kiln/graph/function.h"
 #include "kiln/graph/gather.h"
 #include "kiln/graph/ops_util.h"
 #include "kiln/graph/ragged.h"
@@ -128,6 +129,10 @@ void AddUtilCatalogue(std::vector<CatalogueEntry>& e) {
       {"DynamicShape", {OpType::Reshape}, false, true},
       {"SchedulingBarrier", {OpType::OptimizationBarrier}, false, true},
       {"ConcatPool", {OpType::ConvGeneral}},
+      {"SortFunc", {OpType::Less, OpType::Gather}},
+      {"NewFunction.Call", {OpType::Mul, OpType::Add}},
+      {"While(closures)", {OpType::While, OpType::Add, OpType::Less}},
+      {"If(closures)", {OpType::If, OpType::Add, OpType::Sub}},
       {"Ragged2D.ReduceSumCols", {OpType::Scatter, OpType::Add}},
       {"Ragged2D.ReduceMaxCols", {OpType::Scatter, OpType::Max}},
       {"Ragged2D.ReduceMinCols", {OpType::Scatter, OpType::Min}},
@@ -324,6 +329,67 @@ void AddArithmeticRows(CaseList& L) {
       L.Add("Ragged2D.Softmax", "rows", d, P([ragged](const Nodes& p) { return ragged(p).Softmax().Flat; }),
             {flat, ids}, {Rounded(d, {5}, {e1 / s, e2 / s, e3 / s, 1, 1})}, Composite(d));
     }
+  }
+  // Functions and closures: a function called twice, loops and branches over closures, and
+  // SortFunc with a comparator closure (ascending by the first input, then descending by the
+  // second; stable).
+  for (DType d : kNumeric) {
+    L.Add("NewFunction.Call", "called_twice", d, GP([d](Graph& g, const Nodes& p) {
+            Function axpb = NewFunction(g, "axpb", [d](Graph& fg) {
+              Node a = Parameter(fg, "a", Shape(d, {3})), b = Parameter(fg, "b", Shape(d, {}));
+              return std::vector<Node>{a * a + b};
+            });
+            return axpb.Call({axpb.Call({p[0], p[1]})[0], p[1]})[0];
+          }),
+          {V(d, {3}, {0, 1, 2}), S(d, 1)}, {V(d, {3}, {2, 5, 26})});
+    L.Add("While(closures)", "count_to_5", d, GP([d](Graph& g, const Nodes& p) {
+            Function cond = NewClosure(g, [d](Graph& fg) {
+              Node i = Parameter(fg, "i", Shape(d, {}));
+              Parameter(fg, "acc", Shape(d, {2}));
+              return std::vector<Node>{LessThan(i, ScalarLike(i, 5))};
+            });
+            Function body = NewClosure(g, [d](Graph& fg) {
+              Node i = Parameter(fg, "i", Shape(d, {})), acc = Parameter(fg, "acc", Shape(d, {2}));
+              return std::vector<Node>{OnePlus(i), acc + i};
+            });
+            return While(cond, body, {p[0], p[1]});
+          }),
+          {S(d, 0), V(d, {2}, {1, 2})}, {S(d, 5), V(d, {2}, {11, 12})});
+    L.Add("If(closures)", "both_branches", d, GP([d](Graph& g, const Nodes& p) {
+            Function plus = NewClosure(
+                g, [d](Graph& fg) { return std::vector<Node>{OnePlus(Parameter(fg, "x", Shape(d, {2})))}; });
+            Function minus = NewClosure(
+                g, [d](Graph& fg) { return std::vector<Node>{MinusOne(Parameter(fg, "x", Shape(d, {2})))}; });
+            Node t = If(Scalar(g, DType::Bool, true), plus, minus, {p[0]})[0];
+            Node f = If(Scalar(g, DType::Bool, false), plus, minus, {p[0]})[0];
+            return std::vector<Node>{t, f};
+          }),
+          {V(d, {2}, {3, 4})}, {V(d, {2}, {4, 5}), V(d, {2}, {2, 3})});
+    const Tensor key = V(d, {2, 5}, {3, 1, 2, 1, 3, 0, 0, 0, 0, 0});
+    const Tensor tag = V(DType::Int32, {2, 5}, {1, 2, 3, 4, 5, 5, 4, 3, 2, 1});
+    L.Add("SortFunc", "two_keys_rows", d, GP([d](Graph& g, const Nodes& p) {
+            Function cmp = NewClosure(g, [d](Graph& cg) {
+              Node lk = Parameter(cg, "lhs_key", Shape(d, {})), rk = Parameter(cg, "rhs_key", Shape(d, {}));
+              Node lt = Parameter(cg, "lhs_tag", Shape(DType::Int32, {})),
+                   rt = Parameter(cg, "rhs_tag", Shape(DType::Int32, {}));
+              return std::vector<Node>{Or(LessThan(lk, rk), And(Equal(lk, rk), GreaterThan(lt, rt)))};
+            });
+            return SortFunc(cmp, -1, true, {p[0], p[1]});
+          }),
+          {key, tag},
+          {V(d, {2, 5}, {1, 1, 2, 3, 3, 0, 0, 0, 0, 0}),
+           V(DType::Int32, {2, 5}, {4, 2, 3, 5, 1, 5, 4, 3, 2, 1})});
+    L.Add("SortFunc", "stable_ties_axis0", d, GP([d](Graph& g, const Nodes& p) {
+            Function cmp = NewClosure(g, [d](Graph& cg) {
+              Node l = Parameter(cg, "lhs", Shape(d, {})), r = Parameter(cg, "rhs", Shape(d, {}));
+              Parameter(cg, "lhs_i", Shape(DType::Int32, {}));
+              Parameter(cg, "rhs_i", Shape(DType::Int32, {}));
+              return std::vector<Node>{GreaterThan(l, r)};  // Descending; ties keep their order.
+            });
+            return SortFunc(cmp, 0, false, {p[0], p[1]});
+          }),
+          {V(d, {4}, {1, 2, 1, 2}), V(DType::Int32, {4}, {0, 1, 2, 3})},
+          {V(d, {4}, {2, 2, 1, 1}), V(DType::Int32, {4}, {1, 3, 0, 2})});
   }
   // Bit shifts with C++ amounts.
   for (DType d : kInts) {

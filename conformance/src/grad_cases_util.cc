@@ -4,6 +4,7 @@
 
 #include "grad_internal.h"
 #include "kiln/graph/conv.h"
+#include "kiln/graph/function.h"
 #include "kiln/graph/ops_util.h"
 #include "kiln/graph/ragged.h"
 
@@ -106,6 +107,23 @@ void AddUtilGrads(std::vector<GradCase>& out) {
               .ReduceSumCols();
         }),
         {L.Rand({3})});
+  L.Add("NewFunction.Call", GP([](Graph& g, const Nodes& p) {
+          Function f = NewFunction(g, "f", [](Graph& fg) {
+            Node v = Parameter(fg, "v", Shape(DType::Float64, {3}));
+            return std::vector<Node>{Sin(v) * v};
+          });
+          return f.Call({f.Call({p[0]})[0]})[0];
+        }),
+        {L.Rand({3})});
+  L.Add("SortFunc", GP([](Graph& g, const Nodes& p) {
+          Function cmp = NewClosure(g, [](Graph& cg) {
+            Node l = Parameter(cg, "l", Shape(DType::Float64, {})),
+                 r = Parameter(cg, "r", Shape(DType::Float64, {}));
+            return std::vector<Node>{LessThan(Abs(l), Abs(r))};
+          });
+          return SortFunc(cmp, 1, true, {p[0] * p[0] * p[0]})[0];
+        }),
+        {L.Distinct({2, 5})});
   L.Add("ConcatPool", Of1([](Node x) { return ConcatPool(x).Window(2).Strides(1).Done(); }),
         {L.Rand({1, 3, 3, 2})});
   L.Add("ConcatPool/channels_first_same",

@@ -28,6 +28,7 @@
 #include "kiln/graph/debug.h"
 #include "kiln/graph/dynamic.h"
 #include "kiln/graph/exec.h"
+#include "kiln/graph/function.h"
 #include "kiln/graph/gather.h"
 #include "kiln/graph/gradient.h"
 #include "kiln/graph/graph.h"

@@ -38,8 +38,30 @@ std::string Node::ToString() const {
 Graph::Graph(std::string name) : name_(std::move(name)) {}
 Graph::~Graph() = default;
 
+Graph::CallFrame Graph::PopCallFrame() {
+  if (call_frames_.empty()) kiln::detail::Throw("Graph \"{}\": no function call is being traced", name_);
+  CallFrame f = std::move(call_frames_.back());
+  call_frames_.pop_back();
+  return f;
+}
+
 Node Graph::Parameter(const Shape& shape, const std::string& name) {
   if (!shape.Ok()) kiln::detail::Throw("Graph \"{}\": parameter \"{}\" has an invalid shape", name_, name);
+  if (!call_frames_.empty()) {
+    // Tracing a Function call: the parameter is the call's next input.
+    CallFrame& f = call_frames_.back();
+    if (f.next >= f.inputs.size())
+      kiln::detail::Throw(
+          "function \"{}\": parameter \"{}\" is its parameter {}, but it was called with {} inputs",
+          f.function, name, f.next, f.inputs.size());
+    Node in = f.inputs[f.next++];
+    const bool fits = f.elementwise ? shape.IsScalar() : shape.Dimensions() == in.shape().Dimensions();
+    if (in.dtype() != shape.dtype() || !fits)
+      kiln::detail::Throw("function \"{}\": parameter {} (\"{}\") is declared {}{}, but the call passes {}",
+                          f.function, f.next - 1, name, shape,
+                          f.elementwise ? " (comparator parameters are scalars)" : "", in.shape());
+    return in;
+  }
   compute::OpAttributes attrs;
   attrs.index = static_cast<int64_t>(parameters_.size());
   attrs.shape = shape;

@@ -136,6 +136,53 @@ TEST(GoMLXNames, ConvBuilderSpellings) {
   EXPECT_EQ(Interpolate(x, {12, 12}).AlignCorner(true).Done().shape(), Shape(DType::Float32, {1, 12, 12, 2}));
 }
 
+TEST(GoMLXNames, FunctionsAndClosuresCheckTheirUse) {
+  Graph g("main");
+  Node x = g.Parameter(Shape(DType::Float32, {3})), i = g.Parameter(Shape(DType::Int32, {3}));
+  Function f = NewFunction(g, "twice", [](Graph& fg) {
+    return std::vector<Node>{Parameter(fg, "v", Shape(DType::Float32, {3})) * 2.0f};
+  });
+  EXPECT_EQ(f.Name(), "twice");
+  EXPECT_FALSE(f.IsClosure());
+  EXPECT_EQ(f.ParameterShapes(), (std::vector<Shape>{Shape(DType::Float32, {3})}));
+  EXPECT_EQ(g.NumParameters(), 2);  // Making and calling a function adds no graph input.
+  EXPECT_EQ(f.Call({x})[0].shape(), x.shape());
+  EXPECT_EQ(g.NumParameters(), 2);
+  EXPECT_TRUE(Throws([&] { f.Call({i}); }, {"twice", "declared", "Int32"}));
+  EXPECT_TRUE(Throws([&] { f.Call({x, x}); }, {"twice", "takes 1 inputs, called with 2"}));
+  // A function cannot use the enclosing graph's nodes (GoMLX's rule); a closure given to SortFunc can.
+  EXPECT_TRUE(Throws(
+      [&] {
+        NewFunction(g, "captures",
+                    [&](Graph& fg) { return std::vector<Node>{x + Parameter(fg, "v", x.shape())}; });
+      },
+      {"main"}));
+  Function cmp = NewClosure(g, [&](Graph& cg) {
+    Node l = Parameter(cg, "l", Shape(DType::Float32, {})), r = Parameter(cg, "r", Shape(DType::Float32, {}));
+    return std::vector<Node>{LessThan(l * ReduceSum(x), r * ReduceSum(x))};
+  });
+  EXPECT_TRUE(cmp.IsClosure());
+  EXPECT_TRUE(Throws([&] { cmp.Call({x, x}); }, {"closure", "cannot be called directly"}));
+  EXPECT_EQ(SortFunc(cmp, 0, true, {x})[0].shape(), x.shape());
+  EXPECT_TRUE(Throws([&] { SortFunc(f, 0, true, {x}); }, {"SortFunc", "closure"}));
+  EXPECT_TRUE(Throws(
+      [&] {
+        SortFunc(cmp, 0, true, {x, i});
+      },
+      {"closure", "declares 2 parameters", "4 inputs"}));
+  Function not_elementwise = NewClosure(g, [](Graph& cg) {
+    Node l = Parameter(cg, "l", Shape(DType::Float32, {})), r = Parameter(cg, "r", Shape(DType::Float32, {}));
+    return std::vector<Node>{ReduceLogicalAnd(Less(l, r))};
+  });
+  EXPECT_TRUE(Throws([&] { SortFunc(not_elementwise, 0, true, {x}); }, {"SortFunc", "elementwise"}));
+  Function vector_params = NewClosure(g, [](Graph& cg) {
+    Node l = Parameter(cg, "l", Shape(DType::Float32, {3})),
+         r = Parameter(cg, "r", Shape(DType::Float32, {3}));
+    return std::vector<Node>{Less(l, r)};
+  });
+  EXPECT_TRUE(Throws([&] { SortFunc(vector_params, 0, true, {x}); }, {"scalars"}));
+}
+
 TEST(GoMLXNames, MisuseNamesTheFunction) {
   Graph g;
   Node x = g.Parameter(Shape(DType::Float32, {2, 3})), i = g.Parameter(Shape(DType::Int32, {2, 3}));

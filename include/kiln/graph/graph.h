@@ -155,6 +155,22 @@ class Graph {
   /// state here); destroyed with the graph. Empty until set.
   std::shared_ptr<void>& Attachment(const std::string& key) { return attachments_[key]; }
 
+  // ---- Function calls (graph/function.h uses these; users call Function::Call) ----
+
+  /// While a Function's definition is traced for a call, Parameter returns the call's inputs in
+  /// order instead of adding graph inputs.
+  struct CallFrame {
+    std::string function;      ///< The function's name, for errors.
+    std::vector<Node> inputs;  ///< The call's inputs, one per parameter the definition declares.
+    size_t next = 0;           ///< How many parameters were declared so far.
+    /// Scalar parameters take inputs of any shape (SortFunc's comparator runs on all pairs).
+    bool elementwise = false;
+  };
+  /// Starts tracing a call: Parameter now takes `frame`'s inputs.
+  void PushCallFrame(CallFrame frame) { call_frames_.push_back(std::move(frame)); }
+  /// Ends the innermost call; returns its frame (how many parameters were declared).
+  CallFrame PopCallFrame();
+
   // ---- Autodiff bookkeeping (graph/gradient.h uses these; users call the functions there) ----
 
   /// A gradient override: given the forward operand `x` and the adjoint of the node, returns
@@ -209,6 +225,7 @@ class Graph {
   std::unordered_map<int, std::string> node_alias_;
   bool traced_ = false;
   std::unordered_map<int, Error> traces_;
+  std::vector<CallFrame> call_frames_;
 };
 
 /// Pushes an alias scope for its lifetime (Graph::PushAliasScope / PopAliasScope).
