@@ -145,6 +145,38 @@ void AddConvertCases(CaseList& L) {
           {V(DType::Int32, {5}, v)}, {V(p, {5}, v)});
   }
 
+  // ---- 8-bit floats (storage only: conversions in and out, round to nearest even) -----------------
+  {
+    const DType e4 = DType::Float8E4M3FN, e5 = DType::Float8E5M2;
+    // Exact values: normals, the smallest subnormals (2^-9 and 2^-16), the largest finite values.
+    L.Add("ConvertDType", "e4m3_to_float32_exact", e4, To(DType::Float32),
+          {V(e4, {6}, {1.5, -0.3125, std::ldexp(1.0, -9), 448, -448, kNaN})},
+          {V(DType::Float32, {6}, {1.5, -0.3125, std::ldexp(1.0, -9), 448, -448, kNaN})});
+    L.Add("ConvertDType", "e5m2_to_float16_exact", e5, To(DType::Float16),
+          {V(e5, {6}, {1.5, -0.375, std::ldexp(1.0, -16), 57344, -kInf, kNaN})},
+          {V(DType::Float16, {6}, {1.5, -0.375, std::ldexp(1.0, -16), 57344, -kInf, kNaN})});
+    // Rounding: 0.3 -> 0.3125 (E4M3FN) and 0.3125 (E5M2); ties to even (17 -> 16, 464 -> 448);
+    // beyond the largest: NaN in E4M3FN (no infinity), infinity in E5M2.
+    L.Add("ConvertDType", "float32_to_e4m3_rounds", DType::Float32, To(e4),
+          {Rounded(DType::Float32, {6}, {0.3, 17, 464, 465, -1e6, kInf})},
+          {V(e4, {6}, {0.3125, 16, 448, kNaN, kNaN, kNaN})});
+    L.Add("ConvertDType", "float64_to_e5m2_rounds", DType::Float64, To(e5),
+          {V(DType::Float64, {6}, {0.3, 17, 61439, 61440, -1e6, std::ldexp(1.0, -18)})},
+          {V(e5, {6}, {0.3125, 16, 57344, kInf, -kInf, 0})});
+    L.Add("ConvertDType", "e4m3_to_int32_saturates", e4, To(DType::Int32),
+          {V(e4, {4}, {-2.5, 448, kNaN, 0.75})}, {V(DType::Int32, {4}, {-2, 448, 0, 0})});
+    L.Add("ConvertDType", "uint8_to_e5m2", DType::Uint8, To(e5), {V(DType::Uint8, {4}, {0, 7, 9, 255})},
+          {V(e5, {4}, {0, 7, 8, 256})});
+    L.Add("ConvertDType", "e4m3_to_e5m2", e4, To(e5), {V(e4, {3}, {0.875, 3.5, -448})},
+          {V(e5, {3}, {0.875, 3.5, -448})});
+    L.Add("ConvertDType", "e5m2_to_e4m3", e5, To(e4), {V(e5, {4}, {0.875, 2.5, 57344, std::ldexp(1.0, -16)})},
+          {V(e4, {4}, {0.875, 2.5, kNaN, 0})});
+    L.Add("ConvertDType", "e4m3_to_bool", e4, To(DType::Bool), {V(e4, {3}, {0, -0.5, kNaN})},
+          {V(DType::Bool, {3}, {0, 1, 1})});
+    L.Add("ConvertDType", "e5m2_to_int4", e5, To(DType::Int4), {V(e5, {3}, {-12, 3.5, 6})},
+          {V(DType::Int4, {3}, {-8, 3, 6})});
+  }
+
   // ---- Bitcast (little-endian byte order within wider elements; Bool is n/a: arbitrary bits are
   // not valid bools) --------------------------------------
   using D = DType;

@@ -142,6 +142,15 @@ void AddControlCases(CaseList& L) {
           }),
           {in, reversed}, {reversed, reversed});
   }
+  // 8-bit float operands too.
+  for (DType f : kFloat8) {
+    L.Add("Composite", "float8_operand", f, P([](const std::vector<Node>& x) {
+            return graph::Composite("test.widen8", {}, {x[0]}, [](const std::vector<Node>& a) {
+              return std::vector<Node>{graph::ConvertDType(a[0], DType::Float32)};
+            });
+          }),
+          {V(f, {3}, {0.5, -2, 6})}, {V(DType::Float32, {3}, {0.5, -2, 6})});
+  }
   // Packed operands reach the decomposition as they are (quantized weights do).
   for (DType p : kPacked) {
     const DType wide = IsUnsigned(p) ? DType::Uint8 : DType::Int8;

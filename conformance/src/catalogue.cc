@@ -273,7 +273,7 @@ bool internal::ShapeRuleAccepts(OpType op, const std::vector<Shape>& in, const c
 
 bool Applicable(const CatalogueEntry& entry, DType dtype) {
   if (entry.float_only && !IsFloat(dtype)) return false;
-  if (entry.unpacked_only && IsPacked(dtype)) return false;
+  if (entry.unpacked_only && IsStorageOnly(dtype)) return false;
   if (!entry.only.empty() && std::find(entry.only.begin(), entry.only.end(), dtype) == entry.only.end())
     return false;
   for (OpType op : entry.rule) {

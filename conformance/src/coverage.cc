@@ -209,6 +209,10 @@ std::string_view ShortName(DType d) {
       return "i2";
     case DType::Uint2:
       return "u2";
+    case DType::Float8E4M3FN:
+      return "f8e4m3";
+    case DType::Float8E5M2:
+      return "f8e5m2";
     default:
       return "?";
   }

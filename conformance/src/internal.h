@@ -35,7 +35,8 @@ extern const std::vector<DType> kFloats;         // Float16, Float32, Float64, B
 extern const std::vector<DType> kSignedNumeric;  // Signed integers and floats.
 extern const std::vector<DType> kUnpacked;       // Bool and kNumeric.
 extern const std::vector<DType> kPacked;         // Int4, Uint4, Int2, Uint2.
-extern const std::vector<DType> kAll;            // All 17.
+extern const std::vector<DType> kFloat8;         // Float8E4M3FN, Float8E5M2 (storage only).
+extern const std::vector<DType> kAll;            // All 19.
 
 // ---- Tensors --------------------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "internal.h"
+#include "kiln/core/float8.h"
 
 namespace kiln::conformance::internal {
 
@@ -27,6 +28,7 @@ const std::vector<DType> kUnpacked = {DType::Bool,    DType::Int8,    DType::Int
                                       DType::Uint64,  DType::Float16, DType::Float32, DType::Float64,
                                       DType::BFloat16};
 const std::vector<DType> kPacked = {DType::Int4, DType::Uint4, DType::Int2, DType::Uint2};
+const std::vector<DType> kFloat8 = {DType::Float8E4M3FN, DType::Float8E5M2};
 const std::vector<DType> kAll(std::begin(kAllDTypes), std::end(kAllDTypes));
 
 namespace {
@@ -109,6 +111,17 @@ Tensor Make(DType d, std::vector<int64_t> dims, const std::vector<double>& value
     }
     return PackedTensor(d, std::move(dims), ints);
   }
+  if (IsFloat8(d)) {
+    uint8_t (*encode)(double) = d == DType::Float8E4M3FN ? Float8E4M3FNFromDouble : Float8E5M2FromDouble;
+    double (*decode)(uint8_t) = d == DType::Float8E4M3FN ? Float8E4M3FNToDouble : Float8E5M2ToDouble;
+    std::vector<uint8_t> bytes;
+    for (double v : values) {
+      const uint8_t b = encode(v);
+      if (exact && !SameDouble(decode(b), v)) Bad(fmt::format("{} is not exact in {}", v, DTypeName(d)));
+      bytes.push_back(b);
+    }
+    return Tensor::FromBytes(shape, bytes);
+  }
   return DispatchDType(d, [&](auto zero) {
     using T = decltype(zero);
     std::vector<T> flat;
@@ -188,6 +201,11 @@ std::vector<double> Seq(DType d, int64_t n) {
       int64_t lo = 0, hi = 0;
       PackedRange(d, lo, hi);
       v.push_back(static_cast<double>(lo + (i + 1) % (hi - lo + 1)));
+    } else if (IsFloat8(d)) {
+      // Distinct values exact in both 8-bit formats (cycled past 24).
+      static constexpr double kExact[] = {1,  2,  3,  4,  5,    6,    7,  8,  0.5, 1.5,   2.5,   3.5,
+                                          10, 12, 14, 16, 0.25, 0.75, 20, 24, 28,  0.125, 0.375, 32};
+      v.push_back(kExact[i % 24]);
     } else {
       v.push_back(static_cast<double>(i + 1));
     }
@@ -204,6 +222,11 @@ std::vector<double> Pick(const std::vector<double>& values, const std::vector<in
 std::vector<double> ToDoubles(const Tensor& t) { return t.ToDoubles(); }
 
 std::string ElementText(const Tensor& t, int64_t i) {
+  if (IsFloat8(t.dtype())) {
+    uint8_t b = 0;
+    t.ConstBytes([&](std::span<const uint8_t> bytes) { b = bytes[static_cast<size_t>(i)]; });
+    return fmt::format("{} (bits 0x{:02x})", ToDoubles(t)[static_cast<size_t>(i)], b);
+  }
   if (IsPacked(t.dtype()) || t.dtype() == DType::Bool) {
     const double v = ToDoubles(t)[static_cast<size_t>(i)];
     if (t.dtype() == DType::Bool) return v != 0 ? "true" : "false";

@@ -8,6 +8,7 @@
 #include "kiln/compute/shape_inference.h"
 #include "kiln/core/dtype.h"
 #include "kiln/core/error.h"
+#include "kiln/core/float8.h"
 #include "kiln/core/half.h"
 #include "kiln/core/shape.h"
 #include "kiln/core/tensor.h"

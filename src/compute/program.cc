@@ -243,7 +243,7 @@ bool InDTypeClass(DType dtype, DTypeClass dtypes) {
     case DTypeClass::Numeric:
       return (IsFloat(dtype) || IsInt(dtype)) && !IsPacked(dtype);
     case DTypeClass::Unpacked:
-      return IsValid(dtype) && !IsPacked(dtype);
+      return IsValid(dtype) && !IsStorageOnly(dtype);
     case DTypeClass::Any:
       return IsValid(dtype);
   }

@@ -306,11 +306,11 @@ std::vector<Axis> AxesWithout(const Shape& x, const std::vector<int64_t>& remove
 Shape InferUnchecked(OpType op, const std::vector<Shape>& in, const OpAttributes& at) {
   CheckArity(op, in);
   const OpCategory category = GetOpCategory(op);
-  // Packed sub-byte dtypes are storage only: only the ops of DTypes Any take them.
+  // Packed sub-byte dtypes and 8-bit floats are storage only: only the ops of DTypes Any take them.
   if (OpDTypeClass(op) != DTypeClass::Any) {
     for (const Shape& s : in) {
-      if (IsPacked(s.dtype()))
-        Fail(op, fmt::format("{} is a packed storage-only dtype; convert it first", s.dtype()));
+      if (IsStorageOnly(s.dtype()))
+        Fail(op, fmt::format("{} is a storage-only dtype; convert it first (ConvertDType)", s.dtype()));
     }
   }
   switch (category) {

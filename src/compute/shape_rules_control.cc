@@ -35,8 +35,8 @@ void CheckValues(OpType op, const std::vector<Shape>& values, const char* what) 
     const Shape& s = values[i];
     if (!s.Ok())
       Fail(op, fmt::format("{} {} has an invalid shape (a tuple must go through GetTupleElement)", what, i));
-    if (IsPacked(s.dtype()))
-      Fail(op, fmt::format("{} {} is of the packed storage-only dtype {}", what, i, s.dtype()));
+    if (IsStorageOnly(s.dtype()))
+      Fail(op, fmt::format("{} {} is of the storage-only dtype {}", what, i, s.dtype()));
   }
 }
 

@@ -36,6 +36,8 @@ constexpr DTypeInfo kInfo[kNumDTypes] = {
     {"Uint4", "uint4", 4},
     {"Int2", "int2", 2},
     {"Uint2", "uint2", 2},
+    {"Float8E4M3FN", "float8e4m3fn", 8},
+    {"Float8E5M2", "float8e5m2", 8},
 };
 
 const DTypeInfo& Info(DType dtype) {
@@ -76,6 +78,8 @@ bool IsHalf(DType d) { return d == DType::Float16 || d == DType::BFloat16; }
 bool IsPacked(DType d) {
   return d == DType::Int4 || d == DType::Uint4 || d == DType::Int2 || d == DType::Uint2;
 }
+bool IsFloat8(DType d) { return d == DType::Float8E4M3FN || d == DType::Float8E5M2; }
+bool IsStorageOnly(DType d) { return IsPacked(d) || IsFloat8(d); }
 bool IsUnsigned(DType d) {
   return d == DType::Uint8 || d == DType::Uint16 || d == DType::Uint32 || d == DType::Uint64 ||
          d == DType::Uint4 || d == DType::Uint2;

@@ -98,8 +98,8 @@ namespace detail {
 void ThrowError(const std::string& message) { throw Error(message); }
 
 void ThrowUnsupportedDispatch(DType dtype) {
-  if (IsPacked(dtype)) {
-    throw Error(fmt::format("DispatchDType: dtype {} has no C++ element type (packed types are storage only)",
+  if (IsStorageOnly(dtype)) {
+    throw Error(fmt::format("DispatchDType: dtype {} has no C++ element type (it is a storage-only dtype)",
                             DTypeName(dtype)));
   }
   throw Error(fmt::format("DispatchDType: dtype {} (value {}) has no C++ element type", DTypeName(dtype),

@@ -7,6 +7,7 @@
 #include "core/check.h"
 #include "core/checked.h"
 #include "core/tensor_storage.h"
+#include "kiln/core/float8.h"
 
 namespace kiln {
 
@@ -182,9 +183,11 @@ void Tensor::MaterializeLocal() const {
 
 void Tensor::CheckDType(DType want, const char* method) const {
   if (!storage_) detail::Throw("Tensor::{}: empty tensor handle", method);
-  if (IsPacked(shape_.dtype())) {
-    detail::Throw("Tensor::{}: {} is a packed sub-byte dtype; use ConstBytes/MutableBytes", method,
-                  shape_.dtype());
+  if (IsStorageOnly(shape_.dtype())) {
+    detail::Throw(
+        "Tensor::{}: {} is a storage-only dtype with no C++ element type; use ConstBytes/MutableBytes "
+        "(or ToDoubles)",
+        method, shape_.dtype());
   }
   if (want != shape_.dtype()) {
     detail::Throw("Tensor::{}: tensor {} holds {} but {} was requested", method, shape_, shape_.dtype(),
@@ -257,6 +260,13 @@ std::vector<double> Tensor::ToDoubles() const {
         if (is_signed && v >= (1 << (bits - 1))) v -= 1 << bits;
         out.push_back(v);
       }
+    });
+    return out;
+  }
+  if (IsFloat8(dtype())) {
+    double (*decode)(uint8_t) = dtype() == DType::Float8E4M3FN ? Float8E4M3FNToDouble : Float8E5M2ToDouble;
+    ConstBytes([&](std::span<const uint8_t> bytes) {
+      for (uint8_t b : bytes) out.push_back(decode(b));
     });
     return out;
   }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/check.h"
+#include "kiln/core/float8.h"
 #include "kiln/core/tensor.h"
 
 namespace kiln {
@@ -31,6 +32,8 @@ std::string FormatElement(DType dtype, const uint8_t* data, int64_t i) {
     if (!IsUnsigned(dtype) && (value & (1 << (bits - 1)))) value -= 1 << bits;  // Sign-extend.
     return std::to_string(value);
   }
+  if (dtype == DType::Float8E4M3FN) return FormatFloat(Float8E4M3FNToDouble(data[i]));
+  if (dtype == DType::Float8E5M2) return FormatFloat(Float8E5M2ToDouble(data[i]));
   return DispatchDType(dtype, [&](auto zero) -> std::string {
     using T = decltype(zero);
     T value;

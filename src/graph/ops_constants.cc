@@ -142,6 +142,7 @@ Node Filled(const char* op, Graph& g, Shape shape, ScalarValue value) {
     const DType wide = IsUnsigned(dtype) ? DType::Uint8 : DType::Int8;
     return ConvertDType(Filled(op, g, shape.WithDType(wide), value), dtype);
   }
+  if (IsFloat8(dtype)) return ConvertDType(Filled(op, g, shape.WithDType(DType::Float32), value), dtype);
   compute::OpAttributes attrs;
   attrs.literal = ScalarTensor(dtype, value);
   Node scalar = ops_internal::EmitLeaf(op, g, OpType::Constant, std::move(attrs));

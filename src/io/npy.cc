@@ -379,8 +379,9 @@ std::string NumpyDescr(DType dtype) {
     if (d == dtype) return (code[1] == '1' ? "|" : "<") + std::string(code);
   }
   Throw(
-      "WriteNpy: dtype {} has no NumPy equivalent (NumPy lacks bfloat16 and the packed int4, uint4, int2 and "
-      "uint2); convert the tensor first",
+      "WriteNpy: dtype {} has no NumPy equivalent (NumPy lacks bfloat16, the 8-bit floats and the packed "
+      "int4, "
+      "uint4, int2 and uint2); convert the tensor first",
       dtype);
 }
 

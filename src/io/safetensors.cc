@@ -23,10 +23,14 @@ struct StName {
 };
 
 constexpr StName kNames[] = {
-    {DType::Bool, "BOOL"},   {DType::Int8, "I8"},     {DType::Int16, "I16"},     {DType::Int32, "I32"},
-    {DType::Int64, "I64"},   {DType::Uint8, "U8"},    {DType::Uint16, "U16"},    {DType::Uint32, "U32"},
-    {DType::Uint64, "U64"},  {DType::Float16, "F16"}, {DType::BFloat16, "BF16"}, {DType::Float32, "F32"},
-    {DType::Float64, "F64"},
+    {DType::Bool, "BOOL"},          {DType::Int8, "I8"},
+    {DType::Int16, "I16"},          {DType::Int32, "I32"},
+    {DType::Int64, "I64"},          {DType::Uint8, "U8"},
+    {DType::Uint16, "U16"},         {DType::Uint32, "U32"},
+    {DType::Uint64, "U64"},         {DType::Float16, "F16"},
+    {DType::BFloat16, "BF16"},      {DType::Float32, "F32"},
+    {DType::Float64, "F64"},        {DType::Float8E4M3FN, "F8_E4M3"},
+    {DType::Float8E5M2, "F8_E5M2"},
 };
 
 DType FromName(const std::string& name, const std::string& path, const std::string& tensor) {

@@ -234,6 +234,17 @@ std::shared_ptr<const compute::Program> Dynamize(const compute::Program& program
         d.shape = compute::InferTupleElementShape(insts[static_cast<size_t>(inst.operands[0])].tuple_shapes,
                                                   inst.attrs);
       } else {
+        if (inst.op == compute::OpType::BroadcastInDim) {
+          // The static program broadcasts a size-1 axis there; once dynamic it would not
+          // broadcast (dynamic axes never do), so the program only runs with that axis static.
+          const Shape& was = program.Instructions()[static_cast<size_t>(inst.operands[0])].shape;
+          for (size_t k = 0; k < inst.attrs.axes.size(); ++k) {
+            const int axis = static_cast<int>(k);
+            if (was.Dim(axis) == 1 && inst.shape.Dim(static_cast<int>(inst.attrs.axes[k])) != 1 &&
+                operands[0].Dim(axis) == Shape::kDynamic)
+              return nullptr;
+          }
+        }
         d.shape = compute::InferShape(inst.op, operands, inst.attrs);
       }
       insts.push_back(std::move(d));

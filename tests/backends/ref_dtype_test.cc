@@ -194,7 +194,7 @@ TEST(RefSweepTest, ElementwiseAndReductionsOnEveryAcceptedDType) {
       continue;
     }
     for (DType dtype : kAllDTypes) {
-      if (IsPacked(dtype)) continue;
+      if (IsStorageOnly(dtype)) continue;
       const Shape shape(dtype, {3, 5});
       std::vector<Shape> shapes(static_cast<size_t>(compute::OpArity(op)), shape);
       if (op == OpType::Where) shapes[0] = shape.WithDType(DType::Bool);
@@ -234,16 +234,23 @@ TEST(RefSweepTest, ConvertBetweenEveryPairOfDTypes) {
   std::vector<int8_t> all;
   for (int v = -128; v < 128; ++v) all.push_back(static_cast<int8_t>(v));
   for (DType via : kAllDTypes) {
-    if (IsPacked(via) || via == DType::Bool) continue;
+    if (IsStorageOnly(via) || via == DType::Bool) continue;
     SCOPED_TRACE(DTypeName(via));
     EXPECT_EQ(Ints(Convert(Convert(V(all), via), DType::Int8)), Ints(V(all)));
   }
+  // The 8-bit floats hold the integers up to 16 (E4M3FN) and 8 (E5M2) exactly, beyond which they
+  // round to nearest even: 17 -> 16 and 18 -> 18 in E4M3FN (quantum 2), 9 -> 8 and 11 -> 12 in E5M2.
+  const std::vector<int8_t> small = {-16, -9, 0, 1, 7, 8, 9, 11, 16, 17, 18, 127};
+  EXPECT_EQ(Ints(Convert(Convert(V(small), DType::Float8E4M3FN), DType::Int8)),
+            (std::vector<int64_t>{-16, -9, 0, 1, 7, 8, 9, 11, 16, 16, 18, 127}));
+  EXPECT_EQ(Ints(Convert(Convert(V(small), DType::Float8E5M2), DType::Int8)),
+            (std::vector<int64_t>{-16, -8, 0, 1, 7, 8, 8, 12, 16, 16, 16, 127}));
 }
 
 // Movement ops copy elements as bits whatever the dtype (sizes 1, 2, 4 and 8 bytes).
 TEST(RefSweepTest, MovementOnEveryDType) {
   for (DType dtype : kAllDTypes) {
-    if (IsPacked(dtype)) continue;
+    if (IsStorageOnly(dtype)) continue;
     SCOPED_TRACE(DTypeName(dtype));
     const size_t size = static_cast<size_t>(DTypeBits(dtype) / 8);
     const Tensor x = RandomTensor(Shape(dtype, {2, 3}), static_cast<uint32_t>(dtype));

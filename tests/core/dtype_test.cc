@@ -65,7 +65,7 @@ static_assert(!kiln::Element<std::string>);
 static_assert(!kiln::Element<void*>);
 static_assert(!kiln::Element<long double>);
 
-static_assert(std::size(kiln::kAllDTypes) == 17);
+static_assert(std::size(kiln::kAllDTypes) == 19);
 
 // The expected properties of each dtype, written from the specification.
 struct Expected {
@@ -96,6 +96,9 @@ const Expected kExpected[] = {
     {DType::Uint4,      4,   "Uint4",    "uint4",    false, false, true,  false, true,  true,  false},
     {DType::Int2,       2,   "Int2",     "int2",     false, false, true,  true,  false, true,  false},
     {DType::Uint2,      2,   "Uint2",    "uint2",    false, false, true,  false, true,  true,  false},
+    // The 8-bit floats are storage only: not IsFloat (no arithmetic), not packed (a byte each).
+    {DType::Float8E4M3FN, 8, "Float8E4M3FN", "float8e4m3fn", false, false, false, false, false, false, false},
+    {DType::Float8E5M2,   8, "Float8E5M2",   "float8e5m2",   false, false, false, false, false, false, false},
 };
 // clang-format on
 
@@ -105,10 +108,12 @@ TEST(DTypeTest, EnumValuesAreStable) {
   EXPECT_EQ(static_cast<int>(DType::Float32), 11);
   EXPECT_EQ(static_cast<int>(DType::BFloat16), 13);
   EXPECT_EQ(static_cast<int>(DType::Uint2), 17);
-  EXPECT_EQ(kiln::kNumDTypes, 18);
+  EXPECT_EQ(static_cast<int>(DType::Float8E4M3FN), 18);
+  EXPECT_EQ(static_cast<int>(DType::Float8E5M2), 19);
+  EXPECT_EQ(kiln::kNumDTypes, 20);
 }
 
-TEST(DTypeTest, AllDTypesListsTheSeventeenValidOnes) {
+TEST(DTypeTest, AllDTypesListsTheNineteenValidOnes) {
   std::set<int> values;
   std::set<std::string_view> names, value_names;
   for (const DType d : kiln::kAllDTypes) {
@@ -117,12 +122,12 @@ TEST(DTypeTest, AllDTypesListsTheSeventeenValidOnes) {
     names.insert(kiln::DTypeName(d));
     value_names.insert(kiln::DTypeValueName(d));
   }
-  EXPECT_EQ(values.size(), 17u);
-  EXPECT_EQ(names.size(), 17u) << "names must be distinct";
-  EXPECT_EQ(value_names.size(), 17u) << "value names must be distinct";
+  EXPECT_EQ(values.size(), 19u);
+  EXPECT_EQ(names.size(), 19u) << "names must be distinct";
+  EXPECT_EQ(value_names.size(), 19u) << "value names must be distinct";
   EXPECT_EQ(values.count(0), 0u) << "Invalid must not be listed";
   EXPECT_EQ(*values.begin(), 1);
-  EXPECT_EQ(*values.rbegin(), 17);
+  EXPECT_EQ(*values.rbegin(), 19);
   // In enum order.
   for (std::size_t i = 1; i < std::size(kiln::kAllDTypes); ++i) {
     EXPECT_LT(static_cast<int>(kiln::kAllDTypes[i - 1]), static_cast<int>(kiln::kAllDTypes[i]));
@@ -162,7 +167,7 @@ TEST(DTypeTest, TraitsOfEachDType) {
 
 TEST(DTypeTest, InvalidHasNoTraits) {
   EXPECT_FALSE(kiln::IsValid(DType::Invalid));
-  EXPECT_FALSE(kiln::IsValid(static_cast<DType>(18)));
+  EXPECT_FALSE(kiln::IsValid(static_cast<DType>(20)));
   EXPECT_FALSE(kiln::IsValid(static_cast<DType>(200)));
   EXPECT_FALSE(kiln::IsFloat(DType::Invalid));
   EXPECT_FALSE(kiln::IsHalf(DType::Invalid));
@@ -260,7 +265,7 @@ TEST(DTypeTest, StreamPrintsName) {
 TEST(DTypeTest, DispatchCallsWithTheCxxType) {
   int dispatched = 0;
   for (const DType d : kiln::kAllDTypes) {
-    if (kiln::IsPacked(d)) continue;
+    if (kiln::IsStorageOnly(d)) continue;
     SCOPED_TRACE(std::string(kiln::DTypeName(d)));
     const auto [type_dtype, size] = kiln::DispatchDType(d, [](auto value) {
       using T = decltype(value);

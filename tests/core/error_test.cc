@@ -142,8 +142,7 @@ TEST(ErrorTest, KilnFramesAreDroppedFromKilnTemplates) {
     kiln::DispatchDType(kiln::DType::Int4, [](auto) {});
     FAIL() << "DispatchDType(Int4) did not throw";
   } catch (const kiln::Error& e) {
-    EXPECT_EQ(e.message(),
-              "DispatchDType: dtype Int4 has no C++ element type (packed types are storage only)");
+    EXPECT_EQ(e.message(), "DispatchDType: dtype Int4 has no C++ element type (it is a storage-only dtype)");
     ExpectNoKilnFrames(e, "ErrorTest_KilnFramesAreDroppedFromKilnTemplates_Test::TestBody");
   }
 }

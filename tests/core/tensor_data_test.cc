@@ -194,9 +194,19 @@ TEST(TensorTest, ToVectorAndItem) {
 
 TEST(TensorTest, FlatDataRejectsPackedAndWrongDType) {
   Tensor p = Tensor::FromShape(Shape(DType::Int4, {8}));
-  EXPECT_TRUE(ThrowsKilnError([&] { p.ConstFlatData<int8_t>([](std::span<const int8_t>) {}); }, {"packed"}));
+  EXPECT_TRUE(
+      ThrowsKilnError([&] { p.ConstFlatData<int8_t>([](std::span<const int8_t>) {}); }, {"storage-only"}));
   EXPECT_TRUE(ThrowsKilnError([&] { p.ConstFlatData<uint8_t>([](std::span<const uint8_t>) {}); }));
   EXPECT_TRUE(ThrowsKilnError([&] { p.MutableFlatData<int8_t>([](std::span<int8_t>) {}); }));
+  // The 8-bit floats have no C++ element type either; their values read as doubles.
+  Tensor f8 = Tensor::FromBytes(Shape(DType::Float8E4M3FN, {3}), std::vector<uint8_t>{0x38, 0xC0, 0x7F});
+  EXPECT_TRUE(
+      ThrowsKilnError([&] { f8.ConstFlatData<uint8_t>([](std::span<const uint8_t>) {}); }, {"storage-only"}));
+  const std::vector<double> v = f8.ToDoubles();
+  EXPECT_EQ(v[0], 1.0);
+  EXPECT_EQ(v[1], -2.0);
+  EXPECT_TRUE(std::isnan(v[2]));
+  EXPECT_EQ(f8.ToString(), "[3]float8e4m3fn{1, -2, NaN}");
   EXPECT_TRUE(ThrowsKilnError([&] { (void)p.ToVector<uint8_t>(); }));
   EXPECT_TRUE(ThrowsKilnError([&] { (void)p.Value<std::vector<int8_t>>(); }));
   Tensor u = Tensor::FromShape(Shape(DType::Uint2, {4}));

@@ -35,16 +35,20 @@ enum class DType : uint8_t {
   Uint4 = 15,
   Int2 = 16,
   Uint2 = 17,
+  // 8-bit floats (OCP FP8), storage only as the packed integers are (see kiln/core/float8.h).
+  Float8E4M3FN = 18,
+  Float8E5M2 = 19,
 };
 
 /// Number of DType values, Invalid included.
-inline constexpr int kNumDTypes = 18;
+inline constexpr int kNumDTypes = 20;
 
 /// All valid dtypes, in enum order.
-inline constexpr DType kAllDTypes[] = {
-    DType::Bool,     DType::Int8,   DType::Int16,  DType::Int32,   DType::Int64,   DType::Uint8,
-    DType::Uint16,   DType::Uint32, DType::Uint64, DType::Float16, DType::Float32, DType::Float64,
-    DType::BFloat16, DType::Int4,   DType::Uint4,  DType::Int2,    DType::Uint2};
+inline constexpr DType kAllDTypes[] = {DType::Bool,     DType::Int8,         DType::Int16,     DType::Int32,
+                                       DType::Int64,    DType::Uint8,        DType::Uint16,    DType::Uint32,
+                                       DType::Uint64,   DType::Float16,      DType::Float32,   DType::Float64,
+                                       DType::BFloat16, DType::Int4,         DType::Uint4,     DType::Int2,
+                                       DType::Uint2,    DType::Float8E4M3FN, DType::Float8E5M2};
 
 /// Size of one element in bits (1-byte Bool is 8).
 int DTypeBits(DType dtype);
@@ -63,7 +67,12 @@ bool IsInt(DType dtype);       ///< Signed or unsigned integers, packed ones inc
 bool IsSigned(DType dtype);    ///< Signed integers and floats.
 bool IsUnsigned(DType dtype);  ///< Unsigned integers, packed ones included.
 bool IsPacked(DType dtype);    ///< Sub-byte Int4, Uint4, Int2, Uint2.
-bool IsBool(DType dtype);      ///< Bool alone.
+bool IsFloat8(DType dtype);    ///< Float8E4M3FN, Float8E5M2 (not IsFloat: storage only).
+/// The storage-only dtypes (packed integers and 8-bit floats): tensors hold them, ConvertDType,
+/// Reshape take them (and pass through control flow as composite operands); other ops need a
+/// conversion first.
+bool IsStorageOnly(DType dtype);
+bool IsBool(DType dtype);  ///< Bool alone.
 
 /// Bytes needed to store `count` elements (packed types round up to whole bytes).
 int64_t DTypeByteSize(DType dtype, int64_t count);

@@ -37,7 +37,7 @@ const Tensor* ConstantBehind(const Builder& b, int id) {
 /// for Bool, packed dtypes and values that are not constants.
 bool AllElementsAre(const Builder& b, int id, double value, ZeroSign sign = ZeroSign::kAny) {
   const Tensor* t = ConstantBehind(b, id);
-  if (t == nullptr || t->dtype() == DType::Bool || IsPacked(t->dtype())) return false;
+  if (t == nullptr || t->dtype() == DType::Bool || IsStorageOnly(t->dtype())) return false;
   bool all = true;
   DispatchDType(t->dtype(), [&](auto tag) {
     using T = decltype(tag);

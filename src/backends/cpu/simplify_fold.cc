@@ -120,7 +120,7 @@ int SplatSource(const Builder& b, int id) {
   const Instruction& d = b.Def(id);
   if (d.op == OpType::BroadcastInDim) id = d.operands[0];
   const Instruction& c = b.Def(id);
-  if (c.op != OpType::Constant || IsPacked(c.shape.dtype()) || c.shape.Size() != 1) return -1;
+  if (c.op != OpType::Constant || IsStorageOnly(c.shape.dtype()) || c.shape.Size() != 1) return -1;
   return id;
 }
 
@@ -156,7 +156,7 @@ Rewrite FoldConstants(Builder& b, const Instruction& inst) {
   }
   if (inst.op == OpType::BroadcastInDim && all_constant) {
     const Instruction& src = b.Def(inst.operands[0]);
-    if (src.shape.Size() == 1 && !IsPacked(src.shape.dtype())) {
+    if (src.shape.Size() == 1 && !IsStorageOnly(src.shape.dtype())) {
       // A splat stays symbolic; only its constant is made rank 0 (the form fusion reads).
       return src.shape.IsScalar() ? Rewrite::None()
                                   : SplatTo(ScalarConstant(b, inst.operands[0]), inst.shape);
@@ -164,7 +164,7 @@ Rewrite FoldConstants(Builder& b, const Instruction& inst) {
     if (bytes > src.shape.ByteSize() && bytes >= kMaxFoldBytes) return Rewrite::None();
   }
   // Splats of packed dtypes do not exist: no kernel broadcasts them.
-  if (!all_constant && all_splat && !inst.shape.IsScalar() && !IsPacked(inst.shape.dtype()) &&
+  if (!all_constant && all_splat && !inst.shape.IsScalar() && !IsStorageOnly(inst.shape.dtype()) &&
       (IsElementwise(inst.op) || IsSplatMovement(inst.op))) {
     return FoldSplats(b, inst);
   }

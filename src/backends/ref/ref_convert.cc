@@ -7,6 +7,7 @@
 #include <span>
 
 #include "backends/ref/ref_kernels.h"
+#include "kiln/core/float8.h"
 
 namespace kiln::compute::ref {
 
@@ -109,6 +110,57 @@ Kernel PackedToPacked(Packing from, Packing to, int64_t n, int64_t bytes) {
   };
 }
 
+/// An 8-bit float's codec.
+struct Float8Codec {
+  double (*decode)(uint8_t);
+  uint8_t (*encode)(double);
+  explicit Float8Codec(DType dtype)
+      : decode(dtype == DType::Float8E4M3FN ? Float8E4M3FNToDouble : Float8E5M2ToDouble),
+        encode(dtype == DType::Float8E4M3FN ? Float8E4M3FNFromDouble : Float8E5M2FromDouble) {}
+};
+
+/// Element i of an operand of `dtype` as a double (Bool 0/1, packed integers by value).
+double ElementAsDouble(DType dtype, const uint8_t* data, int64_t i) {
+  if (IsFloat8(dtype)) return Float8Codec(dtype).decode(data[i]);
+  if (IsPacked(dtype)) return static_cast<double>(Packing(dtype).Get(data, i));
+  return DispatchDType(dtype, [&](auto tag) -> double {
+    using T = decltype(tag);
+    const auto* x = reinterpret_cast<const Storage<T>*>(data);
+    if constexpr (std::is_same_v<T, bool>) {
+      return x[i] != 0 ? 1.0 : 0.0;
+    } else {
+      return static_cast<double>(Load(x[i]));
+    }
+  });
+}
+
+/// Conversions from or to an 8-bit float, through double (exact for every float8 value; a value
+/// converted to float8 is rounded once, to nearest even). From float8 the targets' rules are
+/// those of converting a double: integers saturate (NaN -> 0), Bool is x != 0.
+Kernel Float8Convert(DType from, DType to, int64_t n, int64_t bytes) {
+  return [from, to, n, bytes](Operands in, uint8_t* out) {
+    if (IsFloat8(to)) {
+      const Float8Codec codec(to);
+      for (int64_t i = 0; i < n; ++i) out[i] = codec.encode(ElementAsDouble(from, in[0], i));
+      return;
+    }
+    if (IsPacked(to)) {
+      const Packing packing(to);
+      std::memset(out, 0, static_cast<size_t>(bytes));
+      for (int64_t i = 0; i < n; ++i) {
+        const double v = ElementAsDouble(from, in[0], i);
+        packing.Put(out, i, std::clamp(SaturateToInt<int64_t>(v), packing.lowest, packing.highest));
+      }
+      return;
+    }
+    DispatchDType(to, [&](auto tag) {
+      using To = decltype(tag);
+      auto* y = reinterpret_cast<Storage<To>*>(out);
+      for (int64_t i = 0; i < n; ++i) y[i] = ConvertOne<To, double>(ElementAsDouble(from, in[0], i));
+    });
+  };
+}
+
 }  // namespace
 
 Kernel MakeConvertKernel(const Instruction& inst, const std::vector<Shape>& operands) {
@@ -119,6 +171,7 @@ Kernel MakeConvertKernel(const Instruction& inst, const std::vector<Shape>& oper
       if (out != in[0] && bytes > 0) std::memcpy(out, in[0], static_cast<size_t>(bytes));
     };
   }
+  if (IsFloat8(from) || IsFloat8(to)) return Float8Convert(from, to, n, bytes);
   if (IsPacked(from) && IsPacked(to)) return PackedToPacked(Packing(from), Packing(to), n, bytes);
   if (IsPacked(from)) {
     return DispatchDType(to, [&](auto tag) -> Kernel { return FromPacked<decltype(tag)>(Packing(from), n); });
