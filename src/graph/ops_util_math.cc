@@ -99,46 +99,30 @@ Node SignPlusOrMinus(Node x) {
 }
 
 namespace {
-/// 1 where `test` holds, else 0, in x's dtype; NaN stays NaN.
-Node Indicator(Node x, Node test) {
-  Node r = ConvertDType(test, x.dtype());
+
+/// x compared with zero by `compare` (Bool); errors name `op`.
+Node ComparedWithZero(const char* op, Node x, Node (*compare)(Node, Node)) {
+  CheckNumeric(op, x);
+  return compare(x, ZerosLike(x));
+}
+
+/// 1 where x compared with zero holds, else 0, in x's dtype; NaN stays NaN; no gradient.
+Node Indicator(const char* op, Node x, Node (*compare)(Node, Node)) {
+  Node r = ConvertDType(ComparedWithZero(op, x, compare), x.dtype());
   if (IsFloat(x.dtype())) r = Where(IsNaN(x), x, r);
   return StopGradient(r);
 }
+
 }  // namespace
 
-Node PositiveIndicator(Node x) {
-  CheckNumeric("PositiveIndicator", x);
-  return Indicator(x, IsPositive(x));
-}
-Node NonNegativeIndicator(Node x) {
-  CheckNumeric("NonNegativeIndicator", x);
-  return Indicator(x, IsNonNegative(x));
-}
-Node NegativeIndicator(Node x) {
-  CheckNumeric("NegativeIndicator", x);
-  return Indicator(x, IsNegative(x));
-}
-Node NonPositiveIndicator(Node x) {
-  CheckNumeric("NonPositiveIndicator", x);
-  return Indicator(x, IsNonPositive(x));
-}
-Node IsPositive(Node x) {
-  CheckNumeric("IsPositive", x);
-  return Greater(x, ZerosLike(x));
-}
-Node IsNegative(Node x) {
-  CheckNumeric("IsNegative", x);
-  return Less(x, ZerosLike(x));
-}
-Node IsNonNegative(Node x) {
-  CheckNumeric("IsNonNegative", x);
-  return GreaterOrEqual(x, ZerosLike(x));
-}
-Node IsNonPositive(Node x) {
-  CheckNumeric("IsNonPositive", x);
-  return LessOrEqual(x, ZerosLike(x));
-}
+Node PositiveIndicator(Node x) { return Indicator("PositiveIndicator", x, Greater); }
+Node NonNegativeIndicator(Node x) { return Indicator("NonNegativeIndicator", x, GreaterOrEqual); }
+Node NegativeIndicator(Node x) { return Indicator("NegativeIndicator", x, Less); }
+Node NonPositiveIndicator(Node x) { return Indicator("NonPositiveIndicator", x, LessOrEqual); }
+Node IsPositive(Node x) { return ComparedWithZero("IsPositive", x, Greater); }
+Node IsNegative(Node x) { return ComparedWithZero("IsNegative", x, Less); }
+Node IsNonNegative(Node x) { return ComparedWithZero("IsNonNegative", x, GreaterOrEqual); }
+Node IsNonPositive(Node x) { return ComparedWithZero("IsNonPositive", x, LessOrEqual); }
 
 // ---- Norms and similarity -------------------------------------------------------------------------
 
