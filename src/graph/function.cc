@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/check.h"
+#include "graph/ops_internal.h"
 #include "kiln/graph/control_flow.h"
 #include "kiln/graph/dynamic.h"
 #include "kiln/graph/ops.h"
@@ -78,8 +79,7 @@ std::vector<Node> SortFunc(const Function& comparator, int axis, bool /*is_stabl
   const Node x0 = inputs[0];
   const int rank = x0.rank();
   if (rank == 0) kiln::detail::Throw("{}: cannot sort a scalar", op);
-  const int a = axis < 0 ? axis + rank : axis;
-  if (a < 0 || a >= rank) kiln::detail::Throw("{}: axis {} is out of range for {}", op, axis, x0.shape());
+  const int a = ops_internal::NormalizeAxis(op, axis, rank, x0.shape());
   const int64_t n = x0.shape().Dim(a);
   if (n == Shape::kDynamic)
     kiln::detail::Throw("{}: the sorted axis {} of {} must be static", op, a, x0.shape());

@@ -18,7 +18,7 @@ namespace {
 /// Throws unless x's dtype is numeric (an integer or float, not Bool or packed); errors name `op`.
 void CheckNumeric(const char* op, Node x) {
   CheckNodes(op, {x});
-  if (!(IsFloat(x.dtype()) || IsInt(x.dtype())) || IsPacked(x.dtype()))
+  if (!compute::InDTypeClass(x.dtype(), compute::DTypeClass::Numeric))
     kiln::detail::Throw("{}: needs a numeric dtype, got {}", op, x.shape());
 }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "backends/ref/ref_kernels.h"
 #include "kiln/core/float8.h"
@@ -119,19 +120,29 @@ struct Float8Codec {
         encode(dtype == DType::Float8E4M3FN ? Float8E4M3FNFromDouble : Float8E5M2FromDouble) {}
 };
 
-/// Element i of an operand of `dtype` as a double (Bool 0/1, packed integers by value).
-double ElementAsDouble(DType dtype, const uint8_t* data, int64_t i) {
-  if (IsFloat8(dtype)) return Float8Codec(dtype).decode(data[i]);
-  if (IsPacked(dtype)) return static_cast<double>(Packing(dtype).Get(data, i));
-  return DispatchDType(dtype, [&](auto tag) -> double {
-    using T = decltype(tag);
-    const auto* x = reinterpret_cast<const Storage<T>*>(data);
-    if constexpr (std::is_same_v<T, bool>) {
-      return x[i] != 0 ? 1.0 : 0.0;
-    } else {
-      return static_cast<double>(Load(x[i]));
-    }
-  });
+/// The n elements of an operand of `dtype` as doubles (Bool 0/1, packed integers by value).
+std::vector<double> AsDoubles(DType dtype, const uint8_t* data, int64_t n) {
+  std::vector<double> v(static_cast<size_t>(n));
+  if (IsFloat8(dtype)) {
+    const Float8Codec codec(dtype);
+    for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = codec.decode(data[i]);
+  } else if (IsPacked(dtype)) {
+    const Packing packing(dtype);
+    for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<double>(packing.Get(data, i));
+  } else {
+    DispatchDType(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      const auto* x = reinterpret_cast<const Storage<T>*>(data);
+      for (int64_t i = 0; i < n; ++i) {
+        if constexpr (std::is_same_v<T, bool>) {
+          v[static_cast<size_t>(i)] = x[i] != 0 ? 1.0 : 0.0;
+        } else {
+          v[static_cast<size_t>(i)] = static_cast<double>(Load(x[i]));
+        }
+      }
+    });
+  }
+  return v;
 }
 
 /// Conversions from or to an 8-bit float, through double (exact for every float8 value; a value
@@ -139,24 +150,25 @@ double ElementAsDouble(DType dtype, const uint8_t* data, int64_t i) {
 /// those of converting a double: integers saturate (NaN -> 0), Bool is x != 0.
 Kernel Float8Convert(DType from, DType to, int64_t n, int64_t bytes) {
   return [from, to, n, bytes](Operands in, uint8_t* out) {
+    const std::vector<double> x = AsDoubles(from, in[0], n);
     if (IsFloat8(to)) {
       const Float8Codec codec(to);
-      for (int64_t i = 0; i < n; ++i) out[i] = codec.encode(ElementAsDouble(from, in[0], i));
+      for (int64_t i = 0; i < n; ++i) out[i] = codec.encode(x[static_cast<size_t>(i)]);
       return;
     }
     if (IsPacked(to)) {
       const Packing packing(to);
       std::memset(out, 0, static_cast<size_t>(bytes));
-      for (int64_t i = 0; i < n; ++i) {
-        const double v = ElementAsDouble(from, in[0], i);
-        packing.Put(out, i, std::clamp(SaturateToInt<int64_t>(v), packing.lowest, packing.highest));
-      }
+      for (int64_t i = 0; i < n; ++i)
+        packing.Put(
+            out, i,
+            std::clamp(SaturateToInt<int64_t>(x[static_cast<size_t>(i)]), packing.lowest, packing.highest));
       return;
     }
     DispatchDType(to, [&](auto tag) {
       using To = decltype(tag);
       auto* y = reinterpret_cast<Storage<To>*>(out);
-      for (int64_t i = 0; i < n; ++i) y[i] = ConvertOne<To, double>(ElementAsDouble(from, in[0], i));
+      for (int64_t i = 0; i < n; ++i) y[i] = ConvertOne<To, double>(x[static_cast<size_t>(i)]);
     });
   };
 }
