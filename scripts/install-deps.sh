@@ -17,7 +17,7 @@ packages=(
   build-essential g++ clang cmake ninja-build pkg-config git
   # libraries kiln links (and what their CMake configs require)
   libfmt-dev zlib1g-dev libjpeg62-turbo-dev libdw-dev
-  libdnnl-dev ocl-icd-opencl-dev opencl-c-headers libhwy-dev
+  libdnnl-dev ocl-icd-opencl-dev opencl-c-headers libhwy-dev libeigen3-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # sanitizer and libFuzzer runtimes for clang (the fuzz and clang presets, scripts/fuzz.sh)

@@ -205,7 +205,7 @@ void AddRandomControlCatalogue(std::vector<CatalogueEntry>& entries) {
   entries.push_back({"RandomNormal", {OpType::Log, OpType::Cos, OpType::Sqrt, OpType::ConvertDType}});
   entries.push_back({"RandomIntN", {OpType::Rem, OpType::ShiftRightLogical, OpType::ConvertDType}});
   entries.push_back({"RandomBernoulli", {OpType::ConvertDType}, false, /*unpacked_only=*/true});
-  entries.push_back({"RandomBinomial", {OpType::ReduceSum, OpType::ConvertDType}});
+  entries.push_back({"RandomBinomial", {OpType::ReduceSum, OpType::ConvertDType}, false, false, {}, true});
   entries.push_back({"While", {OpType::While, OpType::GetTupleElement}});
   entries.push_back({"ForLoop", {OpType::While, OpType::GetTupleElement}});
   entries.push_back({"If", {OpType::If, OpType::GetTupleElement}});

@@ -165,6 +165,7 @@ const std::vector<CatalogueEntry>& Catalogue() {
     internal::AddIndexingCatalogue(entries);
     internal::AddRandomControlCatalogue(entries);
     internal::AddUtilCatalogue(entries);
+    internal::AddComplexCatalogue(entries);
     return entries;
   }();
   return all;
@@ -258,6 +259,15 @@ bool PrimitiveAccepts(OpType op, DType dtype) {
       return internal::IndexingPrimitiveAccepts(op, dtype);
     case compute::OpCategory::Control:
       return internal::ControlPrimitiveAccepts(op, dtype);
+    case compute::OpCategory::Complex:
+      in = {s};
+      if (op == OpType::Complex) in = {s, s};
+      if (op == OpType::Fft) {
+        // A real operand for the real transform, a complex one for the others.
+        at.fft_length = 2;
+        at.fft_type = IsComplex(dtype) ? compute::FftType::Forward : compute::FftType::ForwardReal;
+      }
+      break;
   }
   return internal::ShapeRuleAccepts(op, in, at);
 }
@@ -274,6 +284,7 @@ bool internal::ShapeRuleAccepts(OpType op, const std::vector<Shape>& in, const c
 bool Applicable(const CatalogueEntry& entry, DType dtype) {
   if (entry.float_only && !IsFloat(dtype)) return false;
   if (entry.unpacked_only && IsStorageOnly(dtype)) return false;
+  if (entry.real_only && IsComplex(dtype)) return false;
   if (!entry.only.empty() && std::find(entry.only.begin(), entry.only.end(), dtype) == entry.only.end())
     return false;
   for (OpType op : entry.rule) {

@@ -80,6 +80,7 @@ std::vector<DType> KeyDTypes(const compute::Program& program, const compute::Ins
     case compute::OpCategory::Window:
     case compute::OpCategory::Indexing:
     case compute::OpCategory::SortScan:
+    case compute::OpCategory::Complex:
       break;
   }
   if (inst.operands.empty()) return {inst.shape.dtype()};
@@ -213,6 +214,10 @@ std::string_view ShortName(DType d) {
       return "f8e4m3";
     case DType::Float8E5M2:
       return "f8e5m2";
+    case DType::Complex64:
+      return "c64";
+    case DType::Complex128:
+      return "c128";
     default:
       return "?";
   }

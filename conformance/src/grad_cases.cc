@@ -61,6 +61,7 @@ const std::vector<GradCase>& GradCases() {
     internal::AddControlGrads(out);
     internal::AddCompositeGrads(out);
     internal::AddUtilGrads(out);
+    internal::AddComplexGrads(out);
     internal::AddSmoothRowGrads(out);
     return out;
   }();

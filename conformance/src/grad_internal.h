@@ -46,5 +46,6 @@ void AddControlGrads(std::vector<GradCase>& out);
 void AddCompositeGrads(std::vector<GradCase>& out);
 void AddSmoothRowGrads(std::vector<GradCase>& out);
 void AddUtilGrads(std::vector<GradCase>& out);
+void AddComplexGrads(std::vector<GradCase>& out);
 
 }  // namespace kiln::conformance::internal

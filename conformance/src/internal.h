@@ -1,6 +1,7 @@
 #pragma once
 // Helpers shared by the case tables (cases_*.cc), the runner and the coverage matrix.
 
+#include <complex>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -33,19 +34,22 @@ extern const std::vector<DType> kUnsignedInts;   // Uint8..Uint64.
 extern const std::vector<DType> kInts;           // Both.
 extern const std::vector<DType> kFloats;         // Float16, Float32, Float64, BFloat16.
 extern const std::vector<DType> kSignedNumeric;  // Signed integers and floats.
-extern const std::vector<DType> kUnpacked;       // Bool and kNumeric.
+extern const std::vector<DType> kUnpacked;       // Bool, kNumeric and kComplex.
+extern const std::vector<DType> kComplex;        // Complex64, Complex128.
 extern const std::vector<DType> kPacked;         // Int4, Uint4, Int2, Uint2.
 extern const std::vector<DType> kFloat8;         // Float8E4M3FN, Float8E5M2 (storage only).
-extern const std::vector<DType> kAll;            // All 19.
+extern const std::vector<DType> kAll;            // All 21.
 
 // ---- Tensors --------------------------------------------------------------------------------------
 
 /// A tensor of `dtype` holding `values` (row-major), each of which must be exactly representable
 /// (a programming error otherwise: std::logic_error). Bool takes 0 and 1; packed dtypes their
-/// integer range; floats NaN and infinities too.
+/// integer range; floats NaN and infinities too; complex dtypes take them as real parts.
 Tensor V(DType dtype, std::vector<int64_t> dims, const std::vector<double>& values);
 /// A scalar.
 Tensor S(DType dtype, double value);
+/// A complex tensor (Complex64 rounds each part to float32).
+Tensor C(DType dtype, std::vector<int64_t> dims, const std::vector<std::complex<double>>& values);
 /// Like V, but float values are rounded to the dtype (round to nearest even; float16 through
 /// float32). Integers must still be exact.
 Tensor Rounded(DType dtype, std::vector<int64_t> dims, const std::vector<double>& values);
@@ -65,7 +69,7 @@ std::vector<double> Seq(DType dtype, int64_t n);
 /// values[i] for each index (index -1: `fill`).
 std::vector<double> Pick(const std::vector<double>& values, const std::vector<int>& indices, double fill = 0);
 
-/// Elements as doubles (packed dtypes unpacked; 64-bit integers may round).
+/// Elements as doubles (packed dtypes unpacked; 64-bit integers may round; complex: real parts).
 std::vector<double> ToDoubles(const Tensor& t);
 /// Element i as text, exact (integers in full, floats with round-trip precision).
 std::string ElementText(const Tensor& t, int64_t i);
@@ -154,6 +158,8 @@ void AddRandomControlCases(CaseList& list);
 bool ControlPrimitiveAccepts(OpType op, DType dtype);
 void AddUtilCatalogue(std::vector<CatalogueEntry>& entries);  // cases_util.cc
 void AddUtilCases(CaseList& list);
+void AddComplexCatalogue(std::vector<CatalogueEntry>& entries);  // cases_complex.cc
+void AddComplexCases(CaseList& list);
 
 // ---- Running ------------------------------------------------------------------------------------
 

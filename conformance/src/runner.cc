@@ -56,6 +56,19 @@ std::string Compare(const Tensor& got, const Tensor& want, const Tolerance& tol)
   if (got.shape() != want.shape()) {
     return fmt::format("shape {}, expected {}", got.shape().ToString(), want.shape().ToString());
   }
+  if (IsComplex(want.dtype())) {
+    // Part by part: each complex number as its two floats along a last axis.
+    auto parts = [](const Tensor& t) {
+      std::vector<int64_t> dims = t.shape().Dimensions();
+      dims.push_back(2);
+      Tensor p;
+      t.ConstBytes([&](std::span<const uint8_t> b) {
+        p = Tensor::FromBytes(Shape(ComplexPartDType(t.dtype()), dims), b);
+      });
+      return p;
+    };
+    return Compare(parts(got), parts(want), tol);
+  }
   std::vector<int64_t> bad;
   if (!IsFloat(want.dtype())) {
     std::vector<uint8_t> a, b;

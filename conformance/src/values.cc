@@ -23,10 +23,11 @@ const std::vector<DType> kNumeric = {DType::Int8,    DType::Int16,   DType::Int3
                                      DType::Float16, DType::Float32, DType::Float64, DType::BFloat16};
 const std::vector<DType> kSignedNumeric = {DType::Int8,    DType::Int16,   DType::Int32,   DType::Int64,
                                            DType::Float16, DType::Float32, DType::Float64, DType::BFloat16};
-const std::vector<DType> kUnpacked = {DType::Bool,    DType::Int8,    DType::Int16,   DType::Int32,
-                                      DType::Int64,   DType::Uint8,   DType::Uint16,  DType::Uint32,
-                                      DType::Uint64,  DType::Float16, DType::Float32, DType::Float64,
-                                      DType::BFloat16};
+const std::vector<DType> kUnpacked = {DType::Bool,     DType::Int8,      DType::Int16,     DType::Int32,
+                                      DType::Int64,    DType::Uint8,     DType::Uint16,    DType::Uint32,
+                                      DType::Uint64,   DType::Float16,   DType::Float32,   DType::Float64,
+                                      DType::BFloat16, DType::Complex64, DType::Complex128};
+const std::vector<DType> kComplex = {DType::Complex64, DType::Complex128};
 const std::vector<DType> kPacked = {DType::Int4, DType::Uint4, DType::Int2, DType::Uint2};
 const std::vector<DType> kFloat8 = {DType::Float8E4M3FN, DType::Float8E5M2};
 const std::vector<DType> kAll(std::begin(kAllDTypes), std::end(kAllDTypes));
@@ -122,6 +123,13 @@ Tensor Make(DType d, std::vector<int64_t> dims, const std::vector<double>& value
     }
     return Tensor::FromBytes(shape, bytes);
   }
+  if (IsComplex(d)) {
+    // Real values: the real parts, exact in the part dtype; the imaginary parts are 0.
+    const Tensor parts = Make(ComplexPartDType(d), shape.Dimensions(), values, exact);
+    const std::vector<double> re = parts.ToDoubles();
+    std::vector<std::complex<double>> z(re.begin(), re.end());
+    return C(d, shape.Dimensions(), z);
+  }
   return DispatchDType(d, [&](auto zero) {
     using T = decltype(zero);
     std::vector<T> flat;
@@ -138,6 +146,17 @@ Tensor V(DType dtype, std::vector<int64_t> dims, const std::vector<double>& valu
 }
 
 Tensor S(DType dtype, double value) { return Make(dtype, {}, {value}, true); }
+
+Tensor C(DType dtype, std::vector<int64_t> dims, const std::vector<std::complex<double>>& values) {
+  const Shape shape(dtype, dims);
+  if (shape.Size() != static_cast<int64_t>(values.size()))
+    Bad(fmt::format("{} values for shape {}", values.size(), shape.ToString()));
+  if (dtype == DType::Complex128) return Tensor::FromFlat<std::complex<double>>(shape, values);
+  if (dtype != DType::Complex64) Bad(fmt::format("C: {} is not a complex dtype", DTypeName(dtype)));
+  std::vector<std::complex<float>> flat;
+  for (const auto& z : values) flat.emplace_back(static_cast<float>(z.real()), static_cast<float>(z.imag()));
+  return Tensor::FromFlat<std::complex<float>>(shape, flat);
+}
 
 Tensor Rounded(DType dtype, std::vector<int64_t> dims, const std::vector<double>& values) {
   return Make(dtype, std::move(dims), values, false);
@@ -219,7 +238,15 @@ std::vector<double> Pick(const std::vector<double>& values, const std::vector<in
   return out;
 }
 
-std::vector<double> ToDoubles(const Tensor& t) { return t.ToDoubles(); }
+std::vector<double> ToDoubles(const Tensor& t) {
+  if (!IsComplex(t.dtype())) return t.ToDoubles();
+  // The real parts (rows built with V hold real values).
+  std::vector<double> re;
+  DispatchComplexDType(t.dtype(), [&](auto zero) {
+    for (const auto& z : t.ToVector<decltype(zero)>()) re.push_back(static_cast<double>(z.real()));
+  });
+  return re;
+}
 
 std::string ElementText(const Tensor& t, int64_t i) {
   if (IsFloat8(t.dtype())) {
@@ -231,6 +258,17 @@ std::string ElementText(const Tensor& t, int64_t i) {
     const double v = ToDoubles(t)[static_cast<size_t>(i)];
     if (t.dtype() == DType::Bool) return v != 0 ? "true" : "false";
     return fmt::format("{}", static_cast<int64_t>(v));
+  }
+  if (IsComplex(t.dtype())) {
+    return DispatchComplexDType(t.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      std::string s;
+      t.ConstFlatData<T>([&](std::span<const T> flat) {
+        const T& z = flat[static_cast<size_t>(i)];
+        s = fmt::format("({}{:+}i)", z.real(), z.imag());
+      });
+      return s;
+    });
   }
   std::string s;
   DispatchDType(t.dtype(), [&](auto zero) {
@@ -295,8 +333,9 @@ Case& CaseList::Add(const std::string& op, const std::string& what, DType dtype,
   c.build = std::move(build);
   c.inputs = std::move(inputs);
   c.expected = std::move(expected);
-  c.tolerance = IsFloat(dtype) || std::any_of(c.expected.begin(), c.expected.end(),
-                                              [](const Tensor& t) { return IsFloat(t.dtype()); })
+  auto inexact = [](DType d) { return IsFloat(d) || IsComplex(d); };
+  c.tolerance = inexact(dtype) || std::any_of(c.expected.begin(), c.expected.end(),
+                                              [&](const Tensor& t) { return inexact(t.dtype()); })
                     ? tolerance
                     : Tolerance{};
   cases_.push_back(std::move(c));

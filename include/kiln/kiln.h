@@ -34,6 +34,7 @@
 #include "kiln/graph/gradient.h"
 #include "kiln/graph/graph.h"
 #include "kiln/graph/ops.h"
+#include "kiln/graph/ops_complex.h"
 #include "kiln/graph/ops_util.h"
 #include "kiln/graph/ragged.h"
 #include "kiln/graph/random.h"

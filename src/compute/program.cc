@@ -41,7 +41,9 @@ enum class Attr {
   reverse,
   trip_count,
   name,
-  values
+  values,
+  fft_type,
+  fft_length
 };
 
 struct OpInfo {
@@ -65,7 +67,7 @@ const std::vector<OpInfo>& OpTable() {
   return table;
 }
 
-static_assert(kNumOps == 97, "ops.def changed: update the op count, the shape rules and every kernel table");
+static_assert(kNumOps == 102, "ops.def changed: update the op count, the shape rules and every kernel table");
 
 std::string Ints(const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
 
@@ -145,6 +147,12 @@ std::string FormatAttr(Attr a, const OpAttributes& at) {
       return fmt::format("name={}", at.name);
     case Attr::values:
       return "values=" + Ints(at.values);
+    case Attr::fft_type: {
+      static constexpr const char* kNames[] = {"Forward", "Inverse", "ForwardReal", "InverseReal"};
+      return fmt::format("fft_type={}", kNames[static_cast<int>(at.fft_type)]);
+    }
+    case Attr::fft_length:
+      return fmt::format("fft_length={}", at.fft_length);
   }
   return "?";
 }
@@ -209,6 +217,10 @@ bool AttrEqual(Attr a, const OpAttributes& x, const OpAttributes& y) {
       return x.name == y.name;
     case Attr::values:
       return x.values == y.values;
+    case Attr::fft_type:
+      return x.fft_type == y.fft_type;
+    case Attr::fft_length:
+      return x.fft_length == y.fft_length;
   }
   return false;
 }
@@ -242,6 +254,12 @@ bool InDTypeClass(DType dtype, DTypeClass dtypes) {
       return IsInt(dtype) && !IsPacked(dtype);
     case DTypeClass::Numeric:
       return (IsFloat(dtype) || IsInt(dtype)) && !IsPacked(dtype);
+    case DTypeClass::Complex:
+      return IsComplex(dtype);
+    case DTypeClass::FloatComplex:
+      return IsFloat(dtype) || IsComplex(dtype);
+    case DTypeClass::NumericComplex:
+      return ((IsFloat(dtype) || IsInt(dtype)) && !IsPacked(dtype)) || IsComplex(dtype);
     case DTypeClass::Unpacked:
       return IsValid(dtype) && !IsStorageOnly(dtype);
     case DTypeClass::Any:

@@ -27,6 +27,12 @@ const char* DTypeClassWanted(DTypeClass dtypes) {
       return "an integer dtype";
     case DTypeClass::Numeric:
       return "a numeric dtype (integer or float, not Bool or packed)";
+    case DTypeClass::Complex:
+      return "a complex dtype";
+    case DTypeClass::FloatComplex:
+      return "a float or complex dtype";
+    case DTypeClass::NumericComplex:
+      return "a numeric or complex dtype (integer, float or complex, not Bool or packed)";
     case DTypeClass::Unpacked:
       return "an unpacked dtype";
     case DTypeClass::Any:
@@ -293,6 +299,55 @@ Shape MovementShape(OpType op, const std::vector<Shape>& in, const OpAttributes&
   Fail(op, "not a movement op");
 }
 
+/// Complex, Real, Imag, Conj and Fft.
+Shape ComplexShape(OpType op, const std::vector<Shape>& in, const OpAttributes& at) {
+  const Shape& x = in[0];
+  switch (op) {
+    case OpType::Complex: {
+      const Shape common = SameShape(op, in[0], in[1]);
+      if (x.dtype() != DType::Float32 && x.dtype() != DType::Float64)
+        Fail(op, fmt::format("the parts must be Float32 or Float64, got {}", x.dtype()));
+      return common.WithDType(ComplexDTypeOf(x.dtype()));
+    }
+    case OpType::Real:
+    case OpType::Imag:
+      CheckElementDType(op, x.dtype());
+      return x.WithDType(ComplexPartDType(x.dtype()));
+    case OpType::Conj:
+      CheckElementDType(op, x.dtype());
+      return x;
+    case OpType::Fft: {
+      const int64_t n = at.fft_length;
+      const bool real_in = at.fft_type == FftType::ForwardReal;
+      if (real_in ? (x.dtype() != DType::Float32 && x.dtype() != DType::Float64) : !IsComplex(x.dtype()))
+        Fail(op, fmt::format("a {} transform takes {} operands, got {}",
+                             real_in                               ? "real"
+                             : at.fft_type == FftType::InverseReal ? "inverse real"
+                                                                   : "complex",
+                             real_in ? "Float32 or Float64" : "complex", x));
+      if (x.Rank() < 1)
+        Fail(op, fmt::format("the operand {} is a scalar; the transform runs over its last axis", x));
+      if (n < 1) Fail(op, fmt::format("fft_length {} is not positive", n));
+      // The last axis the transform reads, and the one it writes.
+      const int64_t half = n / 2 + 1;
+      const int64_t want = at.fft_type == FftType::InverseReal ? half : n;
+      const int64_t out = at.fft_type == FftType::ForwardReal ? half : n;
+      std::vector<Axis> dims = AxesOf(x);
+      if (!Fits(dims.back(), want))
+        Fail(op, fmt::format("the last axis of {} must have {} elements for fft_length {}", x, want, n));
+      dims.back() = Axis{out, ""};
+      const DType dtype = at.fft_type == FftType::ForwardReal   ? ComplexDTypeOf(x.dtype())
+                          : at.fft_type == FftType::InverseReal ? ComplexPartDType(x.dtype())
+                                                                : x.dtype();
+      return ShapeOf(dtype, dims);
+    }
+#define KILN_LISTED_Complex
+#include "kiln/compute/op_cases.inc"
+    break;
+  }
+  Fail(op, "not a complex-number op");
+}
+
 /// The axes of `x` but those in `removed`.
 std::vector<Axis> AxesWithout(const Shape& x, const std::vector<int64_t>& removed) {
   std::vector<Axis> dims;
@@ -331,6 +386,8 @@ Shape InferUnchecked(OpType op, const std::vector<Shape>& in, const OpAttributes
       return at.shape;
     case OpCategory::Unary:
       CheckElementDType(op, in[0].dtype());
+      // A complex number's magnitude is real.
+      if (op == OpType::Abs) return in[0].WithDType(ComplexPartDType(in[0].dtype()));
       return in[0];
     case OpCategory::UnaryPredicate:
       CheckElementDType(op, in[0].dtype());
@@ -409,6 +466,8 @@ Shape InferUnchecked(OpType op, const std::vector<Shape>& in, const OpAttributes
     case OpCategory::SortScan:
       return InferWithTrialSizes(op, in,
                                  [&](const std::vector<Shape>& s) { return SortScanShape(op, s, at); });
+    case OpCategory::Complex:
+      return ComplexShape(op, in, at);
     case OpCategory::Control:
       return ControlShape(op, in, at);
   }

@@ -117,10 +117,13 @@ Shape ScatterShape(const std::vector<Shape>& in, const ScatterDims& s, ReduceKin
     case ReduceKind::Set:
       break;
     case ReduceKind::Sum:
+      if (!InDTypeClass(x.dtype(), DTypeClass::NumericComplex))
+        Fail(op, fmt::format("combining with Sum needs a numeric or complex dtype, got {}", x.dtype()));
+      break;
     case ReduceKind::Max:
     case ReduceKind::Min:
       if (!InDTypeClass(x.dtype(), DTypeClass::Numeric))
-        Fail(op, fmt::format("combining with Sum, Max or Min needs a numeric dtype, got {}", x.dtype()));
+        Fail(op, fmt::format("combining with Max or Min needs a numeric dtype, got {}", x.dtype()));
       break;
     default:
       Fail(op, "reduce_kind must be Set, Sum, Max or Min");

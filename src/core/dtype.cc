@@ -38,6 +38,8 @@ constexpr DTypeInfo kInfo[kNumDTypes] = {
     {"Uint2", "uint2", 2},
     {"Float8E4M3FN", "float8e4m3fn", 8},
     {"Float8E5M2", "float8e5m2", 8},
+    {"Complex64", "complex64", 64},
+    {"Complex128", "complex128", 128},
 };
 
 const DTypeInfo& Info(DType dtype) {
@@ -90,6 +92,17 @@ bool IsInt(DType d) {
 }
 bool IsSigned(DType d) { return IsFloat(d) || (IsInt(d) && !IsUnsigned(d)); }
 bool IsBool(DType d) { return d == DType::Bool; }
+bool IsComplex(DType d) { return d == DType::Complex64 || d == DType::Complex128; }
+DType ComplexPartDType(DType d) {
+  if (d == DType::Complex64) return DType::Float32;
+  if (d == DType::Complex128) return DType::Float64;
+  return d;
+}
+DType ComplexDTypeOf(DType d) {
+  if (d == DType::Float32) return DType::Complex64;
+  if (d == DType::Float64) return DType::Complex128;
+  detail::Throw("complex numbers have Float32 or Float64 parts, not {}", d);
+}
 
 int64_t DTypeByteSize(DType dtype, int64_t count) {
   if (!IsValid(dtype)) detail::Throw("DTypeByteSize: invalid dtype (code {})", static_cast<int>(dtype));

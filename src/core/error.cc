@@ -102,6 +102,10 @@ void ThrowUnsupportedDispatch(DType dtype) {
     throw Error(fmt::format("DispatchDType: dtype {} has no C++ element type (it is a storage-only dtype)",
                             DTypeName(dtype)));
   }
+  if (IsComplex(dtype)) {
+    throw Error(fmt::format("DispatchDType: {} is a complex dtype, which real-valued code does not take",
+                            DTypeName(dtype)));
+  }
   throw Error(fmt::format("DispatchDType: dtype {} (value {}) has no C++ element type", DTypeName(dtype),
                           static_cast<int>(dtype)));
 }

@@ -249,6 +249,10 @@ Tensor Tensor::Reshape(const std::vector<int64_t>& dimensions) const {
 std::vector<double> Tensor::ToDoubles() const {
   if (!Ok()) detail::ThrowError("Tensor::ToDoubles: the tensor is empty, finalized or donated");
   std::vector<double> out;
+  if (IsComplex(dtype())) {
+    detail::Throw("Tensor::ToDoubles: {} is complex; read it with ToVector<std::complex<{}>>()", shape_,
+                  dtype() == DType::Complex64 ? "float" : "double");
+  }
   out.reserve(static_cast<size_t>(Size()));
   if (IsPacked(dtype())) {
     const bool is_signed = IsSigned(dtype());

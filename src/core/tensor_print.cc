@@ -34,6 +34,18 @@ std::string FormatElement(DType dtype, const uint8_t* data, int64_t i) {
   }
   if (dtype == DType::Float8E4M3FN) return FormatFloat(Float8E4M3FNToDouble(data[i]));
   if (dtype == DType::Float8E5M2) return FormatFloat(Float8E5M2ToDouble(data[i]));
+  if (IsComplex(dtype)) {
+    // As Go prints complex numbers: "(1+2i)", "(0.5-1i)", "(NaN+Infi)".
+    return DispatchComplexDType(dtype, [&](auto zero) -> std::string {
+      using T = decltype(zero);
+      T value;
+      std::memcpy(&value, data + i * static_cast<int64_t>(sizeof(T)), sizeof(T));
+      const auto im = value.imag();
+      const bool negative = std::signbit(im) && !std::isnan(im);
+      return "(" + FormatFloat(value.real()) + (negative ? "-" : "+") +
+             FormatFloat(negative ? -im : im).substr(std::isinf(im) ? 1 : 0) + "i)";
+    });
+  }
   return DispatchDType(dtype, [&](auto zero) -> std::string {
     using T = decltype(zero);
     T value;

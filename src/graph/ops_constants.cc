@@ -119,6 +119,12 @@ Tensor ScalarTensor(DType dtype, const ScalarValue& v) {
   if (!IsValid(dtype)) kiln::detail::Throw("Scalar: invalid dtype");
   if (IsPacked(dtype))
     kiln::detail::Throw("Scalar: {} is a packed storage-only dtype; make the scalar in another dtype", dtype);
+  if (IsComplex(dtype)) {
+    // A real number: the real part, exactly as its part dtype holds it; the imaginary part is 0.
+    const Tensor part = ScalarTensor(ComplexPartDType(dtype), v);
+    if (dtype == DType::Complex64) return Tensor::FromScalar(std::complex<float>(part.Item<float>(), 0.0f));
+    return Tensor::FromScalar(std::complex<double>(part.Item<double>(), 0.0));
+  }
   if (v.kind == ScalarValue::Kind::kFloat && std::isnan(v.f) && !IsFloat(dtype))
     NotExact(v, dtype, "only float dtypes hold NaN");
   return DispatchDType(dtype, [&](auto zero) {

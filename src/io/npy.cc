@@ -31,9 +31,10 @@ constexpr int64_t kMaxHeaderBytes = int64_t{64} << 20;
 constexpr size_t kMaxRank = 1 << 16;
 // The dtypes NumPy and kiln share: NumPy's kind and size, kiln's dtype.
 constexpr std::pair<std::string_view, DType> kTypes[] = {
-    {"b1", DType::Bool},   {"i1", DType::Int8},    {"i2", DType::Int16},   {"i4", DType::Int32},
-    {"i8", DType::Int64},  {"u1", DType::Uint8},   {"u2", DType::Uint16},  {"u4", DType::Uint32},
-    {"u8", DType::Uint64}, {"f2", DType::Float16}, {"f4", DType::Float32}, {"f8", DType::Float64}};
+    {"b1", DType::Bool},      {"i1", DType::Int8},       {"i2", DType::Int16},   {"i4", DType::Int32},
+    {"i8", DType::Int64},     {"u1", DType::Uint8},      {"u2", DType::Uint16},  {"u4", DType::Uint32},
+    {"u8", DType::Uint64},    {"f2", DType::Float16},    {"f4", DType::Float32}, {"f8", DType::Float64},
+    {"c8", DType::Complex64}, {"c16", DType::Complex128}};
 // Files are little-endian ('<'; '|', '=' and no order mean native): so is every machine kiln runs on.
 static_assert(std::endian::native == std::endian::little, "kiln's .npy I/O assumes a little-endian host");
 
@@ -43,6 +44,7 @@ struct Header {
   DType dtype = DType::Invalid;
   int element_size = 0;
   bool swap = false;  // Big-endian data, to swap (kiln runs on little-endian machines only).
+  int swap_size = 1;  // The bytes swapped as one number: a complex number's parts swap separately.
   bool fortran = false;
   std::vector<int64_t> dims;
   int64_t data_bytes = 0;
@@ -141,13 +143,14 @@ class HeaderParser {
     for (const auto& [code, dtype] : kTypes) {
       if (type != code) continue;
       h.dtype = dtype;
-      h.element_size = code[1] - '0';
+      h.element_size = static_cast<int>(DTypeByteSize(dtype, 1));
+      h.swap_size = IsComplex(dtype) ? h.element_size / 2 : h.element_size;
       h.swap = h.element_size > 1 && descr[0] == '>';
       return;
     }
     Throw(
         "ReadNpy: {}: unsupported dtype descr '{}' (kiln reads bool, int8..int64, uint8..uint64, float16, "
-        "float32 and float64 in either byte order)",
+        "float32, float64, complex64 and complex128 in either byte order)",
         name, descr);
   }
 
@@ -276,8 +279,9 @@ class Reader {
 // Puts the data in kiln's form, in place: native byte order, bools as 0/1.
 void FixElements(std::span<uint8_t> data, const Header& h) {
   if (h.swap) {
-    for (size_t i = 0; i + h.element_size <= data.size(); i += h.element_size) {
-      std::reverse(data.begin() + i, data.begin() + i + h.element_size);
+    const auto n = static_cast<size_t>(h.swap_size);
+    for (size_t i = 0; i + n <= data.size(); i += n) {
+      std::reverse(data.begin() + i, data.begin() + i + n);
     }
   }
   if (h.dtype == DType::Bool) {
@@ -376,7 +380,7 @@ class MemoryBuf : public std::streambuf {
 // NumPy's descr of `dtype`, as numpy writes it ('|' for one-byte types).
 std::string NumpyDescr(DType dtype) {
   for (const auto& [code, d] : kTypes) {
-    if (d == dtype) return (code[1] == '1' ? "|" : "<") + std::string(code);
+    if (d == dtype) return (code == "b1" || code == "i1" || code == "u1" ? "|" : "<") + std::string(code);
   }
   Throw(
       "WriteNpy: dtype {} has no NumPy equivalent (NumPy lacks bfloat16, the 8-bit floats and the packed "

@@ -67,6 +67,7 @@ uint32_t Crc32c(std::span<const uint8_t> bytes, uint32_t crc) {
 
 std::string SafetensorsDType(DType dtype) {
   if (IsPacked(dtype)) return "U8";
+  if (IsComplex(dtype)) return SafetensorsDType(ComplexPartDType(dtype));
   for (const StName& d : kNames)
     if (d.dtype == dtype) return d.name;
   detail::Throw("safetensors: no dtype for {}", DTypeName(dtype));
@@ -102,6 +103,12 @@ int64_t WriteSafetensors(std::ostream& out, const std::vector<std::pair<std::str
       for (int64_t d : t.shape().Dimensions()) real.Push(Json::Int(d));
       meta.Set("kiln.dtype." + name, Json::String(std::string(DTypeName(t.dtype()))));
       meta.Set("kiln.shape." + name, Json::String(real.Dump()));
+    } else if (IsComplex(t.dtype())) {
+      // Safetensors has no complex dtype: the parts as floats along a last axis of 2 (PyTorch's
+      // view_as_real), and the dtype in the metadata for kiln to read them back as complex.
+      for (int64_t d : t.shape().Dimensions()) shape.Push(Json::Int(d));
+      shape.Push(Json::Int(2));
+      meta.Set("kiln.dtype." + name, Json::String(std::string(DTypeName(t.dtype()))));
     } else {
       for (int64_t d : t.shape().Dimensions()) shape.Push(Json::Int(d));
     }
@@ -191,19 +198,28 @@ SafetensorsFile ReadSafetensors(const std::string& path) {
     if (bytes != end - begin)
       detail::Throw("{}: {} {} needs {} bytes, data_offsets give {}", what, DTypeName(dtype),
                     fmt::join(dims, "x"), bytes, end - begin);
-    // Packed dtypes come back from the metadata.
+    // Packed and complex dtypes come back from the metadata.
     auto kd = file.metadata.find("kiln.dtype." + name);
     Shape shape(dtype, dims);
     if (kd != file.metadata.end()) {
       DType real = DType::Invalid;
       for (DType d : kAllDTypes)
         if (DTypeName(d) == kd->second) real = d;
-      auto ks = file.metadata.find("kiln.shape." + name);
-      if (real == DType::Invalid || ks == file.metadata.end() || dtype != DType::Uint8)
-        detail::Throw("{}: bad kiln.dtype/kiln.shape metadata", what);
-      shape = Shape(real, ParseDims(ks->second, path, name));
-      if (shape.ByteSize() != bytes)
-        detail::Throw("{}: metadata shape {} does not fit {} bytes", what, shape, bytes);
+      if (IsComplex(real)) {
+        if (dtype != ComplexPartDType(real) || dims.empty() || dims.back() != 2)
+          detail::Throw("{}: kiln.dtype {} needs {} values with a last axis of 2, got {} {}", what,
+                        kd->second, DTypeName(ComplexPartDType(real)), DTypeName(dtype),
+                        fmt::join(dims, "x"));
+        dims.pop_back();
+        shape = Shape(real, dims);
+      } else {
+        auto ks = file.metadata.find("kiln.shape." + name);
+        if (real == DType::Invalid || ks == file.metadata.end() || dtype != DType::Uint8)
+          detail::Throw("{}: bad kiln.dtype/kiln.shape metadata", what);
+        shape = Shape(real, ParseDims(ks->second, path, name));
+        if (shape.ByteSize() != bytes)
+          detail::Throw("{}: metadata shape {} does not fit {} bytes", what, shape, bytes);
+      }
     }
     Tensor t = Tensor::FromShape(shape);
     in.seekg(data_start + begin);

@@ -307,12 +307,13 @@ TEST(ConformanceRunner, ToleranceAndNaN) {
 }
 
 // Flips one bit of the first element of `t`'s data: the lowest for integers and Bool, the top
-// exponent bit for floats (far beyond any tolerance; NaN and infinities stop being so).
+// exponent bit for floats and complex numbers' real parts (far beyond any tolerance; NaN and
+// infinities stop being so).
 Tensor Perturbed(const Tensor& t) {
   Tensor c = t.Clone();
   c.MutableBytes([&](std::span<uint8_t> bytes) {
-    if (IsFloat(t.dtype())) {
-      bytes[static_cast<size_t>(DTypeBits(t.dtype()) / 8 - 1)] ^= 0x40;
+    if (IsFloat(t.dtype()) || IsComplex(t.dtype())) {  // A complex number's real part.
+      bytes[static_cast<size_t>(DTypeBits(ComplexPartDType(t.dtype())) / 8 - 1)] ^= 0x40;
     } else {
       bytes[0] ^= 0x01;
     }

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <complex>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -65,7 +66,12 @@ static_assert(!kiln::Element<std::string>);
 static_assert(!kiln::Element<void*>);
 static_assert(!kiln::Element<long double>);
 
-static_assert(std::size(kiln::kAllDTypes) == 19);
+static_assert(kiln::Element<std::complex<float>>);
+static_assert(kiln::DTypeOf<std::complex<float>> == DType::Complex64);
+static_assert(kiln::DTypeOf<std::complex<double>> == DType::Complex128);
+static_assert(!kiln::Element<std::complex<int>>);
+
+static_assert(std::size(kiln::kAllDTypes) == 21);
 
 // The expected properties of each dtype, written from the specification.
 struct Expected {
@@ -99,6 +105,9 @@ const Expected kExpected[] = {
     // The 8-bit floats are storage only: not IsFloat (no arithmetic), not packed (a byte each).
     {DType::Float8E4M3FN, 8, "Float8E4M3FN", "float8e4m3fn", false, false, false, false, false, false, false},
     {DType::Float8E5M2,   8, "Float8E5M2",   "float8e5m2",   false, false, false, false, false, false, false},
+    // Complex numbers are neither floats nor signed (no order).
+    {DType::Complex64,  64,  "Complex64",  "complex64",  false, false, false, false, false, false, false},
+    {DType::Complex128, 128, "Complex128", "complex128", false, false, false, false, false, false, false},
 };
 // clang-format on
 
@@ -110,10 +119,34 @@ TEST(DTypeTest, EnumValuesAreStable) {
   EXPECT_EQ(static_cast<int>(DType::Uint2), 17);
   EXPECT_EQ(static_cast<int>(DType::Float8E4M3FN), 18);
   EXPECT_EQ(static_cast<int>(DType::Float8E5M2), 19);
-  EXPECT_EQ(kiln::kNumDTypes, 20);
+  EXPECT_EQ(static_cast<int>(DType::Complex64), 20);
+  EXPECT_EQ(static_cast<int>(DType::Complex128), 21);
+  EXPECT_EQ(kiln::kNumDTypes, 22);
 }
 
-TEST(DTypeTest, AllDTypesListsTheNineteenValidOnes) {
+TEST(DTypeTest, ComplexDTypesAndTheirParts) {
+  EXPECT_TRUE(kiln::IsComplex(DType::Complex64));
+  EXPECT_TRUE(kiln::IsComplex(DType::Complex128));
+  EXPECT_FALSE(kiln::IsComplex(DType::Float64));
+  EXPECT_EQ(kiln::ComplexPartDType(DType::Complex64), DType::Float32);
+  EXPECT_EQ(kiln::ComplexPartDType(DType::Complex128), DType::Float64);
+  EXPECT_EQ(kiln::ComplexPartDType(DType::Int8), DType::Int8);
+  EXPECT_EQ(kiln::ComplexDTypeOf(DType::Float32), DType::Complex64);
+  EXPECT_EQ(kiln::ComplexDTypeOf(DType::Float64), DType::Complex128);
+  EXPECT_THROW(kiln::ComplexDTypeOf(DType::Float16), kiln::Error);
+  EXPECT_EQ(kiln::DTypeByteSize(DType::Complex128, 3), 48);
+  // Real-valued dispatch refuses them with a message; the complex dispatch takes them.
+  try {
+    kiln::DispatchDType(DType::Complex64, [](auto) { return 0; });
+    ADD_FAILURE() << "DispatchDType accepted Complex64";
+  } catch (const kiln::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("complex"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(kiln::DispatchComplexDType(DType::Complex128, [](auto z) { return sizeof(z); }), 16u);
+  EXPECT_THROW(kiln::DispatchComplexDType(DType::Float32, [](auto z) { return sizeof(z); }), kiln::Error);
+}
+
+TEST(DTypeTest, AllDTypesListsTheValidOnes) {
   std::set<int> values;
   std::set<std::string_view> names, value_names;
   for (const DType d : kiln::kAllDTypes) {
@@ -122,12 +155,12 @@ TEST(DTypeTest, AllDTypesListsTheNineteenValidOnes) {
     names.insert(kiln::DTypeName(d));
     value_names.insert(kiln::DTypeValueName(d));
   }
-  EXPECT_EQ(values.size(), 19u);
-  EXPECT_EQ(names.size(), 19u) << "names must be distinct";
-  EXPECT_EQ(value_names.size(), 19u) << "value names must be distinct";
+  EXPECT_EQ(values.size(), 21u);
+  EXPECT_EQ(names.size(), 21u) << "names must be distinct";
+  EXPECT_EQ(value_names.size(), 21u) << "value names must be distinct";
   EXPECT_EQ(values.count(0), 0u) << "Invalid must not be listed";
   EXPECT_EQ(*values.begin(), 1);
-  EXPECT_EQ(*values.rbegin(), 19);
+  EXPECT_EQ(*values.rbegin(), 21);
   // In enum order.
   for (std::size_t i = 1; i < std::size(kiln::kAllDTypes); ++i) {
     EXPECT_LT(static_cast<int>(kiln::kAllDTypes[i - 1]), static_cast<int>(kiln::kAllDTypes[i]));
@@ -167,7 +200,7 @@ TEST(DTypeTest, TraitsOfEachDType) {
 
 TEST(DTypeTest, InvalidHasNoTraits) {
   EXPECT_FALSE(kiln::IsValid(DType::Invalid));
-  EXPECT_FALSE(kiln::IsValid(static_cast<DType>(20)));
+  EXPECT_FALSE(kiln::IsValid(static_cast<DType>(22)));
   EXPECT_FALSE(kiln::IsValid(static_cast<DType>(200)));
   EXPECT_FALSE(kiln::IsFloat(DType::Invalid));
   EXPECT_FALSE(kiln::IsHalf(DType::Invalid));
@@ -265,7 +298,7 @@ TEST(DTypeTest, StreamPrintsName) {
 TEST(DTypeTest, DispatchCallsWithTheCxxType) {
   int dispatched = 0;
   for (const DType d : kiln::kAllDTypes) {
-    if (kiln::IsStorageOnly(d)) continue;
+    if (kiln::IsStorageOnly(d) || kiln::IsComplex(d)) continue;  // Complex: DispatchComplexDType.
     SCOPED_TRACE(std::string(kiln::DTypeName(d)));
     const auto [type_dtype, size] = kiln::DispatchDType(d, [](auto value) {
       using T = decltype(value);

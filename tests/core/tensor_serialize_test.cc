@@ -273,7 +273,7 @@ TEST(TensorSerializeTest, BadHeaderFields) {
   EXPECT_TRUE(ThrowsKilnError([&] { Deserialized(Build(3, {2}, 4, data, true, 2)); }, {"version"}));
   EXPECT_TRUE(ThrowsKilnError([&] { Deserialized(Build(3, {2}, 4, data, true, 0)); }));
   EXPECT_TRUE(ThrowsKilnError([&] { Deserialized(Build(3, {2}, 4, data, true, 0x01000000)); }));
-  for (uint8_t code : {uint8_t{0}, uint8_t{20}, uint8_t{21}, uint8_t{200}, uint8_t{255}}) {
+  for (uint8_t code : {uint8_t{0}, uint8_t{22}, uint8_t{23}, uint8_t{200}, uint8_t{255}}) {
     SCOPED_TRACE(static_cast<int>(code));
     EXPECT_TRUE(ThrowsKilnError([&] { Deserialized(Build(code, {4}, 4, "abcd")); }, {"dtype"}));
   }

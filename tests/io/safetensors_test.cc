@@ -66,6 +66,9 @@ TEST(Safetensors, RoundTripsEveryDType) {
   EXPECT_EQ(f.metadata.at("format"), "pt");
   EXPECT_EQ(f.metadata.at("step"), "7");
   EXPECT_EQ(f.metadata.at("kiln.dtype.t_Int4"), "Int4");
+  // Complex numbers are stored as their parts (PyTorch's view_as_real), the dtype in the metadata.
+  EXPECT_EQ(f.metadata.at("kiln.dtype.t_Complex64"), "Complex64");
+  EXPECT_EQ(f.Find("t_Complex128").dtype(), DType::Complex128);
   EXPECT_TRUE(f.Find("scalar").Ok());
   EXPECT_FALSE(f.Find("nothing").Ok());
 }

@@ -46,18 +46,22 @@ enum class OpCategory {
   Window,          ///< ReduceWindow, SelectAndScatter.
   Indexing,        ///< Gather, Scatter, DynamicSlice, DynamicUpdateSlice.
   SortScan,        ///< ArgSort, CumSum.
+  Complex,         ///< Complex, Real, Imag, Conj, Fft.
   Control,         ///< While, If, OptimizationBarrier, Composite (tuple results), GetTupleElement.
 };
 
 /// The element dtypes an op takes (the DTypes column of ops.def): its operands' dtype (the values'
 /// for Where, the result's for Iota).
 enum class DTypeClass {
-  Float,     ///< Float16, BFloat16, Float32, Float64.
-  Bool,      ///< Bool alone.
-  Int,       ///< Signed and unsigned integers, not the packed ones.
-  Numeric,   ///< Integers and floats, not Bool or the packed integers.
-  Unpacked,  ///< Every dtype but the packed storage-only ones.
-  Any,       ///< Every dtype, packed ones included: ops that only hold or reinterpret bytes.
+  Float,           ///< Float16, BFloat16, Float32, Float64.
+  Bool,            ///< Bool alone.
+  Int,             ///< Signed and unsigned integers, not the packed ones.
+  Numeric,         ///< Integers and floats, not Bool or the packed integers.
+  Complex,         ///< Complex64, Complex128.
+  FloatComplex,    ///< Float and Complex.
+  NumericComplex,  ///< Numeric and Complex.
+  Unpacked,        ///< Every dtype but the packed storage-only ones.
+  Any,             ///< Every dtype, packed ones included: ops that only hold or reinterpret bytes.
 };
 
 /// The op's name as in ops.def ("Add", "DotGeneral"...).
@@ -135,6 +139,14 @@ struct ScatterDims {
   friend bool operator==(const ScatterDims&, const ScatterDims&) = default;
 };
 
+/// The kind of a Fourier transform (Fft's `fft_type`), as GoMLX names them.
+enum class FftType {
+  Forward,      ///< Complex to complex.
+  Inverse,      ///< Complex to complex, scaled by 1/n.
+  ForwardReal,  ///< Float to complex: the n/2+1 non-negative frequencies.
+  InverseReal,  ///< Complex (n/2+1 frequencies of a real signal) to float.
+};
+
 /// Typed attribute slots; each op uses the ones its ops.def entry names.
 struct OpAttributes {
   int64_t index = 0;                 ///< Parameter: its position.
@@ -166,6 +178,8 @@ struct OpAttributes {
   int64_t trip_count = -1;                   ///< While: the static iteration count, -1 when data-dependent.
   std::string name;                          ///< Composite: the operation's name ("kiln.quantized_matmul").
   std::vector<int64_t> values;               ///< Composite: its integer attributes.
+  FftType fft_type = FftType::Forward;       ///< Fft: the transform's kind.
+  int64_t fft_length = 0;                    ///< Fft: the signal's length n.
 };
 
 /// One instruction: its result is value number `id` (its position in the program).

@@ -2,6 +2,7 @@
 /// @file
 /// DType: the element types of tensors, their traits, and the map from C++ types.
 
+#include <complex>
 #include <cstdint>
 #include <iosfwd>
 #include <string>
@@ -38,17 +39,22 @@ enum class DType : uint8_t {
   // 8-bit floats (OCP FP8), storage only as the packed integers are (see kiln/core/float8.h).
   Float8E4M3FN = 18,
   Float8E5M2 = 19,
+  // Complex numbers: a float32 (float64) real part followed by the imaginary part, as
+  // std::complex<float> (std::complex<double>) lays them out.
+  Complex64 = 20,
+  Complex128 = 21,
 };
 
 /// Number of DType values, Invalid included.
-inline constexpr int kNumDTypes = 20;
+inline constexpr int kNumDTypes = 22;
 
 /// All valid dtypes, in enum order.
-inline constexpr DType kAllDTypes[] = {DType::Bool,     DType::Int8,         DType::Int16,     DType::Int32,
-                                       DType::Int64,    DType::Uint8,        DType::Uint16,    DType::Uint32,
-                                       DType::Uint64,   DType::Float16,      DType::Float32,   DType::Float64,
-                                       DType::BFloat16, DType::Int4,         DType::Uint4,     DType::Int2,
-                                       DType::Uint2,    DType::Float8E4M3FN, DType::Float8E5M2};
+inline constexpr DType kAllDTypes[] = {
+    DType::Bool,      DType::Int8,    DType::Int16,        DType::Int32,      DType::Int64,
+    DType::Uint8,     DType::Uint16,  DType::Uint32,       DType::Uint64,     DType::Float16,
+    DType::Float32,   DType::Float64, DType::BFloat16,     DType::Int4,       DType::Uint4,
+    DType::Int2,      DType::Uint2,   DType::Float8E4M3FN, DType::Float8E5M2, DType::Complex64,
+    DType::Complex128};
 
 /// Size of one element in bits (1-byte Bool is 8).
 int DTypeBits(DType dtype);
@@ -72,7 +78,14 @@ bool IsFloat8(DType dtype);    ///< Float8E4M3FN, Float8E5M2 (not IsFloat: stora
 /// Reshape take them (and pass through control flow as composite operands); other ops need a
 /// conversion first.
 bool IsStorageOnly(DType dtype);
-bool IsBool(DType dtype);  ///< Bool alone.
+bool IsBool(DType dtype);     ///< Bool alone.
+bool IsComplex(DType dtype);  ///< Complex64, Complex128 (not IsFloat).
+/// The dtype of a complex dtype's parts (Float32 for Complex64, Float64 for Complex128); other
+/// dtypes are returned unchanged.
+DType ComplexPartDType(DType dtype);
+/// The complex dtype whose parts are `dtype` (Complex64 for Float32, Complex128 for Float64);
+/// throws kiln::Error for any other dtype.
+DType ComplexDTypeOf(DType dtype);
 
 /// Bytes needed to store `count` elements (packed types round up to whole bytes).
 int64_t DTypeByteSize(DType dtype, int64_t count);
@@ -111,6 +124,14 @@ struct DTypeOfImpl<double> {
   static constexpr DType value = DType::Float64;
 };
 template <>
+struct DTypeOfImpl<std::complex<float>> {
+  static constexpr DType value = DType::Complex64;
+};
+template <>
+struct DTypeOfImpl<std::complex<double>> {
+  static constexpr DType value = DType::Complex128;
+};
+template <>
 struct DTypeOfImpl<float16> {
   static constexpr DType value = DType::Float16;
 };
@@ -121,7 +142,8 @@ struct DTypeOfImpl<bfloat16> {
 }  // namespace detail
 
 /// The DType of a C++ element type: bool, the fixed-width integers (and `long`/`long long` in
-/// either signedness), float, double, kiln::float16, kiln::bfloat16. Invalid for anything else.
+/// either signedness), float, double, kiln::float16, kiln::bfloat16, std::complex<float> and
+/// std::complex<double>. Invalid for anything else.
 template <typename T>
 inline constexpr DType DTypeOf = detail::DTypeOfImpl<std::remove_cv_t<T>>::value;
 
@@ -130,9 +152,14 @@ template <typename T>
 concept Element = DTypeOf<T>
 != DType::Invalid;
 
-/// Calls `fn(T{})` with T the C++ element type of `dtype` (packed types and Invalid throw).
+/// Calls `fn(T{})` with T the C++ element type of `dtype`, a real one (complex, packed types,
+/// 8-bit floats and Invalid throw: see DispatchComplexDType).
 template <typename Fn>
 decltype(auto) DispatchDType(DType dtype, Fn&& fn);
+/// Calls `fn(T{})` with T std::complex<float> or std::complex<double> for Complex64 and
+/// Complex128 (other dtypes throw).
+template <typename Fn>
+decltype(auto) DispatchComplexDType(DType dtype, Fn&& fn);
 
 namespace detail {
 [[noreturn]] void ThrowUnsupportedDispatch(DType dtype);
@@ -170,6 +197,13 @@ decltype(auto) DispatchDType(DType dtype, Fn&& fn) {
     default:
       detail::ThrowUnsupportedDispatch(dtype);
   }
+}
+
+template <typename Fn>
+decltype(auto) DispatchComplexDType(DType dtype, Fn&& fn) {
+  if (dtype == DType::Complex64) return fn(std::complex<float>{});
+  if (dtype != DType::Complex128) detail::ThrowUnsupportedDispatch(dtype);
+  return fn(std::complex<double>{});
 }
 
 }  // namespace kiln

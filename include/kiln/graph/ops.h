@@ -546,3 +546,5 @@ Node operator/(T a, Node b) {
 
 // Compositions with GoMLX names (OnePlus, L2Norm, Shift, the total order comparisons...).
 #include "kiln/graph/ops_util.h"  // IWYU pragma: export
+// Complex numbers and Fourier transforms (Complex, Real, Imag, Conj, FFT...).
+#include "kiln/graph/ops_complex.h"  // IWYU pragma: export

@@ -39,6 +39,8 @@ bool WritesInPlace(const Node& node, const std::vector<Shape>& operands) {
   if (node.kind == NodeKind::kFusedReduce) return false;
   switch (GetOpCategory(node.inst.op)) {
     case OpCategory::Unary:
+      // Abs of a complex operand is real: a result of another type is not written in place.
+      return operands.empty() || operands[0].dtype() == node.inst.shape.dtype();
     case OpCategory::Binary:
     case OpCategory::Select:
       return true;

@@ -34,10 +34,11 @@ const Tensor* ConstantBehind(const Builder& b, int id) {
 }
 
 /// Whether every element of constant-valued `id` equals `value` (a zero of sign `sign`); false
-/// for Bool, packed dtypes and values that are not constants.
+/// for Bool, packed, complex dtypes and values that are not constants.
 bool AllElementsAre(const Builder& b, int id, double value, ZeroSign sign = ZeroSign::kAny) {
   const Tensor* t = ConstantBehind(b, id);
-  if (t == nullptr || t->dtype() == DType::Bool || IsStorageOnly(t->dtype())) return false;
+  if (t == nullptr || t->dtype() == DType::Bool || IsStorageOnly(t->dtype()) || IsComplex(t->dtype()))
+    return false;
   bool all = true;
   DispatchDType(t->dtype(), [&](auto tag) {
     using T = decltype(tag);

@@ -274,12 +274,15 @@ Kernel MakeBinaryKernel(const Instruction& inst, const std::vector<Shape>& opera
         return Select<uint32_t>(n);
       case 64:
         return Select<uint64_t>(n);
+      case 128:
+        return Select<Bits128>(n);
       default:
         NoKernel(op, operands[1].dtype());
     }
   }
   const DType dtype = operands[0].dtype();
   if (dtype == DType::Bool) return BoolBinary(op, n);
+  if (IsComplex(dtype)) return MakeComplexElementwiseKernel(inst, operands);
   const bool compare = GetOpCategory(op) == OpCategory::Compare;
   return DispatchDType(dtype, [&](auto tag) -> Kernel {
     using T = decltype(tag);

@@ -2,6 +2,7 @@
 // produce values from attributes (Constant, Iota).
 
 #include <algorithm>
+#include <complex>
 #include <cstring>
 #include <memory>
 #include <span>
@@ -129,6 +130,11 @@ std::vector<double> AsDoubles(DType dtype, const uint8_t* data, int64_t n) {
   } else if (IsPacked(dtype)) {
     const Packing packing(dtype);
     for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<double>(packing.Get(data, i));
+  } else if (IsComplex(dtype)) {
+    DispatchComplexDType(dtype, [&](auto tag) {
+      const auto* x = reinterpret_cast<const decltype(tag)*>(data);
+      for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<double>(x[i].real());
+    });
   } else {
     DispatchDType(dtype, [&](auto tag) {
       using T = decltype(tag);
@@ -145,12 +151,41 @@ std::vector<double> AsDoubles(DType dtype, const uint8_t* data, int64_t n) {
   return v;
 }
 
-/// Conversions from or to an 8-bit float, through double (exact for every float8 value; a value
-/// converted to float8 is rounded once, to nearest even). From float8 the targets' rules are
-/// those of converting a double: integers saturate (NaN -> 0), Bool is x != 0.
-Kernel Float8Convert(DType from, DType to, int64_t n, int64_t bytes) {
+/// Conversions from or to an 8-bit float or a complex number, through double (exact for every
+/// float8 value; a value converted to float8 is rounded once, to nearest even). The targets'
+/// rules are those of converting a double: integers saturate (NaN -> 0), Bool is x != 0. A
+/// complex number converts as NumPy's astype does: its real part, or to Bool "not zero" (either
+/// part); a real number becomes a complex one with imaginary part 0.
+Kernel ConvertThroughDouble(DType from, DType to, int64_t n, int64_t bytes) {
   return [from, to, n, bytes](Operands in, uint8_t* out) {
+    if (IsComplex(from) && IsComplex(to)) {
+      DispatchComplexDType(from, [&](auto from_tag) {
+        DispatchComplexDType(to, [&](auto to_tag) {
+          using To = decltype(to_tag);
+          const auto* x = reinterpret_cast<const decltype(from_tag)*>(in[0]);
+          auto* y = reinterpret_cast<To*>(out);
+          for (int64_t i = 0; i < n; ++i) y[i] = To(x[i]);
+        });
+      });
+      return;
+    }
+    if (IsComplex(from) && to == DType::Bool) {
+      DispatchComplexDType(from, [&](auto tag) {
+        const auto* x = reinterpret_cast<const decltype(tag)*>(in[0]);
+        for (int64_t i = 0; i < n; ++i) out[i] = static_cast<uint8_t>(x[i] != decltype(tag)());
+      });
+      return;
+    }
     const std::vector<double> x = AsDoubles(from, in[0], n);
+    if (IsComplex(to)) {
+      DispatchComplexDType(to, [&](auto tag) {
+        using To = decltype(tag);
+        auto* y = reinterpret_cast<To*>(out);
+        for (int64_t i = 0; i < n; ++i)
+          y[i] = To(static_cast<typename To::value_type>(x[static_cast<size_t>(i)]));
+      });
+      return;
+    }
     if (IsFloat8(to)) {
       const Float8Codec codec(to);
       for (int64_t i = 0; i < n; ++i) out[i] = codec.encode(x[static_cast<size_t>(i)]);
@@ -183,7 +218,8 @@ Kernel MakeConvertKernel(const Instruction& inst, const std::vector<Shape>& oper
       if (out != in[0] && bytes > 0) std::memcpy(out, in[0], static_cast<size_t>(bytes));
     };
   }
-  if (IsFloat8(from) || IsFloat8(to)) return Float8Convert(from, to, n, bytes);
+  if (IsFloat8(from) || IsFloat8(to) || IsComplex(from) || IsComplex(to))
+    return ConvertThroughDouble(from, to, n, bytes);
   if (IsPacked(from) && IsPacked(to)) return PackedToPacked(Packing(from), Packing(to), n, bytes);
   if (IsPacked(from)) {
     return DispatchDType(to, [&](auto tag) -> Kernel { return FromPacked<decltype(tag)>(Packing(from), n); });

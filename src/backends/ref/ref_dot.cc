@@ -1,7 +1,9 @@
 // DotGeneral: for each (batch, lhs free, rhs free) index, the sum over the contracting axes.
-// Floats (half types too) accumulate in double and round once; integers wrap.
+// Floats (half types too) accumulate in double and round once, complex numbers in
+// complex<double>; integers wrap.
 
 #include <algorithm>
+#include <complex>
 #include <memory>
 
 #include "backends/ref/ref_kernels.h"
@@ -60,7 +62,13 @@ Kernel Dot(std::shared_ptr<const DotPlan> plan) {
         for (int64_t rhs_free : p.rhs_free) {
           const T* l = lhs + p.lhs_batch[b] + lhs_free;
           const T* r = rhs + p.rhs_batch[b] + rhs_free;
-          if constexpr (kIsFloat<T>) {
+          if constexpr (kIsComplex<T>) {
+            std::complex<double> acc = 0;
+            for (size_t k = 0; k < num_k; ++k)
+              acc += std::complex<double>(l[p.lhs_contracting[k]]) *
+                     std::complex<double>(r[p.rhs_contracting[k]]);
+            y[o++] = T(acc);
+          } else if constexpr (kIsFloat<T>) {
             double acc = 0;
             for (size_t k = 0; k < num_k; ++k) {
               acc += static_cast<double>(Load(l[p.lhs_contracting[k]])) *
@@ -92,6 +100,8 @@ Kernel MakeDotKernel(const Instruction& inst, const std::vector<Shape>& operands
   plan->lhs_contracting = Offsets(lhs, at.lhs_contracting);
   plan->rhs_contracting = Offsets(rhs, at.rhs_contracting);
   const DType dtype = lhs.dtype();
+  if (IsComplex(dtype))
+    return DispatchComplexDType(dtype, [&](auto tag) { return Dot<decltype(tag)>(plan); });
   return DispatchDType(dtype, [&](auto tag) -> Kernel {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, bool>) {

@@ -36,7 +36,9 @@ struct Step {
 Reuse ReuseOf(const Instruction& inst, const std::vector<Shape>& operands) {
   switch (GetOpCategory(inst.op)) {
     case OpCategory::Unary:
-      return inst.op == OpType::StopGradient ? Reuse::Alias : Reuse::InPlace;
+      if (inst.op == OpType::StopGradient) return Reuse::Alias;
+      // Abs of a complex operand is real: a result of another type is not written in place.
+      return operands[0].dtype() == inst.shape.dtype() ? Reuse::InPlace : Reuse::None;
     case OpCategory::UnaryPredicate:
     case OpCategory::Binary:
     case OpCategory::Compare:
@@ -57,6 +59,7 @@ Reuse ReuseOf(const Instruction& inst, const std::vector<Shape>& operands) {
     case OpCategory::Window:
     case OpCategory::Indexing:
     case OpCategory::SortScan:
+    case OpCategory::Complex:
     case OpCategory::Control:
       return Reuse::None;
   }

@@ -194,6 +194,8 @@ Kernel ScatterKernel(std::shared_ptr<const IndexPlan> p) {
         const T v = u[batch.b() + p->other_offsets[w]];
         if (p->kind == ReduceKind::Set) {
           dst = v;
+        } else if constexpr (kIsComplex<T>) {
+          dst += v;
         } else if constexpr (kIsFloat<T>) {
           const auto a = Load(dst), c = Load(v);
           dst = Store<T>(p->kind == ReduceKind::Sum   ? a + c
@@ -266,6 +268,8 @@ Kernel MakeSliceKernel(const Instruction& inst, const std::vector<Shape>& operan
       return SliceKernel<uint32_t>(plan, update);
     case 64:
       return SliceKernel<uint64_t>(plan, update);
+    case 128:
+      return SliceKernel<Bits128>(plan, update);
     default:
       NoKernel(op, dtype);
   }
@@ -289,6 +293,8 @@ Kernel MakeIndexingKernel(const Instruction& inst, const std::vector<Shape>& ope
           return GatherKernel<uint32_t>(plan);
         case 64:
           return GatherKernel<uint64_t>(plan);
+        case 128:
+          return GatherKernel<Bits128>(plan);
         default:
           NoKernel(op, dtype);
       }
@@ -296,6 +302,8 @@ Kernel MakeIndexingKernel(const Instruction& inst, const std::vector<Shape>& ope
     case OpType::Scatter: {
       auto plan = std::make_shared<const IndexPlan>(PlanScatter(inst, operands));
       if (dtype == DType::Bool) return ScatterKernel<uint8_t>(plan);  // Set only (shape rules).
+      if (IsComplex(dtype))                                           // Set or Sum (shape rules).
+        return DispatchComplexDType(dtype, [&](auto tag) { return ScatterKernel<decltype(tag)>(plan); });
       return DispatchDType(dtype, [&](auto tag) -> Kernel {
         using T = decltype(tag);
         if constexpr (std::is_same_v<T, bool>) {

@@ -75,6 +75,8 @@ Kernel MakeKernel(const Instruction& inst, const std::vector<Shape>& operands) {
       return MakeIndexingKernel(inst, operands);
     case OpCategory::SortScan:
       return MakeSortScanKernel(inst, operands);
+    case OpCategory::Complex:
+      return MakeComplexKernel(inst, operands);
     case OpCategory::Control:
       return Kernel();  // Tuple ops and GetTupleElement run in Execute.
   }

@@ -4,6 +4,7 @@
 
 #include <bit>
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -56,6 +57,10 @@ Kernel MakeWindowKernel(const Instruction& inst, const std::vector<Shape>& opera
 Kernel MakeIndexingKernel(const Instruction& inst, const std::vector<Shape>& operands);
 /// ArgSort, CumSum (ref_sort.cc).
 Kernel MakeSortScanKernel(const Instruction& inst, const std::vector<Shape>& operands);
+/// Complex, Real, Imag, Conj, Fft (ref_complex.cc).
+Kernel MakeComplexKernel(const Instruction& inst, const std::vector<Shape>& operands);
+/// The elementwise Unary, Binary and Compare ops on complex operands (ref_complex.cc).
+Kernel MakeComplexElementwiseKernel(const Instruction& inst, const std::vector<Shape>& operands);
 
 class RefBackend;
 /// A compiled tuple op (While, If, OptimizationBarrier; ref_control.cc): the operands' buffers in,
@@ -102,6 +107,16 @@ inline constexpr bool kIsHalf = std::is_same_v<T, float16> || std::is_same_v<T, 
 /// Float types: float16, bfloat16, float, double.
 template <typename T>
 inline constexpr bool kIsFloat = kIsHalf<T> || std::is_floating_point_v<T>;
+
+/// Complex types: std::complex<float>, std::complex<double>.
+template <typename T>
+inline constexpr bool kIsComplex =
+    std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
+
+/// A 128-bit element (Complex128) moved as bytes by the kernels that only copy elements.
+struct Bits128 {
+  uint64_t lo, hi;
+};
 
 /// The type an element is computed in: half types compute in float (rounded back after each op).
 template <typename T>

@@ -159,6 +159,8 @@ Kernel MakeMovementKernel(const Instruction& inst, const std::vector<Shape>& ope
       return CopyBoxes<uint32_t>(boxes, fill, out_size);
     case 64:
       return CopyBoxes<uint64_t>(boxes, fill, out_size);
+    case 128:
+      return CopyBoxes<Bits128>(boxes, fill, out_size);
     default:
       NoKernel(op, inst.shape.dtype());
   }

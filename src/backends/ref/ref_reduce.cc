@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <limits>
 #include <memory>
 
@@ -213,6 +214,21 @@ Kernel MakeReduceKernel(const Instruction& inst, const std::vector<Shape>& opera
   }
   auto plan = std::make_shared<const ReducePlan>(MakePlan(x, inst.attrs.axes));
   if (dtype == DType::Bool) return BoolReduce(op, plan);
+  if (IsComplex(dtype)) {
+    // Sums and products accumulate in complex<double> and round once.
+    return DispatchComplexDType(dtype, [&](auto tag) -> Kernel {
+      using T = decltype(tag);
+      using A = std::complex<double>;
+      auto finish = [](A acc) { return T(acc); };
+      if (op == OpType::ReduceSum)
+        return ReduceWith<T, T>(
+            plan, A(0.0), [](A acc, T v) { return acc + A(v); }, finish);
+      if (op == OpType::ReduceProduct)
+        return ReduceWith<T, T>(
+            plan, A(1.0), [](A acc, T v) { return acc * A(v); }, finish);
+      NoKernel(op, dtype);
+    });
+  }
   return DispatchDType(dtype, [&](auto tag) -> Kernel {
     using T = decltype(tag);
     if constexpr (kIsFloat<T>) {

@@ -175,6 +175,7 @@ Kernel MakeUnaryKernel(const Instruction& inst, const std::vector<Shape>& operan
       if (out != in[0] && bytes > 0) std::memcpy(out, in[0], bytes);
     };
   }
+  if (IsComplex(dtype)) return MakeComplexElementwiseKernel(inst, operands);
   if (dtype == DType::Bool) {
     if (op != OpType::LogicalNot) NoKernel(op, dtype);
     return Map<uint8_t, uint8_t>(n, [](uint8_t x) { return static_cast<uint8_t>(x == 0); });

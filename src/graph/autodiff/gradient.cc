@@ -34,6 +34,7 @@ const RuleTable& Rules() {
     RegisterIndexingRules(t);
     RegisterSortScanRules(t);
     RegisterControlRules(t);
+    RegisterComplexRules(t);
     return t;
   }();
   return table;
@@ -127,7 +128,7 @@ class Sweep {
     bool any = false;
     for (int o : inst.operands) {
       const compute::Instruction& oi = g_.instruction(o);
-      const bool n = OnPath(o) && (oi.IsTuple() || IsFloat(oi.shape.dtype()));
+      const bool n = OnPath(o) && (oi.IsTuple() || Differentiable(oi.shape.dtype()));
       needs.push_back(n);
       any = any || n;
     }
@@ -266,9 +267,10 @@ std::vector<Node> VJP(const std::vector<Node>& outputs, const std::vector<Node>&
       kiln::detail::Throw("Gradient: target {} belongs to graph \"{}\", not to the loss's graph \"{}\"", i,
                           t.graph().name(), g.name());
     }
-    if (!IsFloat(t.dtype())) {
-      kiln::detail::Throw("Gradient: target {} ({}) has dtype {}: only float nodes have gradients", i,
-                          t.ToString(), DTypeName(t.dtype()));
+    if (!autodiff::Differentiable(t.dtype())) {
+      kiln::detail::Throw(
+          "Gradient: target {} ({}) has dtype {}: only float and complex nodes have gradients", i,
+          t.ToString(), DTypeName(t.dtype()));
     }
   }
   if (targets.empty()) return {};

@@ -44,7 +44,7 @@ V IfRule(const VJPContext& c) {
   }
   for (size_t k = 0; k < inst.tuple_shapes.size(); ++k) {
     const Node& a = c.Adjoints().at(k);
-    with_adjoint.push_back(a.Ok() && IsFloat(inst.tuple_shapes[k].dtype()));
+    with_adjoint.push_back(a.Ok() && Differentiable(inst.tuple_shapes[k].dtype()));
     if (with_adjoint.back()) operands.push_back(a);
   }
   V grads(static_cast<size_t>(c.NumOperands()));
@@ -66,11 +66,11 @@ V CompositeRule(const VJPContext& c) {
   std::vector<bool> wanted, with_adjoint;
   for (int i = 0; i < c.NumOperands(); ++i) {
     operands.push_back(c.X(i));
-    wanted.push_back(c.Needs(i) && IsFloat(c.X(i).dtype()));
+    wanted.push_back(c.Needs(i) && Differentiable(c.X(i).dtype()));
   }
   for (size_t k = 0; k < inst.tuple_shapes.size(); ++k) {
     const Node& a = c.Adjoints().at(k);
-    with_adjoint.push_back(a.Ok() && IsFloat(inst.tuple_shapes[k].dtype()));
+    with_adjoint.push_back(a.Ok() && Differentiable(inst.tuple_shapes[k].dtype()));
     if (with_adjoint.back()) operands.push_back(a);
   }
   V grads(static_cast<size_t>(c.NumOperands()));
@@ -126,7 +126,7 @@ LoopPlan PlanLoop(const compute::Program& body, const std::vector<Shape>& shapes
   LoopPlan plan;
   for (int e = 0; e < static_cast<int>(shapes.size()); ++e) {
     (PassesThrough(body, e) ? plan.invariant : plan.recorded).push_back(e);
-    if (IsFloat(shapes[static_cast<size_t>(e)].dtype())) plan.floats.push_back(e);
+    if (Differentiable(shapes[static_cast<size_t>(e)].dtype())) plan.floats.push_back(e);
   }
   return plan;
 }

@@ -74,11 +74,11 @@ V DotRule(const VJPContext& c) {
   const int64_t nlf = static_cast<int64_t>(FreeAxes(ls.Rank(), at.lhs_contracting, at.lhs_batch).size());
   Node gl, gr;
   if (c.Needs(0)) {
-    gl = OperandGradient(c.Adjoint(), c.X(1), ls, at.lhs_contracting, at.lhs_batch, at.rhs_contracting,
+    gl = OperandGradient(c.Adjoint(), Conj(c.X(1)), ls, at.lhs_contracting, at.lhs_batch, at.rhs_contracting,
                          at.rhs_batch, nb + nlf);
   }
   if (c.Needs(1)) {
-    gr = OperandGradient(c.Adjoint(), c.X(0), rs, at.rhs_contracting, at.rhs_batch, at.lhs_contracting,
+    gr = OperandGradient(c.Adjoint(), Conj(c.X(0)), rs, at.rhs_contracting, at.rhs_batch, at.lhs_contracting,
                          at.lhs_batch, nb);
   }
   return {gl, gr};

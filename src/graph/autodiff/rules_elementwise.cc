@@ -19,15 +19,24 @@ Node Zero(Node like) { return ScalarLike(like, 0); }
 // ---- Unary -----------------------------------------------------------------------------------
 
 V NegRule(const VJPContext& c) { return {Neg(c.Adjoint())}; }
-V AbsRule(const VJPContext& c) { return {c.Adjoint() * Sign(c.X(0))}; }
-V SqrtRule(const VJPContext& c) { return {c.Adjoint() / (c.Y() * 2)}; }
-V RsqrtRule(const VJPContext& c) {
+// Complex operands follow the conjugate convention (ops_complex.h): a holomorphic f's rule is
+// adjoint * conj(f'(z)); Conj is the identity on floats, so one rule serves both.
+V AbsRule(const VJPContext& c) {
+  Node x = c.X(0);
+  if (!IsComplex(x.dtype())) return {c.Adjoint() * Sign(x)};
+  // |z| = sqrt(re² + im²): the gradient is adjoint * z / |z| (0 at z = 0).
   Node y = c.Y();
+  Node unit = Where(Equal(y, Zero(y)), Zero(x), x / ConvertDType(y, x.dtype()));
+  return {ConvertDType(c.Adjoint(), x.dtype()) * unit};
+}
+V SqrtRule(const VJPContext& c) { return {c.Adjoint() / (Conj(c.Y()) * 2)}; }
+V RsqrtRule(const VJPContext& c) {
+  Node y = Conj(c.Y());
   return {c.Adjoint() * (y * y * y) * -0.5};
 }
-V ExpRule(const VJPContext& c) { return {c.Adjoint() * c.Y()}; }
+V ExpRule(const VJPContext& c) { return {c.Adjoint() * Conj(c.Y())}; }
 V Expm1Rule(const VJPContext& c) { return {c.Adjoint() * (c.Y() + 1)}; }
-V LogRule(const VJPContext& c) { return {c.Adjoint() / c.X(0)}; }
+V LogRule(const VJPContext& c) { return {c.Adjoint() / Conj(c.X(0))}; }
 V Log1pRule(const VJPContext& c) { return {c.Adjoint() / (c.X(0) + 1)}; }
 V SinRule(const VJPContext& c) { return {c.Adjoint() * Cos(c.X(0))}; }
 V CosRule(const VJPContext& c) { return {Neg(c.Adjoint() * Sin(c.X(0)))}; }
@@ -82,11 +91,11 @@ V ErfRule(const VJPContext& c) {
 V AddRule(const VJPContext& c) { return {c.Adjoint(), c.Adjoint()}; }
 V SubRule(const VJPContext& c) { return {c.Adjoint(), Neg(c.Adjoint())}; }
 V MulRule(const VJPContext& c) {
-  return {c.Needs(0) ? c.Adjoint() * c.X(1) : Node(), c.Needs(1) ? c.Adjoint() * c.X(0) : Node()};
+  return {c.Needs(0) ? c.Adjoint() * Conj(c.X(1)) : Node(), c.Needs(1) ? c.Adjoint() * Conj(c.X(0)) : Node()};
 }
 V DivRule(const VJPContext& c) {
-  Node ga = c.Adjoint() / c.X(1);
-  return {ga, c.Needs(1) ? Neg(ga * c.Y()) : Node()};
+  Node ga = c.Adjoint() / Conj(c.X(1));
+  return {ga, c.Needs(1) ? Neg(ga * Conj(c.Y())) : Node()};
 }
 // x % y = x - trunc(x / y) * y.
 V RemRule(const VJPContext& c) {
@@ -128,6 +137,8 @@ V WhereRule(const VJPContext& c) {
   return {Node(), c.Needs(1) ? Where(cond, a, Zero(a)) : Node(),
           c.Needs(2) ? Where(cond, Zero(a), a) : Node()};
 }
+// Between real and complex dtypes too: a real part's adjoint g becomes g + 0i, a complex
+// adjoint's real part is a real operand's.
 V ConvertRule(const VJPContext& c) { return {ConvertDType(c.Adjoint(), c.OperandShape(0).dtype())}; }
 
 }  // namespace

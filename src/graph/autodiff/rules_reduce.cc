@@ -87,7 +87,7 @@ V ProductRule(const VJPContext& c) {
     for (size_t i = 0; i < kept_dims.size(); ++i) b.axes.push_back(static_cast<int64_t>(i));
     return b;
   }());
-  Node g = a * left * right;
+  Node g = a * Conj(left * right);  // Conj: complex operands' conjugate convention.
   // Back to the operand's layout.
   compute::OpAttributes back;
   back.shape = moved.shape().WithDType(s.dtype());

@@ -4,6 +4,7 @@
 #include "graph/autodiff/subprogram.h"
 
 #include "core/check.h"
+#include "graph/autodiff/vjp.h"
 #include "kiln/graph/control_flow.h"
 #include "kiln/graph/gradient.h"
 #include "kiln/graph/ops.h"
@@ -72,7 +73,7 @@ std::shared_ptr<const compute::Program> BuildVJPProgram(const std::string& name,
   bool any = false;
   for (size_t i = 0; i < num_params; ++i) {
     shapes.push_back(program.ParameterShape(static_cast<int>(i)));
-    any = any || (wanted[i] && IsFloat(shapes.back().dtype()));
+    any = any || (wanted[i] && Differentiable(shapes.back().dtype()));
   }
   if (!any) kiln::detail::Throw("{}: no float parameter wants a gradient (a kiln bug)", name);
   for (size_t k = 0; k < num_outputs; ++k)
@@ -89,7 +90,7 @@ std::shared_ptr<const compute::Program> BuildVJPProgram(const std::string& name,
       adjoints.push_back(params.at(next++));
     }
     for (size_t i = 0; i < num_params; ++i)
-      if (wanted[i] && IsFloat(args[i].dtype())) targets.push_back(args[i]);
+      if (wanted[i] && Differentiable(args[i].dtype())) targets.push_back(args[i]);
     if (ys.empty()) {
       std::vector<Node> zeros;
       for (const Node& t : targets) zeros.push_back(ZerosLike(t));

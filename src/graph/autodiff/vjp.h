@@ -94,6 +94,7 @@ void RegisterWindowRules(RuleTable& t);
 void RegisterIndexingRules(RuleTable& t);
 void RegisterSortScanRules(RuleTable& t);
 void RegisterControlRules(RuleTable& t);
+void RegisterComplexRules(RuleTable& t);
 
 // ---- Helpers rules share ----------------------------------------------------------------------
 
@@ -101,6 +102,8 @@ void RegisterControlRules(RuleTable& t);
 inline Node Prim(compute::OpType op, const std::vector<Node>& operands, compute::OpAttributes attrs = {}) {
   return operands.at(0).graph().AddOp(op, operands, std::move(attrs));
 }
+/// Whether values of `dtype` receive adjoints: floats and complex numbers.
+inline bool Differentiable(DType dtype) { return IsFloat(dtype) || IsComplex(dtype); }
 /// A zero scalar of x's dtype broadcast to x's shape.
 Node ZerosOf(Graph& g, const Shape& shape);
 using compute::KnownEmpty;

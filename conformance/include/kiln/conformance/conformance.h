@@ -88,6 +88,9 @@ struct CatalogueEntry {
   /// When set, the only dtypes the function has columns for (a result of fixed dtype whatever
   /// its arguments: the triangular masks are Bool, IndicesForShape Int64).
   std::vector<DType> only = {};
+  /// Complex dtypes excluded whatever the primitives accept: the function refuses them (GoMLX's
+  /// norms and random integers are defined for real numbers).
+  bool real_only = false;
 };
 /// The catalogue, in matrix order.
 const std::vector<CatalogueEntry>& Catalogue();
