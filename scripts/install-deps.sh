@@ -18,13 +18,14 @@ packages=(
   # libraries kiln links (and what their CMake configs require)
   libfmt-dev zlib1g-dev libjpeg62-turbo-dev libdw-dev
   libdnnl-dev ocl-icd-opencl-dev opencl-c-headers libhwy-dev libeigen3-dev
+  libonnx-dev libprotobuf-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # sanitizer and libFuzzer runtimes for clang (the fuzz and clang presets, scripts/fuzz.sh)
   libclang-rt-14-dev
   python3 python3-numpy
   # data for the tests and the main job
-  dataset-fashion-mnist
+  dataset-fashion-mnist libonnx-testdata
   # the training plot (Chart.js is inlined into the page) and its rendering check
   libjs-chart.js chromium fonts-dejavu-core
   # docs and formatting

@@ -58,6 +58,7 @@
 #include "kiln/ml/recurrent.h"
 #include "kiln/ml/regularizers.h"
 #include "kiln/model/model.h"
+#include "kiln/onnx/onnx.h"
 #include "kiln/quant/quant.h"
 #include "kiln/train/loop.h"
 #include "kiln/train/plots.h"

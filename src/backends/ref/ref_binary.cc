@@ -11,17 +11,6 @@ namespace kiln::compute::ref {
 
 namespace {
 
-/// y[i] = f(a[i], b[i]) over n elements.
-template <typename T, typename R, typename F>
-Kernel Zip(int64_t n, F f) {
-  return [n, f](Operands in, uint8_t* out) {
-    const T* a = reinterpret_cast<const T*>(in[0]);
-    const T* b = reinterpret_cast<const T*>(in[1]);
-    R* y = reinterpret_cast<R*>(out);
-    for (int64_t i = 0; i < n; ++i) y[i] = f(a[i], b[i]);
-  };
-}
-
 /// A float op computed in T's compute type and rounded back to T.
 template <typename T, typename F>
 Kernel ZipFloat(int64_t n, F f) {

@@ -14,27 +14,6 @@ namespace kiln::compute::ref {
 
 namespace {
 
-/// y[i] = f(x[i]) over n elements.
-template <typename T, typename R, typename F>
-Kernel Map(int64_t n, F f) {
-  return [n, f](Operands in, uint8_t* out) {
-    const T* x = reinterpret_cast<const T*>(in[0]);
-    R* y = reinterpret_cast<R*>(out);
-    for (int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
-  };
-}
-
-/// y[i] = f(a[i], b[i]) over n elements.
-template <typename T, typename R, typename F>
-Kernel Map2(int64_t n, F f) {
-  return [n, f](Operands in, uint8_t* out) {
-    const T* a = reinterpret_cast<const T*>(in[0]);
-    const T* b = reinterpret_cast<const T*>(in[1]);
-    R* y = reinterpret_cast<R*>(out);
-    for (int64_t i = 0; i < n; ++i) y[i] = f(a[i], b[i]);
-  };
-}
-
 template <typename C>
 Kernel Elementwise(OpType op, DType dtype, int64_t n) {
   using R = typename C::value_type;
@@ -52,17 +31,17 @@ Kernel Elementwise(OpType op, DType dtype, int64_t n) {
     case OpType::Log:
       return Map<C, C>(n, [](C x) { return std::log(x); });
     case OpType::Add:
-      return Map2<C, C>(n, [](C a, C b) { return a + b; });
+      return Zip<C, C>(n, [](C a, C b) { return a + b; });
     case OpType::Sub:
-      return Map2<C, C>(n, [](C a, C b) { return a - b; });
+      return Zip<C, C>(n, [](C a, C b) { return a - b; });
     case OpType::Mul:
-      return Map2<C, C>(n, [](C a, C b) { return a * b; });
+      return Zip<C, C>(n, [](C a, C b) { return a * b; });
     case OpType::Div:
-      return Map2<C, C>(n, [](C a, C b) { return a / b; });
+      return Zip<C, C>(n, [](C a, C b) { return a / b; });
     case OpType::Equal:
-      return Map2<C, uint8_t>(n, [](C a, C b) { return static_cast<uint8_t>(a == b); });
+      return Zip<C, uint8_t>(n, [](C a, C b) { return static_cast<uint8_t>(a == b); });
     case OpType::NotEqual:
-      return Map2<C, uint8_t>(n, [](C a, C b) { return static_cast<uint8_t>(a != b); });
+      return Zip<C, uint8_t>(n, [](C a, C b) { return static_cast<uint8_t>(a != b); });
     default:
       NoKernel(op, dtype);
   }
@@ -133,10 +112,9 @@ Kernel MakeComplexKernel(const Instruction& inst, const std::vector<Shape>& oper
   switch (op) {
     case OpType::Complex:
       if (x.dtype() == DType::Float32)
-        return Map2<float, std::complex<float>>(n,
-                                                [](float a, float b) { return std::complex<float>(a, b); });
-      return Map2<double, std::complex<double>>(
-          n, [](double a, double b) { return std::complex<double>(a, b); });
+        return Zip<float, std::complex<float>>(n, [](float a, float b) { return std::complex<float>(a, b); });
+      return Zip<double, std::complex<double>>(n,
+                                               [](double a, double b) { return std::complex<double>(a, b); });
     case OpType::Real:
     case OpType::Imag:
     case OpType::Conj:

@@ -69,6 +69,30 @@ class RefBackend;
 using TupleKernel = std::function<std::vector<BufferPtr>(const std::vector<BufferPtr>& operands, int device)>;
 TupleKernel MakeControlKernel(RefBackend* backend, const Instruction& inst);
 
+// ---- Elementwise loops (the unary, binary and complex families) ----------------------------
+
+/// y[i] = f(x[i]) over n elements, T in and R out. `f` is a template parameter, so the loop has
+/// no indirect call.
+template <typename T, typename R, typename F>
+Kernel Map(int64_t n, F f) {
+  return [n, f](Operands in, uint8_t* out) {
+    const T* x = reinterpret_cast<const T*>(in[0]);
+    R* y = reinterpret_cast<R*>(out);
+    for (int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
+  };
+}
+
+/// y[i] = f(a[i], b[i]) over n elements, T in and R out.
+template <typename T, typename R, typename F>
+Kernel Zip(int64_t n, F f) {
+  return [n, f](Operands in, uint8_t* out) {
+    const T* a = reinterpret_cast<const T*>(in[0]);
+    const T* b = reinterpret_cast<const T*>(in[1]);
+    R* y = reinterpret_cast<R*>(out);
+    for (int64_t i = 0; i < n; ++i) y[i] = f(a[i], b[i]);
+  };
+}
+
 /// Throws kiln::Error: the interpreter has no kernel for `op` on `dtype` (the shape rules
 /// should have rejected it).
 [[noreturn]] void NoKernel(OpType op, DType dtype);

@@ -11,16 +11,6 @@ namespace kiln::compute::ref {
 
 namespace {
 
-/// y[i] = f(x[i]) over n elements. `f` is a template parameter, so the loop has no indirect call.
-template <typename T, typename R, typename F>
-Kernel Map(int64_t n, F f) {
-  return [n, f](Operands in, uint8_t* out) {
-    const T* x = reinterpret_cast<const T*>(in[0]);
-    R* y = reinterpret_cast<R*>(out);
-    for (int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
-  };
-}
-
 /// A float op computed in T's compute type (float for half types) and rounded back to T.
 template <typename T, typename F>
 Kernel MapFloat(int64_t n, F f) {

@@ -1,0 +1,75 @@
+#pragma once
+/// @file
+/// ONNX models as kiln graphs (GoMLX's onnx-gomlx): read a model, call it inside a graph, read and
+/// write ONNX tensors. Files are parsed with the ONNX project's own protobuf schema (Debian's
+/// libonnx); every malformed input is a kiln::Error naming the file and what is wrong.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "kiln/core/shape.h"
+#include "kiln/core/tensor.h"
+#include "kiln/graph/graph.h"
+
+namespace kiln::onnx {
+
+/// An ONNX model: its graph, initializers (weights) and metadata. Copies share the model.
+class Model {
+ public:
+  Model();
+  /// The graph inputs the caller feeds, in graph order (inputs that are also initializers, which
+  /// older exporters list, are left out: they are weights).
+  const std::vector<std::string>& InputNames() const;
+  /// The graph outputs, in order.
+  const std::vector<std::string>& OutputNames() const;
+  /// The inputs' shapes: symbolic dimensions ("batch") become named dynamic axes, unknown ones
+  /// dynamic axes named after the input ("input.0").
+  const std::vector<Shape>& InputShapes() const;
+  /// The version of the default ("ai.onnx") operator set the model imports.
+  int64_t Opset() const;
+  /// The producer's name and version ("pytorch 2.1.0"), empty when the file has none.
+  std::string Producer() const;
+  /// The names of the initializers (weights), in file order.
+  std::vector<std::string> InitializerNames() const;
+  /// An initializer's value (kiln::Error when there is none of that name).
+  Tensor Initializer(const std::string& name) const;
+
+  /// Builds the model into `g`: `inputs` are the graph inputs in InputNames() order (their
+  /// dtypes must match; dimensions are checked as the ops are built), the weights become
+  /// constants. Returns the outputs in OutputNames() order. An operator kiln does not convert is
+  /// a kiln::Error naming its type, the node and the opset.
+  std::vector<graph::Node> CallGraph(graph::Graph& g, const std::vector<graph::Node>& inputs) const;
+
+  /// A copy of the model with the named inputs fixed to these values (GoMLX's
+  /// WithInputsAsConstants): they leave InputNames() and become constants, so that sizes
+  /// computed from them (a Reshape's shape fed as an input) are known when the graph is built.
+  /// kiln::Error for a name that is not an input or a value of another dtype or rank.
+  Model WithInputsAsConstants(const std::vector<std::pair<std::string, Tensor>>& values) const;
+
+  /// The operator types kiln converts (every opset from 6 to 17 unless noted in docs/onnx.md).
+  static std::vector<std::string> SupportedOps();
+
+  struct Impl;
+
+ private:
+  explicit Model(std::shared_ptr<Impl> impl);
+  std::shared_ptr<Impl> impl_;
+  friend Model ReadBytes(std::string_view bytes, const std::string& name, const std::string& dir);
+};
+
+/// Reads a .onnx file; tensors stored as external data are read from files beside it.
+Model ReadFile(const std::string& path);
+/// Parses a serialized ModelProto. `name` names it in errors; `dir` is where external data files
+/// are looked up (empty: external data is an error).
+Model ReadBytes(std::string_view bytes, const std::string& name = "<memory>", const std::string& dir = "");
+
+/// Reads a serialized TensorProto (the .pb files of ONNX's test cases).
+Tensor ReadTensorProto(const std::string& path);
+/// Writes `tensor` as a serialized TensorProto, atomically.
+void WriteTensorProto(const std::string& path, const Tensor& tensor, const std::string& name = "");
+
+}  // namespace kiln::onnx

@@ -1,0 +1,365 @@
+// Reading ONNX models and building them into kiln graphs: the node walk, the folding of values
+// known at import, and the converters' Context.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "core/check.h"
+#include "io/read_file.h"
+#include "kiln/compute/backend.h"
+#include "kiln/graph/exec.h"
+#include "kiln/onnx/onnx.h"
+#include "onnx/convert.h"
+#include "onnx/proto.h"
+
+namespace kiln::onnx {
+
+struct Model::Impl {
+  std::shared_ptr<const ::onnx::ModelProto> model;  // Shared by the copies WithInputsAsConstants makes.
+  const ::onnx::ModelProto& proto() const { return *model; }
+  std::string name, dir;
+  int64_t opset = 0;
+  std::vector<std::string> input_names, output_names;
+  std::vector<Shape> input_shapes;
+  std::map<std::string, Tensor> initializers;
+  std::vector<std::string> initializer_order;
+  std::map<std::string, Tensor> fixed_inputs;  // WithInputsAsConstants.
+};
+
+namespace {
+
+/// The opset of the default domain; other domains are refused when a node uses them.
+int64_t DefaultOpset(const ::onnx::ModelProto& m, const std::string& where) {
+  int64_t opset = -1;
+  for (const auto& o : m.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
+  if (opset < 0) {
+    // IR version 3 files may leave it out; ONNX then means opset 1.
+    if (m.opset_import_size() == 0) return 1;
+    detail::Throw("{}: the model imports no version of the default (ai.onnx) operator set", where);
+  }
+  return opset;
+}
+
+}  // namespace
+
+Model::Model() : impl_(std::make_shared<Impl>()) {}
+Model::Model(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+const std::vector<std::string>& Model::InputNames() const { return impl_->input_names; }
+const std::vector<std::string>& Model::OutputNames() const { return impl_->output_names; }
+const std::vector<Shape>& Model::InputShapes() const { return impl_->input_shapes; }
+int64_t Model::Opset() const { return impl_->opset; }
+std::string Model::Producer() const {
+  const auto& p = impl_->proto();
+  if (p.producer_name().empty()) return "";
+  return p.producer_version().empty() ? p.producer_name() : p.producer_name() + " " + p.producer_version();
+}
+std::vector<std::string> Model::InitializerNames() const { return impl_->initializer_order; }
+Tensor Model::Initializer(const std::string& name) const {
+  auto it = impl_->initializers.find(name);
+  if (it == impl_->initializers.end())
+    detail::Throw("onnx::Model: {} has no initializer \"{}\"", impl_->name, name);
+  return it->second;
+}
+
+Model ReadBytes(std::string_view bytes, const std::string& name, const std::string& dir) {
+  auto impl = std::make_shared<Model::Impl>();
+  impl->name = name;
+  impl->dir = dir;
+  const std::string where = "onnx: " + name;
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
+    detail::Throw("{}: {} bytes is beyond protobuf's 2 GiB limit (store the weights as external data)", where,
+                  bytes.size());
+  auto proto = std::make_shared<::onnx::ModelProto>();
+  if (!proto->ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    detail::Throw("{}: not an ONNX model (the bytes do not parse as a ModelProto)", where);
+  impl->model = proto;
+  const ::onnx::ModelProto& m = *proto;
+  if (!m.has_graph()) detail::Throw("{}: not an ONNX model (no graph)", where);
+  impl->opset = DefaultOpset(m, where);
+  const ::onnx::GraphProto& g = m.graph();
+  for (const auto& t : g.initializer()) {
+    if (t.name().empty()) detail::Throw("{}: an initializer has no name", where);
+    if (impl->initializers.count(t.name()) != 0)
+      detail::Throw("{}: initializer \"{}\" repeated", where, t.name());
+    impl->initializers[t.name()] =
+        internal::TensorFromProto(t, dir, fmt::format("{}: initializer \"{}\"", where, t.name()));
+    impl->initializer_order.push_back(t.name());
+  }
+  for (const auto& in : g.input()) {
+    if (impl->initializers.count(in.name()) != 0) continue;  // A weight listed as an input.
+    impl->input_names.push_back(in.name());
+    impl->input_shapes.push_back(internal::ShapeFromValueInfo(in, where));
+  }
+  for (const auto& out : g.output()) impl->output_names.push_back(out.name());
+  if (impl->output_names.empty()) detail::Throw("{}: the graph has no outputs", where);
+  return Model(std::move(impl));
+}
+
+Model ReadFile(const std::string& path) {
+  const std::string bytes = io::ReadWholeFile(path, "onnx::ReadFile");
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  return ReadBytes(bytes, path, dir);
+}
+
+namespace internal {
+
+// ---- Context ----------------------------------------------------------------------------------
+
+Context::Context(Graph& g, const ::onnx::NodeProto& node, int64_t opset,
+                 std::vector<std::optional<Node>> inputs, std::vector<std::optional<Tensor>> constants,
+                 std::string where)
+    : g_(g),
+      node_(node),
+      opset_(opset),
+      inputs_(std::move(inputs)),
+      constants_(std::move(constants)),
+      where_(std::move(where)) {}
+
+bool Context::Has(int i) const {
+  return i >= 0 && i < NumInputs() && inputs_[static_cast<size_t>(i)].has_value();
+}
+
+Node Context::In(int i) const {
+  if (!Has(i)) Fail(fmt::format("input {} is missing", i));
+  return *inputs_[static_cast<size_t>(i)];
+}
+
+const std::optional<Tensor>& Context::Constant(int i) const {
+  static const std::optional<Tensor> none;
+  if (i < 0 || i >= NumInputs()) return none;
+  return constants_[static_cast<size_t>(i)];
+}
+
+std::vector<int64_t> Context::Ints(int i, const char* what) const {
+  const std::optional<Tensor>& t = Constant(i);
+  if (!t) Fail(fmt::format("its {} (input {}) must be known when the model is imported", what, i));
+  if (!IsInt(t->dtype()))
+    Fail(fmt::format("its {} (input {}) must be integers, got {}", what, i, t->shape()));
+  std::vector<int64_t> v;
+  for (double d : t->ToDoubles()) v.push_back(static_cast<int64_t>(d));
+  if (t->dtype() == DType::Int64) v = t->ToVector<int64_t>();  // Exact beyond 2^53.
+  return v;
+}
+
+const ::onnx::AttributeProto* Context::Find(const std::string& name) const {
+  for (const auto& a : node_.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+bool Context::HasAttr(const std::string& name) const { return Find(name) != nullptr; }
+const ::onnx::AttributeProto& Context::Attr(const std::string& name) const {
+  const auto* a = Find(name);
+  if (a == nullptr) Fail(fmt::format("attribute \"{}\" is missing", name));
+  return *a;
+}
+int64_t Context::Int(const std::string& name, int64_t fallback) const {
+  const auto* a = Find(name);
+  return a == nullptr ? fallback : a->i();
+}
+float Context::Float(const std::string& name, float fallback) const {
+  const auto* a = Find(name);
+  return a == nullptr ? fallback : a->f();
+}
+std::string Context::String(const std::string& name, const std::string& fallback) const {
+  const auto* a = Find(name);
+  return a == nullptr ? fallback : a->s();
+}
+std::vector<int64_t> Context::IntList(const std::string& name, std::vector<int64_t> fallback) const {
+  const auto* a = Find(name);
+  if (a == nullptr) return fallback;
+  return {a->ints().begin(), a->ints().end()};
+}
+std::vector<float> Context::FloatList(const std::string& name) const {
+  const auto* a = Find(name);
+  if (a == nullptr) return {};
+  return {a->floats().begin(), a->floats().end()};
+}
+Tensor Context::TensorAttr(const std::string& name) const {
+  const auto& a = Attr(name);
+  if (!a.has_t()) Fail(fmt::format("attribute \"{}\" is not a tensor", name));
+  return TensorFromProto(a.t(), "", where_ + " attribute " + name);
+}
+
+void Context::Fail(const std::string& what) const {
+  detail::Throw("{}: node \"{}\" ({}, opset {}): {}", where_, node_.name(), node_.op_type(), opset_, what);
+}
+
+// ---- Helpers ---------------------------------------------------------------------------------
+
+std::pair<Node, Node> SameRank(Node a, Node b) {
+  const int rank = std::max(a.rank(), b.rank());
+  return {graph::ExpandLeftToRank(a, rank), graph::ExpandLeftToRank(b, rank)};
+}
+
+int Axis(const Context& c, int64_t axis, int rank) {
+  if (axis < -rank || axis >= std::max(rank, 1))
+    c.Fail(fmt::format("axis {} is out of range for rank {}", axis, rank));
+  return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
+const std::map<std::string, Converter>& Converters() {
+  static const std::map<std::string, Converter> m = [] {
+    std::map<std::string, Converter> r;
+    AddElementwiseConverters(r);
+    AddShapeConverters(r);
+    AddMathConverters(r);
+    AddNNConverters(r);
+    AddLossConverters(r);
+    AddResizeConverters(r);
+    return r;
+  }();
+  return m;
+}
+
+namespace {
+
+/// Ops whose outputs are not a function of their inputs alone: never folded.
+bool Foldable(const std::string& op) {
+  return op.rfind("Random", 0) != 0 && op != "Dropout" && op != "Multinomial";
+}
+
+/// The outputs of `node` with every input a known constant: the converter run once on the
+/// reference backend.
+std::vector<Tensor> Fold(const ::onnx::NodeProto& node, Converter convert, int64_t opset,
+                         const std::vector<std::optional<Tensor>>& constants, const std::string& where) {
+  static const compute::BackendPtr ref = compute::NewWithConfig("ref");
+  return graph::ExecOnce(ref, [&](Graph& g) {
+    std::vector<std::optional<Node>> inputs;
+    for (const auto& t : constants)
+      inputs.push_back(t ? std::optional<Node>(graph::Const(g, *t)) : std::nullopt);
+    Context c(g, node, opset, std::move(inputs), constants, where);
+    return convert(c);
+  });
+}
+
+}  // namespace
+
+}  // namespace internal
+
+std::vector<graph::Node> Model::CallGraph(graph::Graph& g, const std::vector<graph::Node>& inputs) const {
+  using internal::Context;
+  const Impl& m = *impl_;
+  const std::string where = "onnx: " + m.name;
+  if (inputs.size() != m.input_names.size())
+    detail::Throw("{}: CallGraph got {} inputs, the model takes {} ({})", where, inputs.size(),
+                  m.input_names.size(), fmt::join(m.input_names, ", "));
+  std::map<std::string, graph::Node> values;
+  std::map<std::string, Tensor> constants = m.initializers;
+  for (const auto& [name, value] : m.fixed_inputs) constants[name] = value;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].Ok())
+      detail::Throw("{}: input {} (\"{}\") is an invalid node", where, i, m.input_names[i]);
+    if (inputs[i].dtype() != m.input_shapes[i].dtype())
+      detail::Throw("{}: input \"{}\" must be {}, got {}", where, m.input_names[i], m.input_shapes[i],
+                    inputs[i].shape());
+    if (inputs[i].rank() != m.input_shapes[i].Rank())
+      detail::Throw("{}: input \"{}\" must have rank {} ({}), got {}", where, m.input_names[i],
+                    m.input_shapes[i].Rank(), m.input_shapes[i], inputs[i].shape());
+    values.emplace(m.input_names[i], inputs[i]);
+    constants.erase(m.input_names[i]);
+  }
+  // A value as a node: graph values, or constants made into Const nodes on first use.
+  auto node_of = [&](const std::string& name) -> std::optional<graph::Node> {
+    auto v = values.find(name);
+    if (v != values.end()) return v->second;
+    auto c = constants.find(name);
+    if (c == constants.end()) return std::nullopt;
+    graph::Node n = graph::Const(g, c->second);
+    values.emplace(name, n);
+    return n;
+  };
+  const auto& converters = internal::Converters();
+  for (const ::onnx::NodeProto& node : m.proto().graph().node()) {
+    if (!node.domain().empty() && node.domain() != "ai.onnx")
+      detail::Throw("{}: node \"{}\" ({}) is in operator domain \"{}\", which kiln does not convert", where,
+                    node.name(), node.op_type(), node.domain());
+    auto conv = converters.find(node.op_type());
+    if (conv == converters.end())
+      detail::Throw("{}: node \"{}\": operator {} (opset {}) is not supported", where, node.name(),
+                    node.op_type(), m.opset);
+    std::vector<std::optional<Tensor>> known;
+    bool all_known = true;
+    for (const std::string& name : node.input()) {
+      if (name.empty()) {
+        known.emplace_back();
+        continue;
+      }
+      auto c = constants.find(name);
+      if (c != constants.end()) {
+        known.emplace_back(c->second);
+      } else {
+        if (values.count(name) == 0)
+          detail::Throw(
+              "{}: node \"{}\" ({}) reads \"{}\", which no earlier node, input or initializer defines", where,
+              node.name(), node.op_type(), name);
+        known.emplace_back();
+        all_known = false;
+      }
+    }
+    std::vector<graph::Node> outs;
+    if (all_known && internal::Foldable(node.op_type())) {
+      std::vector<Tensor> folded = internal::Fold(node, conv->second, m.opset, known, where);
+      for (size_t k = 0; k < folded.size() && k < static_cast<size_t>(node.output_size()); ++k)
+        if (!node.output(static_cast<int>(k)).empty())
+          constants[node.output(static_cast<int>(k))] = folded[k];
+      continue;
+    }
+    std::vector<std::optional<graph::Node>> ins;
+    for (const std::string& name : node.input()) ins.push_back(name.empty() ? std::nullopt : node_of(name));
+    Context c(g, node, m.opset, std::move(ins), known, where);
+    outs = conv->second(c);
+    for (int k = 0; k < node.output_size(); ++k) {
+      const std::string& name = node.output(k);
+      if (name.empty()) continue;
+      if (static_cast<size_t>(k) >= outs.size() || !outs[static_cast<size_t>(k)].Ok())
+        c.Fail(fmt::format("output {} (\"{}\") is not produced", k, name));
+      const graph::Node out = outs[static_cast<size_t>(k)];
+      values[name] = out;
+      // A value the converter knew (Shape of a static input): a constant for the nodes after.
+      const compute::Instruction& inst = g.instruction(out.id());
+      if (inst.op == compute::OpType::Constant) constants[name] = inst.attrs.literal;
+    }
+  }
+  std::vector<graph::Node> result;
+  for (const std::string& name : m.output_names) {
+    std::optional<graph::Node> n = node_of(name);
+    if (!n) detail::Throw("{}: output \"{}\" is not computed by any node", where, name);
+    result.push_back(*n);
+  }
+  return result;
+}
+
+Model Model::WithInputsAsConstants(const std::vector<std::pair<std::string, Tensor>>& values) const {
+  auto impl = std::make_shared<Impl>(*impl_);
+  for (const auto& [name, value] : values) {
+    auto it = std::find(impl->input_names.begin(), impl->input_names.end(), name);
+    if (it == impl->input_names.end())
+      detail::Throw("onnx::Model::WithInputsAsConstants: {} has no input \"{}\" (inputs: {})", impl->name,
+                    name, fmt::join(impl->input_names, ", "));
+    const size_t i = static_cast<size_t>(it - impl->input_names.begin());
+    const Shape& want = impl->input_shapes[i];
+    if (!value.Ok() || value.dtype() != want.dtype() || value.shape().Rank() != want.Rank())
+      detail::Throw("onnx::Model::WithInputsAsConstants: input \"{}\" must be {}, got {}", name, want,
+                    value.Ok() ? value.shape().ToString() : "an empty tensor");
+    impl->fixed_inputs[name] = value;
+    impl->input_names.erase(it);
+    impl->input_shapes.erase(impl->input_shapes.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+  return Model(std::move(impl));
+}
+
+std::vector<std::string> Model::SupportedOps() {
+  std::vector<std::string> ops;
+  for (const auto& [name, fn] : internal::Converters()) ops.push_back(name);
+  return ops;
+}
+
+}  // namespace kiln::onnx

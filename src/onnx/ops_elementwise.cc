@@ -1,0 +1,256 @@
+// ONNX's elementwise operators: math, comparisons, logic, casts and activations (NumPy
+// broadcasting through SameRank and kiln's size-1 broadcasting).
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "onnx/convert.h"
+
+namespace kiln::onnx::internal {
+
+namespace {
+
+using V = std::vector<Node>;
+using namespace kiln::graph;  // NOLINT
+
+template <Node (*F)(Node)>
+V Unary(const Context& c) {
+  return {F(c.In(0))};
+}
+
+template <Node (*F)(Node, Node)>
+V Binary(const Context& c) {
+  auto [a, b] = SameRank(c.In(0), c.In(1));
+  return {F(a, b)};
+}
+
+/// Sum, Mean, Max, Min over any number of inputs.
+template <Node (*F)(Node, Node)>
+V Variadic(const Context& c) {
+  Node acc = c.In(0);
+  for (int i = 1; i < c.NumInputs(); ++i) {
+    auto [a, b] = SameRank(acc, c.In(i));
+    acc = F(a, b);
+  }
+  return {acc};
+}
+
+V Mean(const Context& c) {
+  Node sum = Variadic<graph::Add>(c)[0];
+  return {DivScalar(sum, c.NumInputs())};
+}
+
+V Identity(const Context& c) { return {c.In(0)}; }
+
+V Dropout(const Context& c) {
+  // Inference: the identity, and a mask of ones when asked. Training mode draws random numbers,
+  // which an imported model does not reproduce: refused rather than computed differently.
+  if (c.Has(2)) {
+    const std::optional<Tensor>& training = c.Constant(2);
+    const bool no_drop = c.Has(1) && c.Constant(1) && c.Constant(1)->ToDoubles().at(0) == 0;  // Ratio 0.
+    if ((!training || training->ToDoubles().at(0) != 0) && !no_drop)
+      c.Fail("training_mode must be a constant false (inference only)");
+  }
+  Node x = c.In(0);
+  return {x, OnesLike(ConvertDType(x, DType::Bool))};
+}
+
+V Cast(const Context& c) {
+  const DType to = DTypeFromOnnx(static_cast<int>(c.Int("to", 0)), "Cast");
+  return {ConvertDType(c.In(0), to)};
+}
+
+V CastLike(const Context& c) { return {ConvertDType(c.In(0), c.In(1).dtype())}; }
+
+V Clip(const Context& c) {
+  Node x = c.In(0);
+  if (c.opset() < 11) {
+    const float lo = c.Float("min", -std::numeric_limits<float>::infinity());
+    const float hi = c.Float("max", std::numeric_limits<float>::infinity());
+    return {Min(Max(x, ScalarLike(x, lo)), ScalarLike(x, hi))};
+  }
+  if (c.Has(1)) x = Max(x, c.In(1));
+  if (c.Has(2)) x = Min(x, c.In(2));
+  return {x};
+}
+
+V Relu(const Context& c) {
+  Node x = c.In(0);
+  return {Max(x, ZerosLike(x))};
+}
+V LeakyRelu(const Context& c) {
+  Node x = c.In(0);
+  return {Where(GreaterOrEqual(x, ZerosLike(x)), x, x * static_cast<double>(c.Float("alpha", 0.01f)))};
+}
+V PRelu(const Context& c) {
+  auto [x, slope] = SameRank(c.In(0), c.In(1));
+  return {Where(GreaterOrEqual(x, ZerosLike(x)), x, x * slope)};
+}
+V Elu(const Context& c) {
+  Node x = c.In(0);
+  const double alpha = c.Float("alpha", 1.0f);
+  return {Where(GreaterOrEqual(x, ZerosLike(x)), x, Expm1(x) * alpha)};
+}
+V Selu(const Context& c) {
+  Node x = c.In(0);
+  const double alpha = c.Float("alpha", 1.67326319217681884765625f);
+  const double gamma = c.Float("gamma", 1.05070102214813232421875f);
+  return {Where(Greater(x, ZerosLike(x)), x * gamma, (Exp(x) - 1) * (alpha * gamma))};
+}
+V Celu(const Context& c) {
+  Node x = c.In(0);
+  const double alpha = c.Float("alpha", 1.0f);
+  return {Max(x, ZerosLike(x)) + Min(ZerosLike(x), Expm1(x / alpha) * alpha)};
+}
+V ThresholdedRelu(const Context& c) {
+  Node x = c.In(0);
+  return {Where(Greater(x, ScalarLike(x, c.Float("alpha", 1.0f))), x, ZerosLike(x))};
+}
+V Sigmoid(const Context& c) { return {graph::Sigmoid(c.In(0))}; }
+V HardSigmoid(const Context& c) {
+  Node x = c.In(0);
+  Node y = x * static_cast<double>(c.Float("alpha", 0.2f)) + static_cast<double>(c.Float("beta", 0.5f));
+  return {Min(Max(y, ZerosLike(y)), OnesLike(y))};
+}
+V HardSwish(const Context& c) {
+  Node x = c.In(0);
+  Node y = x * (1.0 / 6) + 0.5;
+  return {x * Min(Max(y, ZerosLike(y)), OnesLike(y))};
+}
+V Softplus(const Context& c) {
+  Node x = c.In(0);
+  // log(1 + e^x) without overflow: max(x, 0) + log1p(e^-|x|).
+  return {Max(x, ZerosLike(x)) + Log1p(Exp(Neg(Abs(x))))};
+}
+V Softsign(const Context& c) {
+  Node x = c.In(0);
+  return {x / (Abs(x) + 1)};
+}
+V Mish(const Context& c) {
+  Node x = c.In(0);
+  return {x * Tanh(Max(x, ZerosLike(x)) + Log1p(Exp(Neg(Abs(x)))))};
+}
+V Shrink(const Context& c) {
+  Node x = c.In(0);
+  const double bias = c.Float("bias", 0), lambd = c.Float("lambd", 0.5f);
+  return {Where(Less(x, ScalarLike(x, -lambd)), x + bias,
+                Where(Greater(x, ScalarLike(x, lambd)), x - bias, ZerosLike(x)))};
+}
+V Reciprocal(const Context& c) { return {graph::Reciprocal(c.In(0))}; }
+
+V Pow(const Context& c) {
+  Node x = c.In(0);
+  Node y = c.In(1);
+  if (y.dtype() != x.dtype()) y = ConvertDType(y, x.dtype());
+  auto [a, b] = SameRank(x, y);
+  return {graph::Pow(a, b)};
+}
+
+V Mod(const Context& c) {
+  auto [a, b] = SameRank(c.In(0), c.In(1));
+  if (c.Int("fmod", 0) != 0) return {Rem(a, b)};  // C's fmod: the sign of the dividend.
+  if (IsFloat(a.dtype())) c.Fail("fmod must be 1 for float operands");
+  // Python's %: the sign of the divisor.
+  Node r = Rem(a, b);
+  Node fix = LogicalAnd(NotEqual(r, ZerosLike(r)), NotEqual(Less(r, ZerosLike(r)), Less(b, ZerosLike(b))));
+  return {Where(fix, r + b, r)};
+}
+
+V Not(const Context& c) { return {LogicalNot(c.In(0))}; }
+V IsNaN(const Context& c) { return {graph::IsNaN(c.In(0))}; }
+V IsInf(const Context& c) {
+  Node x = c.In(0);
+  Node inf = Equal(Abs(x), ScalarLike(x, std::numeric_limits<double>::infinity()));
+  const bool pos = c.Int("detect_positive", 1) != 0, neg = c.Int("detect_negative", 1) != 0;
+  if (pos && neg) return {inf};
+  if (!pos && !neg) return {Zeros(c.graph(), x.shape().WithDType(DType::Bool))};
+  return {LogicalAnd(inf, pos ? Greater(x, ZerosLike(x)) : Less(x, ZerosLike(x)))};
+}
+
+V Where(const Context& c) {
+  Node cond = c.In(0), a = c.In(1), b = c.In(2);
+  const int rank = std::max({cond.rank(), a.rank(), b.rank()});
+  return {graph::Where(ExpandLeftToRank(cond, rank), ExpandLeftToRank(a, rank), ExpandLeftToRank(b, rank))};
+}
+
+V BitShift(const Context& c) {
+  auto [a, b] = SameRank(c.In(0), c.In(1));
+  return {c.String("direction", "") == "LEFT" ? BitwiseShiftLeft(a, b) : BitwiseShiftRightLogical(a, b)};
+}
+
+}  // namespace
+
+void AddElementwiseConverters(std::map<std::string, Converter>& m) {
+  m["Abs"] = Unary<graph::Abs>;
+  m["Neg"] = Unary<graph::Neg>;
+  m["Sqrt"] = Unary<graph::Sqrt>;
+  m["Exp"] = Unary<graph::Exp>;
+  m["Log"] = Unary<graph::Log>;
+  m["Sin"] = Unary<graph::Sin>;
+  m["Cos"] = Unary<graph::Cos>;
+  m["Tan"] = Unary<graph::Tan>;
+  m["Asin"] = Unary<graph::Asin>;
+  m["Acos"] = Unary<graph::Acos>;
+  m["Atan"] = Unary<graph::Atan>;
+  m["Sinh"] = Unary<graph::Sinh>;
+  m["Cosh"] = Unary<graph::Cosh>;
+  m["Asinh"] = Unary<graph::Asinh>;
+  m["Acosh"] = Unary<graph::Acosh>;
+  m["Atanh"] = Unary<graph::Atanh>;
+  m["Tanh"] = Unary<graph::Tanh>;
+  m["Erf"] = Unary<graph::Erf>;
+  m["Floor"] = Unary<graph::Floor>;
+  m["Ceil"] = Unary<graph::Ceil>;
+  m["Round"] = Unary<graph::Round>;
+  m["Sign"] = Unary<graph::Sign>;
+  m["Reciprocal"] = Reciprocal;
+  m["Sigmoid"] = Sigmoid;
+  m["Relu"] = Relu;
+  m["LeakyRelu"] = LeakyRelu;
+  m["PRelu"] = PRelu;
+  m["Elu"] = Elu;
+  m["Selu"] = Selu;
+  m["Celu"] = Celu;
+  m["ThresholdedRelu"] = ThresholdedRelu;
+  m["HardSigmoid"] = HardSigmoid;
+  m["HardSwish"] = HardSwish;
+  m["Softplus"] = Softplus;
+  m["Softsign"] = Softsign;
+  m["Mish"] = Mish;
+  m["Shrink"] = Shrink;
+  m["Add"] = Binary<graph::Add>;
+  m["Sub"] = Binary<graph::Sub>;
+  m["Mul"] = Binary<graph::Mul>;
+  m["Div"] = Binary<graph::Div>;
+  m["Pow"] = Pow;
+  m["Mod"] = Mod;
+  m["Equal"] = Binary<graph::Equal>;
+  m["Less"] = Binary<graph::Less>;
+  m["LessOrEqual"] = Binary<graph::LessOrEqual>;
+  m["Greater"] = Binary<graph::Greater>;
+  m["GreaterOrEqual"] = Binary<graph::GreaterOrEqual>;
+  m["And"] = Binary<graph::LogicalAnd>;
+  m["Or"] = Binary<graph::LogicalOr>;
+  m["Xor"] = Binary<graph::LogicalXor>;
+  m["BitwiseAnd"] = Binary<graph::BitwiseAnd>;
+  m["BitwiseOr"] = Binary<graph::BitwiseOr>;
+  m["BitwiseXor"] = Binary<graph::BitwiseXor>;
+  m["BitwiseNot"] = Unary<graph::BitwiseNot>;
+  m["BitShift"] = BitShift;
+  m["Not"] = Not;
+  m["IsNaN"] = IsNaN;
+  m["IsInf"] = IsInf;
+  m["Where"] = Where;
+  m["Sum"] = Variadic<graph::Add>;
+  m["Max"] = Variadic<graph::Max>;
+  m["Min"] = Variadic<graph::Min>;
+  m["Mean"] = Mean;
+  m["Identity"] = Identity;
+  m["Dropout"] = Dropout;
+  m["Cast"] = Cast;
+  m["CastLike"] = CastLike;
+  m["Clip"] = Clip;
+}
+
+}  // namespace kiln::onnx::internal

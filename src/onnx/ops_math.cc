@@ -1,0 +1,205 @@
+// ONNX's contractions, softmax and reductions.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "kiln/graph/sort.h"
+#include "onnx/convert.h"
+
+namespace kiln::onnx::internal {
+
+namespace {
+
+using V = std::vector<Node>;
+using namespace kiln::graph;  // NOLINT
+
+V MatMulOp(const Context& c) { return {MatMul(c.In(0), c.In(1))}; }
+
+V Gemm(const Context& c) {
+  Node a = c.In(0), b = c.In(1);
+  if (c.Int("transA", 0) != 0) a = Transpose(a, 0, 1);
+  if (c.Int("transB", 0) != 0) b = Transpose(b, 0, 1);
+  Node y = MatMul(a, b);
+  const double alpha = c.Float("alpha", 1.0f), beta = c.Float("beta", 1.0f);
+  if (alpha != 1) y = y * alpha;
+  if (c.Has(2)) {
+    Node bias = c.In(2);
+    if (beta != 1) bias = bias * beta;
+    auto [p, q] = SameRank(y, bias);
+    y = p + q;
+  }
+  return {y};
+}
+
+V EinsumOp(const Context& c) {
+  if (c.NumInputs() != 2) c.Fail(fmt::format("kiln converts Einsum of two operands, got {}", c.NumInputs()));
+  std::string eq = c.String("equation", "");
+  eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
+  return {Einsum(eq, c.In(0), c.In(1))};
+}
+
+/// Softmax-like ops: along `axis` from opset 13, over the axes from `axis` on (the input
+/// flattened to 2-D there) before.
+template <Node (*F)(Node, const std::vector<int>&)>
+V SoftmaxLike(const Context& c) {
+  Node x = c.In(0);
+  const int rank = x.rank();
+  if (c.opset() >= 13) return {F(x, {Axis(c, c.Int("axis", -1), rank)})};
+  const int axis = Axis(c, c.Int("axis", 1), rank);
+  std::vector<int> axes;
+  for (int i = axis; i < rank; ++i) axes.push_back(i);
+  return {F(x, axes)};
+}
+
+V Hardmax(const Context& c) {
+  Node x = c.In(0);
+  const int rank = x.rank();
+  if (c.opset() < 13) c.Fail("Hardmax before opset 13 is not supported");
+  const int axis = Axis(c, c.Int("axis", -1), rank);
+  Node idx = ArgMax(x, axis, DType::Int64);
+  const int64_t depth = x.shape().Dimensions()[static_cast<size_t>(axis)];
+  Node hot = OneHot(idx, depth, x.dtype());  // [..., depth] with the one-hot axis last.
+  if (axis == rank - 1) return {hot};
+  std::vector<int> perm;
+  for (int i = 0; i < rank - 1; ++i) {
+    if (i == axis) perm.push_back(rank - 1);
+    perm.push_back(i);
+  }
+  return {TransposeAllAxes(hot, perm)};
+}
+
+/// The reduced axes of a Reduce* node: attribute `axes` before `input_since`, else input 1; none
+/// given means all unless noop_with_empty_axes.
+std::vector<int> ReducedAxes(const Context& c, int64_t input_since, bool& noop) {
+  std::vector<int64_t> axes =
+      c.opset() < input_since ? c.IntList("axes") : (c.Has(1) ? c.Ints(1, "axes") : std::vector<int64_t>{});
+  noop = axes.empty() && c.Int("noop_with_empty_axes", 0) != 0;
+  std::vector<int> r;
+  const int rank = c.In(0).rank();
+  if (axes.empty()) {
+    for (int i = 0; i < rank; ++i) r.push_back(i);
+  } else {
+    for (int64_t a : axes) r.push_back(Axis(c, a, rank));
+  }
+  std::sort(r.begin(), r.end());
+  r.erase(std::unique(r.begin(), r.end()), r.end());
+  return r;
+}
+
+enum class Red { Sum, Mean, Max, Min, Prod, L1, L2, LogSum, LogSumExp, SumSquare };
+
+template <Red R>
+V Reduce(const Context& c) {
+  Node x = c.In(0);
+  bool noop = false;
+  const std::vector<int> axes = ReducedAxes(c, R == Red::Sum ? 13 : 18, noop);
+  if (noop) return {x};
+  Node y;
+  switch (R) {
+    case Red::Sum:
+      y = ReduceSum(x, axes);
+      break;
+    case Red::Mean:
+      y = ReduceMean(x, axes);
+      break;
+    case Red::Max:
+      y = ReduceMax(x, axes);
+      break;
+    case Red::Min:
+      y = ReduceMin(x, axes);
+      break;
+    case Red::Prod:
+      y = ReduceProduct(x, axes);
+      break;
+    case Red::L1:
+      y = ReduceSum(Abs(x), axes);
+      break;
+    case Red::L2:
+      y = Sqrt(ReduceSum(x * x, axes));
+      break;
+    case Red::LogSum:
+      y = Log(ReduceSum(x, axes));
+      break;
+    case Red::LogSumExp:
+      y = ReduceLogSumExp(x, axes);
+      break;
+    case Red::SumSquare:
+      y = ReduceSum(x * x, axes);
+      break;
+  }
+  if (c.Int("keepdims", 1) == 0) return {y};
+  std::vector<int64_t> dims = x.shape().Dimensions();
+  for (int a : axes) dims[static_cast<size_t>(a)] = 1;
+  if (x.shape().IsDynamic()) {
+    for (int a : axes) y = InsertAxes(y, {a});
+    return {y};
+  }
+  return {Reshape(y, dims)};
+}
+
+template <bool kMax>
+V ArgExtreme(const Context& c) {
+  Node x = c.In(0);
+  const int axis = Axis(c, c.Int("axis", 0), x.rank());
+  Node y;
+  if (c.Int("select_last_index", 0) != 0) {
+    // The last extreme: the first of the reversed axis, mirrored.
+    const int64_t d = x.shape().Dimensions()[static_cast<size_t>(axis)];
+    Node r = kMax ? ArgMax(Reverse(x, {axis}), axis, DType::Int64)
+                  : ArgMin(Reverse(x, {axis}), axis, DType::Int64);
+    y = ScalarLike(r, d - 1) - r;
+  } else {
+    y = kMax ? ArgMax(x, axis, DType::Int64) : ArgMin(x, axis, DType::Int64);
+  }
+  if (c.Int("keepdims", 1) != 0) y = InsertAxes(y, {axis});
+  return {y};
+}
+
+V CumSumOp(const Context& c) {
+  Node x = c.In(0);
+  const std::vector<int64_t> a = c.Ints(1, "axis");
+  if (a.size() != 1) c.Fail("axis must be a scalar");
+  const int axis = Axis(c, a[0], x.rank());
+  const bool reverse = c.Int("reverse", 0) != 0, exclusive = c.Int("exclusive", 0) != 0;
+  Node y = CumSum(x, axis, reverse);
+  if (exclusive) y = y - x;
+  return {y};
+}
+
+V TopKOp(const Context& c) {
+  Node x = c.In(0);
+  const int64_t k = c.opset() < 10 ? c.Int("k", 0) : c.Ints(1, "k").at(0);
+  const int axis = Axis(c, c.Int("axis", -1), x.rank());
+  if (c.Int("sorted", 1) == 0) c.Fail("sorted 0 is not supported");
+  const bool largest = c.Int("largest", 1) != 0;
+  ValuesAndIndices r = largest ? TopK(x, k, axis) : BottomK(x, k, axis);
+  return {r.values, ConvertDType(r.indices, DType::Int64)};
+}
+
+}  // namespace
+
+void AddMathConverters(std::map<std::string, Converter>& m) {
+  m["MatMul"] = MatMulOp;
+  m["Gemm"] = Gemm;
+  m["Einsum"] = EinsumOp;
+  m["Softmax"] = SoftmaxLike<graph::Softmax>;
+  m["LogSoftmax"] = SoftmaxLike<graph::LogSoftmax>;
+  m["Hardmax"] = Hardmax;
+  m["ReduceSum"] = Reduce<Red::Sum>;
+  m["ReduceMean"] = Reduce<Red::Mean>;
+  m["ReduceMax"] = Reduce<Red::Max>;
+  m["ReduceMin"] = Reduce<Red::Min>;
+  m["ReduceProd"] = Reduce<Red::Prod>;
+  m["ReduceL1"] = Reduce<Red::L1>;
+  m["ReduceL2"] = Reduce<Red::L2>;
+  m["ReduceLogSum"] = Reduce<Red::LogSum>;
+  m["ReduceLogSumExp"] = Reduce<Red::LogSumExp>;
+  m["ReduceSumSquare"] = Reduce<Red::SumSquare>;
+  m["ArgMax"] = ArgExtreme<true>;
+  m["ArgMin"] = ArgExtreme<false>;
+  m["CumSum"] = CumSumOp;
+  m["TopK"] = TopKOp;
+}
+
+}  // namespace kiln::onnx::internal

@@ -1,0 +1,252 @@
+// ONNX's neural-network operators: convolutions, pooling and normalizations (channels first,
+// as ONNX lays them out: [batch, channels, spatial...], kernels [out, in/groups, spatial...]).
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cmath>
+
+#include "kiln/graph/conv.h"
+#include "onnx/convert.h"
+
+namespace kiln::onnx::internal {
+
+namespace {
+
+using V = std::vector<Node>;
+using namespace kiln::graph;  // NOLINT
+
+/// The [begin, end] padding of each spatial axis for `auto_pad` / `pads`, with windows `k`,
+/// strides and dilations, over the spatial sizes of x.
+std::vector<std::array<int64_t, 2>> Paddings(const Context& c, Node x, const std::vector<int64_t>& k,
+                                             const std::vector<int64_t>& strides,
+                                             const std::vector<int64_t>& dilations) {
+  const size_t n = k.size();
+  const std::string mode = c.String("auto_pad", "NOTSET");
+  std::vector<std::array<int64_t, 2>> p(n, {0, 0});
+  if (mode == "NOTSET") {
+    const std::vector<int64_t> pads = c.IntList("pads", std::vector<int64_t>(2 * n, 0));
+    if (pads.size() != 2 * n) c.Fail(fmt::format("pads has {} entries, expected {}", pads.size(), 2 * n));
+    for (size_t i = 0; i < n; ++i) p[i] = {pads[i], pads[i + n]};
+  } else if (mode == "SAME_UPPER" || mode == "SAME_LOWER") {
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t in = x.shape().Dimensions()[i + 2];
+      if (in == Shape::kDynamic) c.Fail("auto_pad SAME needs static spatial sizes");
+      const int64_t out = (in + strides[i] - 1) / strides[i];
+      const int64_t total = std::max<int64_t>((out - 1) * strides[i] + (k[i] - 1) * dilations[i] + 1 - in, 0);
+      const int64_t small = total / 2, big = total - small;
+      p[i] = mode == "SAME_UPPER" ? std::array<int64_t, 2>{small, big} : std::array<int64_t, 2>{big, small};
+    }
+  } else if (mode != "VALID") {
+    c.Fail(fmt::format("auto_pad {} is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID", mode));
+  }
+  return p;
+}
+
+std::vector<int> ToInts(const std::vector<int64_t>& v) { return {v.begin(), v.end()}; }
+
+/// Adds a per-channel bias [C] to y [N, C, ...].
+Node AddChannelBias(Node y, Node bias) {
+  std::vector<int64_t> dims(static_cast<size_t>(y.rank()), 1);
+  dims[1] = bias.shape().Dimensions()[0];
+  return y + Reshape(bias, dims);
+}
+
+V Conv(const Context& c) {
+  Node x = c.In(0), w = c.In(1);
+  const int spatial = x.rank() - 2;
+  if (spatial < 1 || w.rank() != x.rank())
+    c.Fail(fmt::format("x {} and kernel {} must have rank 3 or more", x.shape(), w.shape()));
+  std::vector<int64_t> k = c.IntList("kernel_shape");
+  if (k.empty()) k.assign(w.shape().Dimensions().begin() + 2, w.shape().Dimensions().end());
+  const std::vector<int64_t> strides =
+      c.IntList("strides", std::vector<int64_t>(static_cast<size_t>(spatial), 1));
+  const std::vector<int64_t> dilations =
+      c.IntList("dilations", std::vector<int64_t>(static_cast<size_t>(spatial), 1));
+  Node y = Convolve(x, w)
+               .ChannelsFirst()
+               .Strides(ToInts(strides))
+               .Dilations(ToInts(dilations))
+               .PaddingPerDim(Paddings(c, x, k, strides, dilations))
+               .ChannelGroupCount(static_cast<int>(c.Int("group", 1)))
+               .Done();
+  if (c.Has(2)) y = AddChannelBias(y, c.In(2));
+  return {y};
+}
+
+/// ConvTranspose: the gradient of a convolution, as a convolution of x dilated by the strides
+/// with the kernel flipped and its channel axes swapped.
+V ConvTranspose(const Context& c) {
+  Node x = c.In(0), w = c.In(1);
+  const int spatial = x.rank() - 2;
+  const auto n = static_cast<size_t>(spatial);
+  if (spatial < 1 || w.rank() != x.rank())
+    c.Fail(fmt::format("x {} and kernel {} must have rank 3 or more", x.shape(), w.shape()));
+  const int64_t groups = c.Int("group", 1);
+  std::vector<int64_t> k = c.IntList("kernel_shape");
+  if (k.empty()) k.assign(w.shape().Dimensions().begin() + 2, w.shape().Dimensions().end());
+  const std::vector<int64_t> ones(n, 1), zeros(n, 0);
+  const std::vector<int64_t> strides = c.IntList("strides", ones), dilations = c.IntList("dilations", ones);
+  const std::vector<int64_t> out_pad = c.IntList("output_padding", zeros);
+  const std::vector<int64_t> out_shape = c.IntList("output_shape");
+  const std::string mode = c.String("auto_pad", "NOTSET");
+  std::vector<int64_t> begin(n, 0), end(n, 0);
+  if (!out_shape.empty() || mode == "SAME_UPPER" || mode == "SAME_LOWER") {
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t in = x.shape().Dimensions()[i + 2];
+      const int64_t want = out_shape.empty() ? in * strides[i] : out_shape[out_shape.size() - n + i];
+      const int64_t total = strides[i] * (in - 1) + out_pad[i] + ((k[i] - 1) * dilations[i] + 1) - want;
+      // Halves rounded down (a negative total, an output longer than the kernel covers, adds the
+      // extra at the end), as ONNX's reference computes them.
+      const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+      if (mode == "SAME_UPPER") {
+        begin[i] = half;
+        end[i] = total - half;
+      } else {
+        begin[i] = total - half;
+        end[i] = half;
+      }
+    }
+  } else if (mode == "NOTSET") {
+    const std::vector<int64_t> pads = c.IntList("pads", std::vector<int64_t>(2 * n, 0));
+    if (pads.size() != 2 * n) c.Fail(fmt::format("pads has {} entries, expected {}", pads.size(), 2 * n));
+    for (size_t i = 0; i < n; ++i) {
+      begin[i] = pads[i];
+      end[i] = pads[i + n];
+    }
+  }
+  // Kernel [in, out/g, k...] -> per group [out/g, in/g, k...], flipped spatially.
+  const std::vector<int64_t> wd = w.shape().Dimensions();
+  const int64_t in_ch = wd[0], out_g = wd[1];
+  if (in_ch % groups != 0) c.Fail(fmt::format("group {} does not divide {} input channels", groups, in_ch));
+  std::vector<int64_t> split = {groups, in_ch / groups, out_g};
+  split.insert(split.end(), wd.begin() + 2, wd.end());
+  Node kernel = Reshape(w, split);  // [g, in/g, out/g, k...]
+  std::vector<int> perm = {0, 2, 1};
+  for (int i = 0; i < spatial; ++i) perm.push_back(3 + i);
+  kernel = TransposeAllAxes(kernel, perm);  // [g, out/g, in/g, k...]
+  std::vector<int64_t> merged = {groups * out_g, in_ch / groups};
+  merged.insert(merged.end(), wd.begin() + 2, wd.end());
+  kernel = Reshape(kernel, merged);
+  std::vector<int> flip;
+  for (int i = 0; i < spatial; ++i) flip.push_back(2 + i);
+  kernel = Reverse(kernel, flip);
+  std::vector<std::array<int64_t, 2>> pads(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t span = (k[i] - 1) * dilations[i];
+    pads[i] = {span - begin[i], span - end[i] + out_pad[i]};
+  }
+  Node y = Convolve(x, kernel)
+               .ChannelsFirst()
+               .InputDilations(ToInts(strides))
+               .Dilations(ToInts(dilations))
+               .PaddingPerDim(pads)
+               .ChannelGroupCount(static_cast<int>(groups))
+               .Done();
+  if (c.Has(2)) y = AddChannelBias(y, c.In(2));
+  return {y};
+}
+
+template <bool kMax>
+V Pool(const Context& c) {
+  Node x = c.In(0);
+  const int spatial = x.rank() - 2;
+  const std::vector<int64_t> k = c.IntList("kernel_shape");
+  if (static_cast<int>(k.size()) != spatial) c.Fail("kernel_shape must have one entry per spatial axis");
+  if (c.Int("ceil_mode", 0) != 0) c.Fail("ceil_mode 1 is not supported");
+  const std::vector<int64_t> ones(static_cast<size_t>(spatial), 1);
+  const std::vector<int64_t> dilations = c.IntList("dilations", ones);
+  if (dilations != ones) c.Fail("dilated pooling is not supported");
+  if (kMax && c.node().output_size() > 1 && !c.node().output(1).empty())
+    c.Fail("the Indices output is not supported");
+  const std::vector<int64_t> strides = c.IntList("strides", ones);
+  const auto pads = Paddings(c, x, k, strides, dilations);
+  if (!kMax && c.Int("count_include_pad", 0) != 0) {
+    // Padding counts as zeros in the mean: the sum over each full window.
+    Node sum =
+        SumPool(x).ChannelsFirst().Window(ToInts(k)).Strides(ToInts(strides)).PaddingPerDim(pads).Done();
+    int64_t size = 1;
+    for (int64_t v : k) size *= v;
+    return {sum / static_cast<double>(size)};
+  }
+  PoolBuilder b = kMax ? MaxPool(x) : MeanPool(x);
+  return {b.ChannelsFirst().Window(ToInts(k)).Strides(ToInts(strides)).PaddingPerDim(pads).Done()};
+}
+
+template <bool kMax>
+V GlobalPool(const Context& c) {
+  Node x = c.In(0);
+  std::vector<int> axes;
+  for (int a = 2; a < x.rank(); ++a) axes.push_back(a);
+  Node y = kMax ? ReduceMax(x, axes) : ReduceMean(x, axes);
+  for (int a : axes) y = InsertAxes(y, {a});
+  return {y};
+}
+
+/// (x - mean) / sqrt(var + eps) * scale + bias, the statistics over `axes` (kept as size 1).
+Node Normalize(Node x, const std::vector<int>& axes, double eps) {
+  Node mean = ReduceAndKeep(
+      x, [](Node v, const std::vector<int>& a) { return ReduceMean(v, a); }, axes);
+  Node centred = x - mean;
+  Node var = ReduceAndKeep(
+      centred * centred, [](Node v, const std::vector<int>& a) { return ReduceMean(v, a); }, axes);
+  return centred * Rsqrt(var + eps);
+}
+
+V BatchNormalization(const Context& c) {
+  if (c.Int("training_mode", 0) != 0) c.Fail("training_mode 1 is not supported (inference only)");
+  Node x = c.In(0), scale = c.In(1), bias = c.In(2), mean = c.In(3), var = c.In(4);
+  const double eps = c.Float("epsilon", 1e-5f);
+  std::vector<int64_t> dims(static_cast<size_t>(x.rank()), 1);
+  dims[1] = x.shape().Dimensions()[1];
+  auto per_channel = [&](Node v) { return Reshape(v, dims); };
+  Node y = (x - per_channel(mean)) * Rsqrt(per_channel(var) + eps) * per_channel(scale) + per_channel(bias);
+  return {y};
+}
+
+V InstanceNormalization(const Context& c) {
+  Node x = c.In(0);
+  std::vector<int> axes;
+  for (int a = 2; a < x.rank(); ++a) axes.push_back(a);
+  Node y = Normalize(x, axes, c.Float("epsilon", 1e-5f));
+  std::vector<int64_t> dims(static_cast<size_t>(x.rank()), 1);
+  dims[1] = x.shape().Dimensions()[1];
+  return {y * Reshape(c.In(1), dims) + Reshape(c.In(2), dims)};
+}
+
+V LayerNormalization(const Context& c) {
+  Node x = c.In(0);
+  const int axis = Axis(c, c.Int("axis", -1), x.rank());
+  std::vector<int> axes;
+  for (int a = axis; a < x.rank(); ++a) axes.push_back(a);
+  const double eps = c.Float("epsilon", 1e-5f);
+  Node mean = ReduceAndKeep(
+      x, [](Node v, const std::vector<int>& a) { return ReduceMean(v, a); }, axes);
+  Node centred = x - mean;
+  Node var = ReduceAndKeep(
+      centred * centred, [](Node v, const std::vector<int>& a) { return ReduceMean(v, a); }, axes);
+  Node inv = Rsqrt(var + eps);
+  auto [normed, scale] = SameRank(centred * inv, c.In(1));
+  Node y = normed * scale;
+  if (c.Has(2)) {
+    auto [p, q] = SameRank(y, c.In(2));
+    y = p + q;
+  }
+  return {y, mean, inv};
+}
+
+}  // namespace
+
+void AddNNConverters(std::map<std::string, Converter>& m) {
+  m["Conv"] = Conv;
+  m["ConvTranspose"] = ConvTranspose;
+  m["MaxPool"] = Pool<true>;
+  m["AveragePool"] = Pool<false>;
+  m["GlobalMaxPool"] = GlobalPool<true>;
+  m["GlobalAveragePool"] = GlobalPool<false>;
+  m["BatchNormalization"] = BatchNormalization;
+  m["InstanceNormalization"] = InstanceNormalization;
+  m["LayerNormalization"] = LayerNormalization;
+}
+
+}  // namespace kiln::onnx::internal

@@ -1,0 +1,161 @@
+// ONNX's Resize (and Upsample): axis by axis, each output position mapped to a source
+// coordinate by the coordinate transformation mode, then the nearest element (a gather) or a
+// linear or cubic combination of its neighbours (a constant [out, in] matrix contracted with
+// the axis; edges repeat the border element, as ONNX's reference does).
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "kiln/graph/gather.h"
+#include "onnx/convert.h"
+
+namespace kiln::onnx::internal {
+
+namespace {
+
+using V = std::vector<Node>;
+using namespace kiln::graph;  // NOLINT
+
+/// The source coordinate of output index x for an axis of `in` elements resized by `scale` to
+/// `out` (align_corners divides by in * scale - 1, unrounded, when the scale was given).
+double SourceCoordinate(const Context& c, const std::string& mode, double x, int64_t in, int64_t out,
+                        double scale) {
+  if (mode == "half_pixel") return (x + 0.5) / scale - 0.5;
+  if (mode == "pytorch_half_pixel") return out > 1 ? (x + 0.5) / scale - 0.5 : 0;
+  if (mode == "align_corners") {
+    const double len = static_cast<double>(in) * scale;
+    return out == 1 || len == 1 ? 0 : x * static_cast<double>(in - 1) / (len - 1);
+  }
+  if (mode == "asymmetric") return x / scale;
+  if (mode == "tf_half_pixel_for_nn") return (x + 0.5) / scale;
+  c.Fail(fmt::format("coordinate_transformation_mode {} is not supported", mode));
+}
+
+/// The source index of the nearest element, by nearest_mode.
+int64_t Nearest(const Context& c, const std::string& mode, double x, int64_t in) {
+  double i;
+  if (mode == "round_prefer_floor") {
+    i = x - std::floor(x) == 0.5 ? std::floor(x) : std::round(x);
+  } else if (mode == "round_prefer_ceil") {
+    i = std::round(x);  // Halves away from zero: up for the non-negative coordinates that matter.
+    if (x - std::floor(x) == 0.5) i = std::ceil(x);
+  } else if (mode == "floor") {
+    i = std::floor(x);
+  } else if (mode == "ceil") {
+    i = std::ceil(x);
+  } else {
+    c.Fail(fmt::format("nearest_mode {} is not supported", mode));
+  }
+  return std::clamp<int64_t>(static_cast<int64_t>(i), 0, in - 1);
+}
+
+/// x with `axis` resized to `out` elements.
+Node ResizeAxis(const Context& c, Node x, int axis, int64_t out, double scale) {
+  const int64_t in = x.shape().Dimensions()[static_cast<size_t>(axis)];
+  const std::string mode = c.String("mode", "nearest");
+  const std::string coords =
+      c.String("coordinate_transformation_mode", c.opset() < 11 ? "asymmetric" : "half_pixel");
+  if (mode == "nearest") {
+    std::vector<int64_t> idx;
+    for (int64_t o = 0; o < out; ++o)
+      idx.push_back(Nearest(c, c.String("nearest_mode", c.opset() < 11 ? "floor" : "round_prefer_floor"),
+                            SourceCoordinate(c, coords, static_cast<double>(o), in, out, scale), in));
+    // Gather along `axis`: move it first, gather rows, move it back.
+    std::vector<int> perm = {axis};
+    for (int i = 0; i < x.rank(); ++i)
+      if (i != axis) perm.push_back(i);
+    Node front = TransposeAllAxes(x, perm);
+    Node rows = graph::Gather(front, Reshape(Const(c.graph(), Tensor::FromValue(idx)), {out, 1}));
+    std::vector<int> back(static_cast<size_t>(x.rank()));
+    for (int i = 0; i < x.rank(); ++i) back[static_cast<size_t>(perm[static_cast<size_t>(i)])] = i;
+    return TransposeAllAxes(rows, back);
+  }
+  // Linear and cubic: a constant matrix of weights.
+  std::vector<double> m(static_cast<size_t>(out * in), 0.0);
+  const double a = c.Float("cubic_coeff_a", -0.75f);
+  const bool exclude = c.Int("exclude_outside", 0) != 0;
+  for (int64_t o = 0; o < out; ++o) {
+    const double src = SourceCoordinate(c, coords, static_cast<double>(o), in, out, scale);
+    const double base = std::floor(src), t = src - base;
+    std::vector<std::pair<int64_t, double>> taps;
+    if (mode == "linear") {
+      taps = {{0, 1 - t}, {1, t}};
+    } else if (mode == "cubic") {
+      auto w = [a](double d) {
+        d = std::abs(d);
+        if (d <= 1) return ((a + 2) * d - (a + 3)) * d * d + 1;
+        if (d < 2) return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a;
+        return 0.0;
+      };
+      taps = {{-1, w(t + 1)}, {0, w(t)}, {1, w(1 - t)}, {2, w(2 - t)}};
+    } else {
+      c.Fail(fmt::format("mode {} is not nearest, linear or cubic", mode));
+    }
+    double total = 0;
+    for (auto& [off, weight] : taps) {
+      const int64_t i = static_cast<int64_t>(base) + off;
+      if (exclude && (i < 0 || i >= in)) weight = 0;
+      total += weight;
+    }
+    for (const auto& [off, weight] : taps) {
+      const int64_t i = std::clamp<int64_t>(static_cast<int64_t>(base) + off, 0, in - 1);
+      m[static_cast<size_t>(o * in + i)] += exclude ? weight / total : weight;
+    }
+  }
+  Node mat = ConvertDType(Reshape(Const(c.graph(), Tensor::FromValue(m)), {out, in}), x.dtype());
+  // y[..., o, ...] = sum_i m[o, i] x[..., i, ...]: contract the axis, which comes out last.
+  Node y = Dot(x, mat).General({axis}, {}, {1}, {});
+  std::vector<int> perm;
+  for (int i = 0; i < x.rank(); ++i) perm.push_back(i < axis ? i : (i == axis ? x.rank() - 1 : i - 1));
+  return TransposeAllAxes(y, perm);
+}
+
+V Resize(const Context& c) {
+  Node x = c.In(0);
+  const int rank = x.rank();
+  for (int64_t d : x.shape().Dimensions())
+    if (d == Shape::kDynamic) c.Fail("Resize needs static dimensions");
+  std::vector<double> scales;
+  std::vector<int64_t> sizes;
+  const bool upsample = c.node().op_type() == "Upsample";
+  if (upsample && c.opset() < 9) {
+    for (float s : c.FloatList("scales")) scales.push_back(s);
+  } else {
+    const int scales_input = (c.opset() < 11 || upsample) ? 1 : 2;
+    if (c.Has(scales_input) && c.Constant(scales_input) && c.Constant(scales_input)->Size() > 0) {
+      scales = c.Constant(scales_input)->ToDoubles();
+    } else if (c.Has(scales_input) && !c.Constant(scales_input)) {
+      c.Fail("scales must be known when the model is imported");
+    }
+    if (scales.empty() && c.Has(3)) sizes = c.Ints(3, "sizes");
+  }
+  if (c.String("coordinate_transformation_mode", "") == "tf_crop_and_resize")
+    c.Fail("tf_crop_and_resize is not supported");
+  if (scales.empty() && sizes.empty()) c.Fail("neither scales nor sizes is given");
+  if ((!scales.empty() && static_cast<int>(scales.size()) != rank) ||
+      (!sizes.empty() && static_cast<int>(sizes.size()) != rank))
+    c.Fail(fmt::format("scales or sizes must have {} entries", rank));
+  Node y = x;
+  for (int a = 0; a < rank; ++a) {
+    const int64_t in = x.shape().Dimensions()[static_cast<size_t>(a)];
+    const int64_t out =
+        sizes.empty()
+            ? static_cast<int64_t>(std::floor(static_cast<double>(in) * scales[static_cast<size_t>(a)]))
+            : sizes[static_cast<size_t>(a)];
+    const double scale =
+        sizes.empty() ? scales[static_cast<size_t>(a)] : static_cast<double>(out) / static_cast<double>(in);
+    if (out == in && scale == 1.0) continue;
+    y = ResizeAxis(c, y, a, out, scale);
+  }
+  return {y};
+}
+
+}  // namespace
+
+void AddResizeConverters(std::map<std::string, Converter>& m) {
+  m["Resize"] = Resize;
+  m["Upsample"] = Resize;
+}
+
+}  // namespace kiln::onnx::internal

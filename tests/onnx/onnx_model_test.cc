@@ -1,0 +1,120 @@
+// Reading ONNX models and tensors: metadata, TensorProto round trips, and the errors for bad
+// input. The models are ONNX's own test cases (Debian's libonnx-testdata).
+
+#include <gtest/gtest.h>
+
+#include <complex>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "kiln/kiln.h"
+#include "kiln/onnx/onnx.h"
+#include "test_util.h"
+
+namespace kiln::onnx {
+namespace {
+
+using kiln::test::Throws;
+namespace fs = std::filesystem;
+
+const std::string kNode = "/usr/share/libonnx-testdata/data/node/";
+
+std::string ReadBytesOf(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST(OnnxModel, ReadsTheGraphsSignature) {
+  const Model m = ReadFile(kNode + "test_add/model.onnx");
+  EXPECT_EQ(m.InputNames(), (std::vector<std::string>{"x", "y"}));
+  EXPECT_EQ(m.OutputNames(), (std::vector<std::string>{"sum"}));
+  ASSERT_EQ(m.InputShapes().size(), 2u);
+  EXPECT_EQ(m.InputShapes()[0], Shape(DType::Float32, {3, 4, 5}));
+  EXPECT_GE(m.Opset(), 7);
+  EXPECT_TRUE(m.InitializerNames().empty());
+  // Run it: x + y.
+  const Tensor x = ReadTensorProto(kNode + "test_add/test_data_set_0/input_0.pb");
+  const Tensor y = ReadTensorProto(kNode + "test_add/test_data_set_0/input_1.pb");
+  const Tensor want = ReadTensorProto(kNode + "test_add/test_data_set_0/output_0.pb");
+  kiln::test::ForEachBackend([&](const compute::BackendPtr& backend) {
+    std::vector<Tensor> got = graph::ExecOnce(
+        backend,
+        [&m](graph::Node a, graph::Node b) {
+          return m.CallGraph(a.graph(), {a, b});
+        },
+        x, y);
+    EXPECT_EQ(got[0].ToDoubles(), want.ToDoubles()) << backend->Name();
+  });
+}
+
+TEST(OnnxModel, TensorProtoRoundTrips) {
+  kiln::test::TempDir dir;
+  const std::vector<Tensor> tensors = {Tensor::FromValue(std::vector<std::vector<float>>{{1, -2}, {3.5f, 4}}),
+                                       Tensor::FromValue(std::vector<int64_t>{-1, 1LL << 40}),
+                                       Tensor::FromValue(std::vector<bool>{true, false, true}),
+                                       Tensor::FromValue(std::vector<float16>{float16(0.5f)}),
+                                       Tensor::FromValue(std::vector<std::complex<double>>{{1, -1}}),
+                                       Tensor::FromScalar<uint8_t>(7)};
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const std::string path = dir / ("t" + std::to_string(i) + ".pb");
+    WriteTensorProto(path, tensors[i], "t");
+    const Tensor back = ReadTensorProto(path);
+    EXPECT_EQ(back.shape(), tensors[i].shape());
+    EXPECT_TRUE(back.Equal(tensors[i])) << back << " vs " << tensors[i];
+  }
+}
+
+TEST(OnnxModel, BadInputIsAnErrorNamingWhatIsWrong) {
+  kiln::test::TempDir dir;
+  EXPECT_TRUE(Throws([] { ReadBytes("this is text, not a protobuf", "text.onnx"); },
+                     {"text.onnx", "not an ONNX model"}));
+  const std::string bytes = ReadBytesOf(kNode + "test_add/model.onnx");
+  for (size_t cut : {bytes.size() / 2, bytes.size() - 1, size_t{3}}) {
+    EXPECT_TRUE(Throws([&] { ReadBytes(bytes.substr(0, cut), "cut.onnx"); }, {"cut.onnx"})) << cut;
+  }
+  EXPECT_TRUE(Throws([] { ReadFile("/nonexistent-kiln-dir/m.onnx"); }, {"/nonexistent-kiln-dir/m.onnx"}));
+  EXPECT_TRUE(Throws([] { ReadTensorProto("/nonexistent-kiln-dir/t.pb"); }, {"ReadTensorProto"}));
+  // An operator kiln does not convert: the error names the op type and the opset.
+  const Model lrn = ReadFile(kNode + "test_lrn/model.onnx");
+  graph::Graph g("lrn");
+  std::vector<graph::Node> in;
+  for (const Shape& s : lrn.InputShapes()) in.push_back(g.Parameter(s));
+  EXPECT_TRUE(Throws([&] { lrn.CallGraph(g, in); }, {"LRN", "opset", "not supported"}));
+  // Wrong inputs at the call.
+  const Model add = ReadFile(kNode + "test_add/model.onnx");
+  graph::Graph g2("add");
+  graph::Node x = g2.Parameter(Shape(DType::Int32, {3, 4, 5}));
+  EXPECT_TRUE(Throws([&] { add.CallGraph(g2, {x}); }, {"got 1 inputs", "takes 2 (x, y)"}));
+  EXPECT_TRUE(Throws([&] { add.CallGraph(g2, {x, x}); }, {"input \"x\"", "Float32"}));
+}
+
+TEST(OnnxModel, InputsAsConstantsFixTheSizesTheyCarry) {
+  // Reshape(data, shape) with the shape a model input: unknown when the graph is built until
+  // the input is fixed.
+  const std::string dir = kNode + "test_reshape_reordered_all_dims/";
+  const Model m = ReadFile(dir + "model.onnx");
+  ASSERT_EQ(m.InputNames(), (std::vector<std::string>{"data", "shape"}));
+  const Tensor data = ReadTensorProto(dir + "test_data_set_0/input_0.pb");
+  const Tensor shape = ReadTensorProto(dir + "test_data_set_0/input_1.pb");
+  const Tensor want = ReadTensorProto(dir + "test_data_set_0/output_0.pb");
+  graph::Graph g("reshape");
+  std::vector<graph::Node> in = {g.Parameter(m.InputShapes()[0]), g.Parameter(m.InputShapes()[1])};
+  EXPECT_TRUE(Throws([&] { m.CallGraph(g, in); }, {"Reshape", "must be known when the model is imported"}));
+  const Model fixed = m.WithInputsAsConstants({{"shape", shape}});
+  EXPECT_EQ(fixed.InputNames(), std::vector<std::string>{"data"});
+  EXPECT_EQ(m.InputNames().size(), 2u);  // The original is unchanged.
+  const Tensor got = graph::ExecOnce(
+      compute::New(), [&fixed](graph::Node x) { return fixed.CallGraph(x.graph(), {x}); }, data)[0];
+  EXPECT_TRUE(got.Equal(want)) << got;
+  EXPECT_TRUE(Throws(
+      [&] {
+        (void)m.WithInputsAsConstants({{"nope", shape}});
+      },
+      {"no input \"nope\"", "data, shape"}));
+  EXPECT_TRUE(Throws([&] { (void)m.WithInputsAsConstants({{"shape", data}}); }, {"input \"shape\" must be"}));
+}
+
+}  // namespace
+}  // namespace kiln::onnx
