@@ -78,6 +78,10 @@ void AddResizeConverters(std::map<std::string, Converter>& m);
 /// a and b with the smaller rank padded with leading size-1 axes (NumPy's broadcasting; kiln's
 /// binary ops then broadcast the size-1 axes).
 std::pair<Node, Node> SameRank(Node a, Node b);
+/// ONNX's Gather: x's slices at `indices` (non-negative) along `axis`, the index axes in its place.
+Node GatherAlongAxis(Node x, Node indices, int axis);
+/// x with its last axis moved to position `axis`.
+Node MoveLastAxisTo(Node x, int axis);
 /// `axis` normalised for `rank` (negative from the end); the context fails when out of range.
 int Axis(const Context& c, int64_t axis, int rank);
 

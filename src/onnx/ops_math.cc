@@ -59,14 +59,7 @@ V Hardmax(const Context& c) {
   const int axis = Axis(c, c.Int("axis", -1), rank);
   Node idx = ArgMax(x, axis, DType::Int64);
   const int64_t depth = x.shape().Dimensions()[static_cast<size_t>(axis)];
-  Node hot = OneHot(idx, depth, x.dtype());  // [..., depth] with the one-hot axis last.
-  if (axis == rank - 1) return {hot};
-  std::vector<int> perm;
-  for (int i = 0; i < rank - 1; ++i) {
-    if (i == axis) perm.push_back(rank - 1);
-    perm.push_back(i);
-  }
-  return {TransposeAllAxes(hot, perm)};
+  return {MoveLastAxisTo(OneHot(idx, depth, x.dtype()), axis)};  // The one-hot axis comes last.
 }
 
 /// The reduced axes of a Reduce* node: attribute `axes` before `input_since`, else input 1; none

@@ -183,14 +183,22 @@ V GlobalPool(const Context& c) {
   return {y};
 }
 
-/// (x - mean) / sqrt(var + eps) * scale + bias, the statistics over `axes` (kept as size 1).
-Node Normalize(Node x, const std::vector<int>& axes, double eps) {
-  Node mean = ReduceAndKeep(
-      x, [](Node v, const std::vector<int>& a) { return ReduceMean(v, a); }, axes);
-  Node centred = x - mean;
-  Node var = ReduceAndKeep(
-      centred * centred, [](Node v, const std::vector<int>& a) { return ReduceMean(v, a); }, axes);
-  return centred * Rsqrt(var + eps);
+/// x's statistics over `axes` (kept as size 1): the mean, 1 / sqrt(variance + eps), and x
+/// normalised with them.
+struct Normalized {
+  Node mean, inv_std, y;
+};
+Normalized Normalize(Node x, const std::vector<int>& axes, double eps) {
+  auto mean_of = [&axes](Node v) {
+    return ReduceAndKeep(
+        v, [](Node u, const std::vector<int>& a) { return ReduceMean(u, a); }, axes);
+  };
+  Normalized r;
+  r.mean = mean_of(x);
+  Node centred = x - r.mean;
+  r.inv_std = Rsqrt(mean_of(centred * centred) + eps);
+  r.y = centred * r.inv_std;
+  return r;
 }
 
 V BatchNormalization(const Context& c) {
@@ -208,7 +216,7 @@ V InstanceNormalization(const Context& c) {
   Node x = c.In(0);
   std::vector<int> axes;
   for (int a = 2; a < x.rank(); ++a) axes.push_back(a);
-  Node y = Normalize(x, axes, c.Float("epsilon", 1e-5f));
+  Node y = Normalize(x, axes, c.Float("epsilon", 1e-5f)).y;
   std::vector<int64_t> dims(static_cast<size_t>(x.rank()), 1);
   dims[1] = x.shape().Dimensions()[1];
   return {y * Reshape(c.In(1), dims) + Reshape(c.In(2), dims)};
@@ -219,20 +227,14 @@ V LayerNormalization(const Context& c) {
   const int axis = Axis(c, c.Int("axis", -1), x.rank());
   std::vector<int> axes;
   for (int a = axis; a < x.rank(); ++a) axes.push_back(a);
-  const double eps = c.Float("epsilon", 1e-5f);
-  Node mean = ReduceAndKeep(
-      x, [](Node v, const std::vector<int>& a) { return ReduceMean(v, a); }, axes);
-  Node centred = x - mean;
-  Node var = ReduceAndKeep(
-      centred * centred, [](Node v, const std::vector<int>& a) { return ReduceMean(v, a); }, axes);
-  Node inv = Rsqrt(var + eps);
-  auto [normed, scale] = SameRank(centred * inv, c.In(1));
+  const Normalized n = Normalize(x, axes, c.Float("epsilon", 1e-5f));
+  auto [normed, scale] = SameRank(n.y, c.In(1));
   Node y = normed * scale;
   if (c.Has(2)) {
     auto [p, q] = SameRank(y, c.In(2));
     y = p + q;
   }
-  return {y, mean, inv};
+  return {y, n.mean, n.inv_std};
 }
 
 }  // namespace

@@ -61,15 +61,7 @@ Node ResizeAxis(const Context& c, Node x, int axis, int64_t out, double scale) {
     for (int64_t o = 0; o < out; ++o)
       idx.push_back(Nearest(c, c.String("nearest_mode", c.opset() < 11 ? "floor" : "round_prefer_floor"),
                             SourceCoordinate(c, coords, static_cast<double>(o), in, out, scale), in));
-    // Gather along `axis`: move it first, gather rows, move it back.
-    std::vector<int> perm = {axis};
-    for (int i = 0; i < x.rank(); ++i)
-      if (i != axis) perm.push_back(i);
-    Node front = TransposeAllAxes(x, perm);
-    Node rows = graph::Gather(front, Reshape(Const(c.graph(), Tensor::FromValue(idx)), {out, 1}));
-    std::vector<int> back(static_cast<size_t>(x.rank()));
-    for (int i = 0; i < x.rank(); ++i) back[static_cast<size_t>(perm[static_cast<size_t>(i)])] = i;
-    return TransposeAllAxes(rows, back);
+    return GatherAlongAxis(x, Const(c.graph(), Tensor::FromValue(idx)), axis);
   }
   // Linear and cubic: a constant matrix of weights.
   std::vector<double> m(static_cast<size_t>(out * in), 0.0);

@@ -133,6 +133,38 @@ V Concat(const Context& c) {
   return {Concatenate(xs, Axis(c, c.Int("axis", 0), xs[0].rank()))};
 }
 
+}  // namespace
+
+Node GatherAlongAxis(Node x, Node idx, int axis) {
+  // Move the axis first, gather rows, and move the gathered axes back into place.
+  std::vector<int> perm = {axis};
+  for (int i = 0; i < x.rank(); ++i)
+    if (i != axis) perm.push_back(i);
+  Node front = axis == 0 ? x : TransposeAllAxes(x, perm);
+  Node rows = graph::Gather(front, InsertAxes(idx, {-1}));  // [idx..., rest...]
+  if (axis == 0) return rows;
+  // rows: [idx dims..., x axes but `axis`...] -> x axes before `axis`, idx dims, the rest.
+  const int ni = idx.rank();
+  std::vector<int> back;
+  for (int i = 0; i < axis; ++i) back.push_back(ni + i);
+  for (int i = 0; i < ni; ++i) back.push_back(i);
+  for (int i = axis; i < x.rank() - 1; ++i) back.push_back(ni + i);
+  return TransposeAllAxes(rows, back);
+}
+
+Node MoveLastAxisTo(Node x, int axis) {
+  const int rank = x.rank();
+  if (axis == rank - 1) return x;
+  std::vector<int> perm;
+  for (int i = 0; i < rank - 1; ++i) {
+    if (i == axis) perm.push_back(rank - 1);
+    perm.push_back(i);
+  }
+  return TransposeAllAxes(x, perm);
+}
+
+namespace {
+
 V Gather(const Context& c) {
   Node x = c.In(0), idx = c.In(1);
   const int axis = Axis(c, c.Int("axis", 0), x.rank());
@@ -140,20 +172,7 @@ V Gather(const Context& c) {
   if (dim == Shape::kDynamic) c.Fail("the gathered axis must be static");
   // Negative indices count from the end.
   idx = Where(Less(idx, ZerosLike(idx)), idx + ScalarLike(idx, dim), idx);
-  // Move the axis first, gather rows, and move the gathered axes back into place.
-  std::vector<int> perm = {axis};
-  for (int i = 0; i < x.rank(); ++i)
-    if (i != axis) perm.push_back(i);
-  Node front = axis == 0 ? x : TransposeAllAxes(x, perm);
-  Node rows = graph::Gather(front, InsertAxes(idx, {-1}));  // [idx..., rest...]
-  if (axis == 0) return {rows};
-  // rows: [idx dims..., x axes but `axis`...] -> x axes before `axis`, idx dims, the rest.
-  const int ni = idx.rank();
-  std::vector<int> back;
-  for (int i = 0; i < axis; ++i) back.push_back(ni + i);
-  for (int i = 0; i < ni; ++i) back.push_back(i);
-  for (int i = axis; i < x.rank() - 1; ++i) back.push_back(ni + i);
-  return {TransposeAllAxes(rows, back)};
+  return {GatherAlongAxis(x, idx, axis)};
 }
 
 V Slice(const Context& c) {
@@ -336,14 +355,7 @@ V OneHotOp(const Context& c) {
   if (!IsInt(idx.dtype())) idx = ConvertDType(idx, DType::Int64);
   idx = graph::Where(Less(idx, ZerosLike(idx)), idx + ScalarLike(idx, depth), idx);
   Node hot = OneHot(idx, depth, DType::Bool);  // [..., depth]
-  if (axis != rank - 1) {
-    std::vector<int> perm;
-    for (int i = 0; i < rank - 1; ++i) {
-      if (i == axis) perm.push_back(rank - 1);
-      perm.push_back(i);
-    }
-    hot = TransposeAllAxes(hot, perm);
-  }
+  hot = MoveLastAxisTo(hot, axis);
   Node off = graph::Reshape(Slice(values, {AxisRange(0, 1)}), {}),
        on = graph::Reshape(Slice(values, {AxisRange(1, 2)}), {});
   return {graph::Where(hot, BroadcastToDims(on, hot.shape().Dimensions()),
