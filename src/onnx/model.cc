@@ -10,6 +10,7 @@
 #include <set>
 
 #include "core/check.h"
+#include "io/atomic_file.h"
 #include "io/read_file.h"
 #include "kiln/compute/backend.h"
 #include "kiln/graph/exec.h"
@@ -245,6 +246,74 @@ std::vector<Tensor> Fold(const ::onnx::NodeProto& node, Converter convert, int64
 }  // namespace internal
 
 std::vector<graph::Node> Model::CallGraph(graph::Graph& g, const std::vector<graph::Node>& inputs) const {
+  return Build(g, inputs, nullptr);
+}
+
+namespace {
+
+/// The variable name of initializer `name`: '/' (a scope separator in kiln) becomes '|'.
+std::string VariableName(std::string name) {
+  std::replace(name.begin(), name.end(), '/', '|');
+  return name;
+}
+
+/// Float initializers become variables (weights that train); the others stay constants, so that
+/// the sizes they hold are known when the graph is built.
+bool IsWeight(const Tensor& t) { return IsFloat(t.dtype()); }
+
+}  // namespace
+
+std::vector<graph::Node> Model::CallGraph(model::Scope scope, const std::vector<graph::Node>& inputs) const {
+  if (inputs.empty() || !inputs[0].Ok())
+    detail::Throw("onnx: {}: CallGraph with a scope needs the model's inputs (the graph is theirs)",
+                  impl_->name);
+  graph::Graph& g = inputs[0].graph();
+  std::map<std::string, graph::Node> weights;
+  for (const auto& [name, value] : impl_->initializers)
+    if (IsWeight(value))
+      weights.emplace(name, scope.VariableWithValue(VariableName(name), value).NodeValue(g));
+  return Build(g, inputs, &weights);
+}
+
+void Model::VariablesToStore(model::Scope scope) const {
+  for (const std::string& name : impl_->initializer_order) {
+    const Tensor& value = impl_->initializers.at(name);
+    if (IsWeight(value)) scope.VariableWithValue(VariableName(name), value);
+  }
+}
+
+void Model::StoreToOnnx(model::Scope scope) {
+  for (auto& [name, value] : impl_->initializers) {
+    if (!IsWeight(value)) continue;
+    const model::Variable v = scope.InspectVariable(VariableName(name));
+    if (!v.Ok())
+      detail::Throw(
+          "onnx: {}: StoreToOnnx: scope {} has no variable for initializer \"{}\" (VariablesToStore makes "
+          "them)",
+          impl_->name, scope.Path(), name);
+    const Tensor t = v.Value();
+    if (t.shape() != value.shape())
+      detail::Throw("onnx: {}: StoreToOnnx: variable {} is {}, initializer \"{}\" is {}", impl_->name,
+                    v.Path(), t.shape(), name, value.shape());
+    value = t.Clone();
+  }
+}
+
+void Model::Write(const std::string& path) const {
+  ::onnx::ModelProto proto = impl_->proto();
+  ::onnx::GraphProto* g = proto.mutable_graph();
+  g->clear_initializer();
+  for (const std::string& name : impl_->initializer_order)
+    *g->add_initializer() = internal::TensorToProto(impl_->initializers.at(name), name);
+  if (proto.ByteSizeLong() > static_cast<size_t>(std::numeric_limits<int>::max()))
+    detail::Throw("onnx::Model::Write: {}: the model is over protobuf's 2 GiB limit", path);
+  const std::string bytes = proto.SerializeAsString();
+  io::WriteFileAtomically(
+      path, [&](std::ostream& out) { out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())); });
+}
+
+std::vector<graph::Node> Model::Build(graph::Graph& g, const std::vector<graph::Node>& inputs,
+                                      const std::map<std::string, graph::Node>* weights) const {
   using internal::Context;
   const Impl& m = *impl_;
   const std::string where = "onnx: " + m.name;
@@ -253,6 +322,13 @@ std::vector<graph::Node> Model::CallGraph(graph::Graph& g, const std::vector<gra
                   m.input_names.size(), fmt::join(m.input_names, ", "));
   std::map<std::string, graph::Node> values;
   std::map<std::string, Tensor> constants = m.initializers;
+  if (weights != nullptr) {
+    // Variables' values are graph values, not constants: nothing reading them is folded.
+    for (const auto& [name, node] : *weights) {
+      values.emplace(name, node);
+      constants.erase(name);
+    }
+  }
   for (const auto& [name, value] : m.fixed_inputs) constants[name] = value;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].Ok())

@@ -84,8 +84,16 @@ V LeakyRelu(const Context& c) {
   return {Where(GreaterOrEqual(x, ZerosLike(x)), x, x * static_cast<double>(c.Float("alpha", 0.01f)))};
 }
 V PRelu(const Context& c) {
-  auto [x, slope] = SameRank(c.In(0), c.In(1));
-  return {Where(GreaterOrEqual(x, ZerosLike(x)), x, x * slope)};
+  Node x = c.In(0), slope = c.In(1);
+  if (c.opset() < 7 && slope.rank() == 1 && x.rank() > 2 &&
+      slope.shape().Dimensions()[0] == x.shape().Dimensions()[1]) {
+    // Before opset 7 a slope of one value per channel applies along axis 1.
+    std::vector<int64_t> dims(static_cast<size_t>(x.rank() - 1), 1);
+    dims[0] = slope.shape().Dimensions()[0];
+    slope = Reshape(slope, dims);
+  }
+  auto [a, s] = SameRank(x, slope);
+  return {Where(GreaterOrEqual(a, ZerosLike(a)), a, a * s)};
 }
 V Elu(const Context& c) {
   Node x = c.In(0);

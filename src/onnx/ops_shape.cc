@@ -319,10 +319,39 @@ V GatherElements(const Context& c) {
   return {TakeAlongAxis(x, idx, axis)};
 }
 
+/// Pads `axis` of x by `low` and `high` elements copying its border ("edge") or mirroring it
+/// without repeating the border ("reflect"); negative amounts crop.
+Node PadBorder(const Context& c, Node x, int axis, int64_t low, int64_t high, bool reflect) {
+  const int64_t d = x.shape().Dimensions()[static_cast<size_t>(axis)];
+  auto range = [&](int64_t from, int64_t to) {
+    std::vector<AxisRangeSpec> r(static_cast<size_t>(x.rank()), AxisRange());
+    r[static_cast<size_t>(axis)] = AxisRange(from, to);
+    return graph::Slice(x, r);
+  };
+  if (low < 0 || high < 0) {
+    x = range(std::max<int64_t>(-low, 0), d - std::max<int64_t>(-high, 0));
+    return PadBorder(c, x, axis, std::max<int64_t>(low, 0), std::max<int64_t>(high, 0), reflect);
+  }
+  if (low == 0 && high == 0) return x;
+  if (reflect && (low >= d || high >= d))
+    c.Fail(fmt::format("reflect padding of {} needs more than {} elements", std::max(low, high), d));
+  std::vector<Node> parts;
+  auto border = [&](int64_t at, int64_t n) {
+    std::vector<int64_t> dims = x.shape().Dimensions();
+    dims[static_cast<size_t>(axis)] = n;
+    return BroadcastToDims(range(at, at + 1), dims);
+  };
+  if (low > 0) parts.push_back(reflect ? Reverse(range(1, low + 1), {axis}) : border(0, low));
+  parts.push_back(x);
+  if (high > 0) parts.push_back(reflect ? Reverse(range(d - 1 - high, d - 1), {axis}) : border(d - 1, high));
+  return Concatenate(parts, axis);
+}
+
 V PadOp(const Context& c) {
   Node x = c.In(0);
   const std::string mode = c.String("mode", "constant");
-  if (mode != "constant") c.Fail(fmt::format("mode {} is not supported (constant only)", mode));
+  if (mode != "constant" && mode != "reflect" && mode != "edge")
+    c.Fail(fmt::format("mode {} is not constant, reflect or edge", mode));
   std::vector<int64_t> pads =
       c.opset() < 11 ? c.IntList(c.opset() < 2 ? "paddings" : "pads") : c.Ints(1, "pads");
   const int rank = x.rank();
@@ -334,13 +363,17 @@ V PadOp(const Context& c) {
   }
   if (pads.size() != 2 * axes.size())
     c.Fail(fmt::format("pads has {} entries, expected {}", pads.size(), 2 * axes.size()));
+  if (mode != "constant") {
+    StaticDims(c, x, "Pad");
+    for (size_t i = 0; i < axes.size(); ++i)
+      x = PadBorder(c, x, axes[i], pads[i], pads[i + axes.size()], mode == "reflect");
+    return {x};
+  }
   std::vector<compute::PadAxis> p(static_cast<size_t>(rank));
   for (size_t i = 0; i < axes.size(); ++i)
     p[static_cast<size_t>(axes[i])] = compute::PadAxis{pads[i], pads[i + axes.size()], 0};
-  Node fill = c.opset() < 11
-                  ? ScalarLike(x, c.Float("value", 0))
-                  : (c.Has(2) ? Reshape(c.In(2), {})
-                              : ZerosLike(graph::Reshape(Slice(Reshape(x, {-1}), {AxisRange(0, 1)}), {})));
+  Node fill = c.opset() < 11 ? ScalarLike(x, c.Float("value", 0))
+                             : (c.Has(2) ? graph::Reshape(c.In(2), {}) : ScalarLike(x, 0));
   return {graph::Pad(x, fill, p)};
 }
 

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <complex>
 #include <filesystem>
 #include <fstream>
@@ -114,6 +115,47 @@ TEST(OnnxModel, InputsAsConstantsFixTheSizesTheyCarry) {
       },
       {"no input \"nope\"", "data, shape"}));
   EXPECT_TRUE(Throws([&] { (void)m.WithInputsAsConstants({{"shape", data}}); }, {"input \"shape\" must be"}));
+}
+
+TEST(OnnxModel, FineTunedWeightsAreWrittenBack) {
+  // A PyTorch-exported Linear layer (its weight and bias are initializers).
+  const std::string dir = "/usr/share/libonnx-testdata/data/pytorch-converted/test_Linear/";
+  Model m = ReadFile(dir + "model.onnx");
+  ASSERT_FALSE(m.InitializerNames().empty());
+  const Tensor x = ReadTensorProto(dir + "test_data_set_0/input_0.pb");
+  const Tensor want = ReadTensorProto(dir + "test_data_set_0/output_0.pb");
+  model::Store store;
+  m.VariablesToStore(store.RootScope().In("onnx"));
+  EXPECT_EQ(store.Variables().size(), m.InitializerNames().size());
+  // Through the variables, the model computes what it computed with constants.
+  model::Exec exec =
+      model::NewExec(compute::New(), store, [&m](model::Scope scope, const std::vector<graph::Node>& in) {
+        return m.CallGraph(scope.In("onnx"), in);
+      });
+  const Tensor got = exec.Call(x)[0];
+  const std::vector<double> g = got.ToDoubles(), w = want.ToDoubles();
+  ASSERT_EQ(g.size(), w.size());
+  for (size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], w[i], 1e-5 + 1e-4 * std::abs(w[i])) << i;
+  // Change the weights, write them back and read the file again: the new weights are there.
+  for (const model::Variable& v : store.Variables()) {
+    Tensor t = v.Value().Clone();
+    t.MutableFlatData<float>([](std::span<float> f) {
+      for (float& e : f) e += 1;
+    });
+    v.SetValue(t);
+  }
+  m.StoreToOnnx(store.RootScope().In("onnx"));
+  kiln::test::TempDir tmp;
+  m.Write(tmp / "tuned.onnx");
+  const Model back = ReadFile(tmp / "tuned.onnx");
+  for (const std::string& name : m.InitializerNames()) {
+    const std::vector<double> a = back.Initializer(name).ToDoubles(),
+                              b = ReadFile(dir + "model.onnx").Initializer(name).ToDoubles();
+    for (size_t i = 0; i < a.size(); ++i)
+      EXPECT_FLOAT_EQ(static_cast<float>(a[i]), static_cast<float>(b[i] + 1)) << name;
+  }
+  model::Store empty;
+  EXPECT_TRUE(Throws([&] { m.StoreToOnnx(empty.RootScope()); }, {"StoreToOnnx", "no variable"}));
 }
 
 }  // namespace

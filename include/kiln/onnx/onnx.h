@@ -5,6 +5,7 @@
 /// libonnx); every malformed input is a kiln::Error naming the file and what is wrong.
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -14,6 +15,7 @@
 #include "kiln/core/shape.h"
 #include "kiln/core/tensor.h"
 #include "kiln/graph/graph.h"
+#include "kiln/model/store.h"
 
 namespace kiln::onnx {
 
@@ -43,6 +45,18 @@ class Model {
   /// constants. Returns the outputs in OutputNames() order. An operator kiln does not convert is
   /// a kiln::Error naming its type, the node and the opset.
   std::vector<graph::Node> CallGraph(graph::Graph& g, const std::vector<graph::Node>& inputs) const;
+  /// CallGraph with the float initializers as variables of `scope` (created from the
+  /// initializers' values when missing, named after them with '/' written '|'), so that a
+  /// trainer fine-tunes them; the other initializers stay constants.
+  std::vector<graph::Node> CallGraph(model::Scope scope, const std::vector<graph::Node>& inputs) const;
+  /// Creates the variables CallGraph(scope, ...) reads, from the initializers (existing ones are
+  /// kept).
+  void VariablesToStore(model::Scope scope) const;
+  /// Copies the variables' current values back into the initializers (of this model and every
+  /// copy sharing it), for Write.
+  void StoreToOnnx(model::Scope scope);
+  /// Writes the model with its current initializers, atomically.
+  void Write(const std::string& path) const;
 
   /// A copy of the model with the named inputs fixed to these values (GoMLX's
   /// WithInputsAsConstants): they leave InputNames() and become constants, so that sizes
@@ -57,6 +71,8 @@ class Model {
 
  private:
   explicit Model(std::shared_ptr<Impl> impl);
+  std::vector<graph::Node> Build(graph::Graph& g, const std::vector<graph::Node>& inputs,
+                                 const std::map<std::string, graph::Node>* weights) const;
   std::shared_ptr<Impl> impl_;
   friend Model ReadBytes(std::string_view bytes, const std::string& name, const std::string& dir);
 };

@@ -1,8 +1,8 @@
-// ONNX's own operator test cases (Debian's libonnx-testdata, the node cases of onnx.backend.test):
-// each model is imported and run on the cpu backend and its outputs compared with ONNX's
-// expected ones (rtol 1e-3, atol 1e-7, as onnx.backend.test; integers and Bool exactly). A case
-// kiln cannot run yet is listed with its reason in node_expectations.txt: the test fails when a
-// listed case starts passing or fails for another reason, and when an unlisted one fails.
+// ONNX's own test cases (Debian's libonnx-testdata: the operator cases of onnx.backend.test, and
+// PyTorch-exported modules and operators): each model is imported and run on the cpu backend and its outputs
+// compared with ONNX's expected ones (rtol 1e-3, atol 1e-7, as onnx.backend.test; integers and Bool exactly).
+// A case kiln cannot run yet is listed with its reason in case_expectations.txt: the test fails when a listed
+// case starts passing or fails for another reason, and when an unlisted one fails.
 // KILN_ONNX_WRITE_EXPECTATIONS=<path> writes the file the current results call for.
 
 #include <fmt/format.h>
@@ -27,7 +27,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char* const kNodeCases = "/usr/share/libonnx-testdata/data/node";
+const char* const kTestData = "/usr/share/libonnx-testdata/data";
+/// The case sets: ONNX's operator cases, and models exported by PyTorch (modules with their
+/// weights as initializers, and single operators).
+const char* const kSets[] = {"node", "pytorch-converted", "pytorch-operator", "simple"};
 
 /// Empty when `got` matches `want`, else what differs.
 std::string Compare(const Tensor& got, const Tensor& want) {
@@ -137,11 +140,11 @@ std::string RunCase(const compute::BackendPtr& backend, const fs::path& dir) {
   }
 }
 
-TEST(OnnxNodeCases, PassOrAreListedWithTheirReason) {
-  ASSERT_TRUE(fs::is_directory(kNodeCases))
-      << kNodeCases << " is missing: scripts/install-deps.sh installs libonnx-testdata";
+TEST(OnnxTestCases, PassOrAreListedWithTheirReason) {
+  ASSERT_TRUE(fs::is_directory(kTestData))
+      << kTestData << " is missing: scripts/install-deps.sh installs libonnx-testdata";
   const char* src = std::getenv("KILN_TEST_SOURCE_DIR");
-  const std::string listed_path = std::string(src ? src : ".") + "/tests/onnx/node_expectations.txt";
+  const std::string listed_path = std::string(src ? src : ".") + "/tests/onnx/case_expectations.txt";
   std::map<std::string, std::string> listed;
   {
     std::ifstream in(listed_path);
@@ -153,15 +156,19 @@ TEST(OnnxNodeCases, PassOrAreListedWithTheirReason) {
     }
   }
   std::vector<fs::path> cases;
-  for (const auto& e : fs::directory_iterator(kNodeCases))
-    if (e.is_directory()) cases.push_back(e.path());
+  for (const char* set : kSets) {
+    const fs::path dir = fs::path(kTestData) / set;
+    ASSERT_TRUE(fs::is_directory(dir)) << dir;
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.is_directory()) cases.push_back(e.path());
+  }
   std::sort(cases.begin(), cases.end());
   const compute::BackendPtr backend = compute::New();
   int passed = 0;
   std::string expectations =
-      "# ONNX node cases kiln does not pass yet, with the reason (tests/onnx/onnx_node_test.cc).\n";
+      "# ONNX test cases kiln does not pass yet, with the reason (tests/onnx/onnx_cases_test.cc).\n";
   for (const fs::path& dir : cases) {
-    const std::string name = dir.filename().string();
+    const std::string name = dir.parent_path().filename().string() + "/" + dir.filename().string();
     const std::string reason = RunCase(backend, dir);
     if (reason.empty()) {
       ++passed;
@@ -176,7 +183,13 @@ TEST(OnnxNodeCases, PassOrAreListedWithTheirReason) {
       EXPECT_EQ(reason, it->second) << name << " fails differently from what " << listed_path << " says";
     }
   }
-  std::cout << "ONNX node cases: " << passed << " of " << cases.size() << " pass\n";
+  std::map<std::string, std::pair<int, int>> per_set;  // Passed, total.
+  for (const fs::path& dir : cases) ++per_set[dir.parent_path().filename().string()].second;
+  std::cout << "ONNX test cases: " << passed << " of " << cases.size() << " pass (by set, failing: ";
+  std::map<std::string, int> failing;
+  for (const auto& [name, reason] : listed) ++failing[name.substr(0, name.find('/'))];
+  for (const auto& [set, n] : per_set) std::cout << set << " " << failing[set] << " of " << n.second << "; ";
+  std::cout << ")\n";
   if (const char* out = std::getenv("KILN_ONNX_WRITE_EXPECTATIONS")) std::ofstream(out) << expectations;
 }
 
