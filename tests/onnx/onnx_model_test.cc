@@ -158,5 +158,56 @@ TEST(OnnxModel, FineTunedWeightsAreWrittenBack) {
   EXPECT_TRUE(Throws([&] { m.StoreToOnnx(empty.RootScope()); }, {"StoreToOnnx", "no variable"}));
 }
 
+TEST(OnnxExport, ARoundTripComputesWhatTheModelDoes) {
+  // Dense -> Relu -> Dense with a dynamic batch axis, exported, read back and run at two sizes.
+  const ExportFn mlp = [](model::Scope scope, const std::any&, std::vector<graph::Node> in) {
+    graph::Node h = activations::Relu(layers::Dense(scope.In("hidden"), in[0], true, 5));
+    return std::vector<graph::Node>{graph::Softmax(layers::Dense(scope.In("out"), h, true, 3)),
+                                    graph::ReduceSum(h, {1})};
+  };
+  model::Store store;
+  const compute::BackendPtr backend = compute::New();
+  model::Exec exec = model::NewExec(
+      backend, store,
+      [&mlp](model::Scope scope, const std::vector<graph::Node>& in) { return mlp(scope, std::any(), in); });
+  const Tensor x2 = Tensor::FromValue(std::vector<std::vector<float>>{{1, 2, 3, 4}, {-1, 0.5f, 2, 0}});
+  const Tensor x3 =
+      Tensor::FromValue(std::vector<std::vector<float>>{{0, 1, 0, 1}, {2, 2, 2, 2}, {-3, 1, 0, 5}});
+  const std::vector<Tensor> want2 = exec.Call(x2), want3 = exec.Call(x3);
+  kiln::test::TempDir dir;
+  Export(store, mlp, {Shape::MakeDynamic(DType::Float32, {Shape::kDynamic, 4}, {"batch", ""})},
+         dir / "mlp.onnx");
+  const Model m = ReadFile(dir / "mlp.onnx");
+  EXPECT_EQ(m.InputShapes()[0].ToString(), "(Float32)[batch, 4]");
+  EXPECT_EQ(m.OutputNames(), (std::vector<std::string>{"output_0", "output_1"}));
+  auto variables = [](const Model& model) {  // The initializers named by a variable's path.
+    int n = 0;
+    for (const std::string& name : model.InitializerNames())
+      n += name.rfind("hidden/", 0) == 0 || name.rfind("out/", 0) == 0;
+    return n;
+  };
+  EXPECT_EQ(variables(m), 4);  // Two weights, two biases.
+  for (const auto& [x, want] : {std::pair{x2, want2}, std::pair{x3, want3}}) {
+    const std::vector<Tensor> got = graph::ExecOnce(
+        backend, [&m](graph::Node in) { return m.CallGraph(in.graph(), {in}); }, x);
+    ASSERT_EQ(got.size(), 2u);
+    for (size_t k = 0; k < 2; ++k) {
+      const std::vector<double> g = got[k].ToDoubles(), w = want[k].ToDoubles();
+      ASSERT_EQ(g.size(), w.size());
+      for (size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], w[i], 1e-5) << k << " " << i;
+    }
+  }
+  // A primitive the exporter does not write is an error naming it; the previous file stays.
+  const ExportFn sorted = [](model::Scope, const std::any&, std::vector<graph::Node> in) {
+    return std::vector<graph::Node>{graph::ArgSort(in[0], 1)};
+  };
+  EXPECT_TRUE(Throws(
+      [&] {
+        Export(store, sorted, {Shape(DType::Float32, {2, 4})}, dir / "mlp.onnx");
+      },
+      {"ArgSort", "no ONNX equivalent"}));
+  EXPECT_EQ(variables(ReadFile(dir / "mlp.onnx")), 4);
+}
+
 }  // namespace
 }  // namespace kiln::onnx

@@ -4,7 +4,9 @@
 /// write ONNX tensors. Files are parsed with the ONNX project's own protobuf schema (Debian's
 /// libonnx); every malformed input is a kiln::Error naming the file and what is wrong.
 
+#include <any>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -76,6 +78,18 @@ class Model {
   std::shared_ptr<Impl> impl_;
   friend Model ReadBytes(std::string_view bytes, const std::string& name, const std::string& dir);
 };
+
+/// A model function as the trainer takes it (train::ModelFn's signature): the scope holding the
+/// variables, a spec (unused by Export) and the inputs.
+using ExportFn = std::function<std::vector<graph::Node>(model::Scope scope, const std::any& spec,
+                                                        std::vector<graph::Node> inputs)>;
+
+/// Writes the model `fn` computes with the variables of `store` as an ONNX file (opset 17): the
+/// inputs of `input_shapes` (dynamic axes become symbolic dimensions of their names), the
+/// variables as initializers named by their paths, the outputs `output_0`... A primitive without
+/// an ONNX equivalent in the exporter is a kiln::Error naming it. The write is atomic.
+void Export(const model::Store& store, const ExportFn& fn, const std::vector<Shape>& input_shapes,
+            const std::string& path);
 
 /// Reads a .onnx file; tensors stored as external data are read from files beside it.
 Model ReadFile(const std::string& path);
