@@ -153,14 +153,37 @@ V Pool(const Context& c) {
   const int spatial = x.rank() - 2;
   const std::vector<int64_t> k = c.IntList("kernel_shape");
   if (static_cast<int>(k.size()) != spatial) c.Fail("kernel_shape must have one entry per spatial axis");
-  if (c.Int("ceil_mode", 0) != 0) c.Fail("ceil_mode 1 is not supported");
+  const bool ceil_mode = c.Int("ceil_mode", 0) != 0;
   const std::vector<int64_t> ones(static_cast<size_t>(spatial), 1);
   const std::vector<int64_t> dilations = c.IntList("dilations", ones);
-  if (dilations != ones) c.Fail("dilated pooling is not supported");
   if (kMax && c.node().output_size() > 1 && !c.node().output(1).empty())
     c.Fail("the Indices output is not supported");
   const std::vector<int64_t> strides = c.IntList("strides", ones);
-  const auto pads = Paddings(c, x, k, strides, dilations);
+  auto pads = Paddings(c, x, k, strides, dilations);
+  if (kMax && (ceil_mode || dilations != ones)) {
+    // The general window reduction: dilated windows, and with ceil_mode the last partial window
+    // (padding with -inf at the end, where a window starts inside the input or its padding).
+    std::vector<int64_t> window = {1, 1}, steps = {1, 1}, dil = {1, 1};
+    std::vector<compute::PadAxis> padding(2);
+    for (size_t i = 0; i < static_cast<size_t>(spatial); ++i) {
+      const int64_t in = x.shape().Dimensions()[i + 2];
+      if (in == Shape::kDynamic) c.Fail("ceil_mode and dilations need static spatial sizes");
+      const int64_t span = dilations[i] * (k[i] - 1) + 1, padded = in + pads[i][0] + pads[i][1];
+      int64_t extra = 0;
+      if (ceil_mode) {
+        int64_t out = (padded - span + strides[i] - 1) / strides[i] + 1;
+        if ((out - 1) * strides[i] >= in + pads[i][0]) --out;  // A window must start inside.
+        extra = std::max<int64_t>((out - 1) * strides[i] + span - padded, 0);
+      }
+      window.push_back(k[i]);
+      steps.push_back(strides[i]);
+      dil.push_back(dilations[i]);
+      padding.push_back(compute::PadAxis{pads[i][0], pads[i][1] + extra, 0});
+    }
+    return {ReduceWindow(x, compute::ReduceKind::Max, window, steps, padding, dil)};
+  }
+  if (ceil_mode) c.Fail("ceil_mode 1 is supported for MaxPool only");
+  if (dilations != ones) c.Fail("dilated pooling is supported for MaxPool only");
   if (!kMax && c.Int("count_include_pad", 0) != 0) {
     // Padding counts as zeros in the mean: the sum over each full window.
     Node sum =
