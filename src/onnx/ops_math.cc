@@ -32,10 +32,49 @@ V Gemm(const Context& c) {
   return {y};
 }
 
+/// Einsum of one operand: the letters missing from the output are summed, the rest transposed
+/// into the output's order (repeated letters, diagonals, are not supported).
+Node EinsumOne(const Context& c, Node x, const std::string& in, const std::string& out) {
+  if (static_cast<int>(in.size()) != x.rank())
+    c.Fail(fmt::format("subscripts \"{}\" do not match rank {}", in, x.rank()));
+  std::vector<int> summed;
+  std::string kept;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in.find(in[i]) != i)
+      c.Fail(fmt::format("repeated subscript '{}' (a diagonal) is not supported", in[i]));
+    if (out.find(in[i]) == std::string::npos) {
+      summed.push_back(static_cast<int>(i));
+    } else {
+      kept += in[i];
+    }
+  }
+  if (!summed.empty()) x = ReduceSum(x, summed);
+  std::vector<int> perm;
+  for (char ch : out) {
+    const size_t p = kept.find(ch);
+    if (p == std::string::npos) c.Fail(fmt::format("output subscript '{}' is not an input subscript", ch));
+    perm.push_back(static_cast<int>(p));
+  }
+  return perm.empty() ? x : TransposeAllAxes(x, perm);
+}
+
 V EinsumOp(const Context& c) {
-  if (c.NumInputs() != 2) c.Fail(fmt::format("kiln converts Einsum of two operands, got {}", c.NumInputs()));
   std::string eq = c.String("equation", "");
   eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
+  if (eq.find("...") != std::string::npos) c.Fail("ellipsis subscripts are not supported");
+  if (eq.find("->") == std::string::npos) {
+    // Implicit output: the letters that appear once, in alphabetical order.
+    std::string out;
+    for (char ch = 'A'; ch <= 'z'; ++ch)
+      if (std::count(eq.begin(), eq.end(), ch) == 1) out += ch;
+    eq += "->" + out;
+  }
+  if (c.NumInputs() == 1) {
+    const size_t arrow = eq.find("->");
+    return {EinsumOne(c, c.In(0), eq.substr(0, arrow), eq.substr(arrow + 2))};
+  }
+  if (c.NumInputs() != 2)
+    c.Fail(fmt::format("kiln converts Einsum of one or two operands, got {}", c.NumInputs()));
   return {Einsum(eq, c.In(0), c.In(1))};
 }
 
