@@ -72,6 +72,7 @@ void AddMathConverters(std::map<std::string, Converter>& m);
 void AddNNConverters(std::map<std::string, Converter>& m);
 void AddLossConverters(std::map<std::string, Converter>& m);
 void AddResizeConverters(std::map<std::string, Converter>& m);
+void AddSignalConverters(std::map<std::string, Converter>& m);
 
 // ---- Helpers the converters share (convert.cc) ----
 

@@ -215,6 +215,7 @@ const std::map<std::string, Converter>& Converters() {
     AddNNConverters(r);
     AddLossConverters(r);
     AddResizeConverters(r);
+    AddSignalConverters(r);
     return r;
   }();
   return m;
