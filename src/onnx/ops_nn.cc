@@ -260,10 +260,27 @@ V LayerNormalization(const Context& c) {
   return {y, n.mean, n.inv_std};
 }
 
+/// Local response normalization across channels: x / (bias + alpha / size * sum of the squares
+/// over `size` neighbouring channels)^beta.
+V LRN(const Context& c) {
+  Node x = c.In(0);
+  const int64_t size = c.Int("size", 0);
+  if (size < 1) c.Fail("size must be positive");
+  if (x.rank() < 3) c.Fail(fmt::format("input {} needs a channel axis and spatial axes", x.shape()));
+  const double alpha = c.Float("alpha", 1e-4f), beta = c.Float("beta", 0.75f), bias = c.Float("bias", 1.0f);
+  std::vector<int64_t> window(static_cast<size_t>(x.rank()), 1);
+  window[1] = size;
+  std::vector<compute::PadAxis> padding(static_cast<size_t>(x.rank()));
+  padding[1] = compute::PadAxis{(size - 1) / 2, size - 1 - (size - 1) / 2, 0};
+  Node sum = ReduceWindow(x * x, compute::ReduceKind::Sum, window, {}, padding);
+  return {x / Pow(sum * (alpha / static_cast<double>(size)) + bias, ScalarLike(x, beta))};
+}
+
 }  // namespace
 
 void AddNNConverters(std::map<std::string, Converter>& m) {
   m["Conv"] = Conv;
+  m["LRN"] = LRN;
   m["ConvTranspose"] = ConvTranspose;
   m["MaxPool"] = Pool<true>;
   m["AveragePool"] = Pool<false>;

@@ -78,11 +78,11 @@ TEST(OnnxModel, BadInputIsAnErrorNamingWhatIsWrong) {
   EXPECT_TRUE(Throws([] { ReadFile("/nonexistent-kiln-dir/m.onnx"); }, {"/nonexistent-kiln-dir/m.onnx"}));
   EXPECT_TRUE(Throws([] { ReadTensorProto("/nonexistent-kiln-dir/t.pb"); }, {"ReadTensorProto"}));
   // An operator kiln does not convert: the error names the op type and the opset.
-  const Model lrn = ReadFile(kNode + "test_lrn/model.onnx");
-  graph::Graph g("lrn");
+  const Model det = ReadFile(kNode + "test_det_2d/model.onnx");
+  graph::Graph g("det");
   std::vector<graph::Node> in;
-  for (const Shape& s : lrn.InputShapes()) in.push_back(g.Parameter(s));
-  EXPECT_TRUE(Throws([&] { lrn.CallGraph(g, in); }, {"LRN", "opset", "not supported"}));
+  for (const Shape& s : det.InputShapes()) in.push_back(g.Parameter(s));
+  EXPECT_TRUE(Throws([&] { det.CallGraph(g, in); }, {"Det", "opset", "not supported"}));
   // Wrong inputs at the call.
   const Model add = ReadFile(kNode + "test_add/model.onnx");
   graph::Graph g2("add");
