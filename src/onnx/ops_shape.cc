@@ -465,6 +465,23 @@ V ScatterElements(const Context& c) {
   return {ScatterAt(c, x, Stack(coords, -1), updates)};
 }
 
+/// ReverseSequence: along `time_axis`, the first sequence_lens[b] elements of each batch entry b
+/// reversed, the rest kept.
+V ReverseSequence(const Context& c) {
+  Node x = c.In(0);
+  const std::vector<int64_t> dims = StaticDims(c, x, "ReverseSequence");
+  const int batch = Axis(c, c.Int("batch_axis", 1), x.rank()),
+            time = Axis(c, c.Int("time_axis", 0), x.rank());
+  if (batch == time) c.Fail("batch_axis and time_axis must differ");
+  Node t = Iota(c.graph(), Shape(DType::Int64, dims), time);
+  // The lengths along the batch axis, broadcast to x's shape.
+  std::vector<int64_t> len_dims(dims.size(), 1);
+  len_dims[static_cast<size_t>(batch)] = dims[static_cast<size_t>(batch)];
+  Node len = BroadcastToDims(graph::Reshape(ConvertDType(c.In(1), DType::Int64), len_dims), dims);
+  Node idx = graph::Where(Less(t, len), len - t - ScalarLike(t, 1), t);
+  return {TakeAlongAxis(x, idx, time)};
+}
+
 V EyeLike(const Context& c) {
   Node x = c.In(0);
   const std::vector<int64_t> d = StaticDims(c, x, "EyeLike");
@@ -500,6 +517,7 @@ void AddShapeConverters(std::map<std::string, Converter>& m) {
   m["ScatterElements"] = ScatterElements;
   m["Scatter"] = ScatterElements;  // Opset 9-10's name for ScatterElements.
   m["EyeLike"] = EyeLike;
+  m["ReverseSequence"] = ReverseSequence;
   m["GatherElements"] = GatherElements;
   m["Pad"] = PadOp;
   m["OneHot"] = OneHotOp;
