@@ -128,6 +128,17 @@ void AddElementwiseRows(CaseList& L, DType d) {
       "MinusOne", [](Node x) { return MinusOne(x); }, [](Z z) { return z - 1.0; });
   unary(
       "Conj", [](Node x) { return Conj(x); }, [](Z z) { return std::conj(z); });
+  // Values known in closed form, independent of the C++ library the kernels call: e^(i pi/2) = i,
+  // log(-1) = i pi, sqrt(-4) = 2i, sqrt(3+4i) = 2+i.
+  const double pi = std::numbers::pi;
+  L.Add("Exp", "closed_form", d, Fn1([](Node x) { return Exp(x); }), {C(d, {2}, {{0, 0}, {0, pi / 2}})},
+        {C(d, {2}, {{1, 0}, {0, 1}})}, tol);
+  L.Add("Log", "closed_form", d, Fn1([](Node x) { return Log(x); }), {C(d, {3}, {{1, 0}, {-1, 0}, {0, 1}})},
+        {C(d, {3}, {{0, 0}, {0, pi}, {0, pi / 2}})}, tol);
+  L.Add("Sqrt", "closed_form", d, Fn1([](Node x) { return Sqrt(x); }), {C(d, {3}, {{-4, 0}, {0, 2}, {3, 4}})},
+        {C(d, {3}, {{0, 2}, {1, 1}, {2, 1}})}, tol);
+  L.Add("Rsqrt", "closed_form", d, Fn1([](Node x) { return Rsqrt(x); }), {C(d, {2}, {{-4, 0}, {0, 2}})},
+        {C(d, {2}, {{0, -0.5}, {0.5, -0.5}})}, tol);
   // The magnitude and the parts are real.
   L.Add("Abs", "magnitude", d, Fn1([](Node x) { return Abs(x); }), {ta},
         {Rounded(part, {4}, Parts(Map(a, [](Z z) { return Z(std::abs(z)); }), false))}, tol);

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 
 #include "core/check.h"
 #include "io/atomic_file.h"
@@ -49,7 +48,6 @@ class Writer {
     last_ = n;
     return first;
   }
-  ::onnx::NodeProto& Last() { return *last_; }
   void IntAttr(const std::string& name, int64_t v) {
     auto* a = last_->add_attribute();
     a->set_name(name);

@@ -144,9 +144,9 @@ std::vector<int64_t> Context::Ints(int i, const char* what) const {
   if (!t) Fail(fmt::format("its {} (input {}) must be known when the model is imported", what, i));
   if (!IsInt(t->dtype()))
     Fail(fmt::format("its {} (input {}) must be integers, got {}", what, i, t->shape()));
+  if (t->dtype() == DType::Int64) return t->ToVector<int64_t>();  // Exact beyond 2^53.
   std::vector<int64_t> v;
   for (double d : t->ToDoubles()) v.push_back(static_cast<int64_t>(d));
-  if (t->dtype() == DType::Int64) v = t->ToVector<int64_t>();  // Exact beyond 2^53.
   return v;
 }
 

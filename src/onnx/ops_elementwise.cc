@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "kiln/graph/ops_util.h"
 #include "onnx/convert.h"
 
 namespace kiln::onnx::internal {
@@ -126,18 +127,14 @@ V HardSwish(const Context& c) {
   Node y = x * (1.0 / 6) + 0.5;
   return {x * Min(Max(y, ZerosLike(y)), OnesLike(y))};
 }
-V Softplus(const Context& c) {
-  Node x = c.In(0);
-  // log(1 + e^x) without overflow: max(x, 0) + log1p(e^-|x|).
-  return {Max(x, ZerosLike(x)) + Log1p(Exp(Neg(Abs(x))))};
-}
+V Softplus(const Context& c) { return {graph::Softplus(c.In(0))}; }
 V Softsign(const Context& c) {
   Node x = c.In(0);
   return {x / (Abs(x) + 1)};
 }
 V Mish(const Context& c) {
   Node x = c.In(0);
-  return {x * Tanh(Max(x, ZerosLike(x)) + Log1p(Exp(Neg(Abs(x)))))};
+  return {x * Tanh(graph::Softplus(x))};
 }
 V Shrink(const Context& c) {
   Node x = c.In(0);

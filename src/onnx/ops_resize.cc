@@ -38,8 +38,7 @@ int64_t Nearest(const Context& c, const std::string& mode, double x, int64_t in)
   if (mode == "round_prefer_floor") {
     i = x - std::floor(x) == 0.5 ? std::floor(x) : std::round(x);
   } else if (mode == "round_prefer_ceil") {
-    i = std::round(x);  // Halves away from zero: up for the non-negative coordinates that matter.
-    if (x - std::floor(x) == 0.5) i = std::ceil(x);
+    i = std::round(x);  // Halves away from zero: up for every coordinate the clamp below keeps.
   } else if (mode == "floor") {
     i = std::floor(x);
   } else if (mode == "ceil") {

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "kiln/graph/gather.h"
+#include "kiln/graph/ops_util.h"
 #include "kiln/graph/sort.h"
 #include "onnx/convert.h"
 
@@ -168,11 +169,7 @@ namespace {
 V Gather(const Context& c) {
   Node x = c.In(0), idx = c.In(1);
   const int axis = Axis(c, c.Int("axis", 0), x.rank());
-  const int64_t dim = x.shape().Dimensions()[static_cast<size_t>(axis)];
-  if (dim == Shape::kDynamic) c.Fail("the gathered axis must be static");
-  // Negative indices count from the end.
-  idx = Where(Less(idx, ZerosLike(idx)), idx + ScalarLike(idx, dim), idx);
-  return {GatherAlongAxis(x, idx, axis)};
+  return {GatherAlongAxis(x, NormalizeIndices(x, idx, axis), axis)};  // Negative ones from the end.
 }
 
 V Slice(const Context& c) {
@@ -313,10 +310,7 @@ V Trilu(const Context& c) {
 V GatherElements(const Context& c) {
   Node x = c.In(0), idx = c.In(1);
   const int axis = Axis(c, c.Int("axis", 0), x.rank());
-  const int64_t dim = x.shape().Dimensions()[static_cast<size_t>(axis)];
-  if (dim == Shape::kDynamic) c.Fail("the gathered axis must be static");
-  idx = graph::Where(Less(idx, ZerosLike(idx)), idx + ScalarLike(idx, dim), idx);
-  return {TakeAlongAxis(x, idx, axis)};
+  return {TakeAlongAxis(x, NormalizeIndices(x, idx, axis), axis)};
 }
 
 /// Pads `axis` of x by `low` and `high` elements copying its border ("edge") or mirroring it
@@ -457,7 +451,7 @@ V ScatterElements(const Context& c) {
   const int axis = Axis(c, c.Int("axis", 0), x.rank());
   const std::vector<int64_t> xd = StaticDims(c, x, "ScatterElements");
   const std::vector<int64_t> id = StaticDims(c, idx, "ScatterElements");
-  idx = graph::Where(Less(idx, ZerosLike(idx)), idx + ScalarLike(idx, xd[static_cast<size_t>(axis)]), idx);
+  idx = NormalizeIndices(x, idx, axis);
   // The full coordinates of each update: its own position, with `axis` replaced by the index.
   std::vector<Node> coords;
   for (int a = 0; a < x.rank(); ++a)

@@ -53,12 +53,12 @@ int64_t TypedCount(const P& proto, DType d) {
   switch (d) {
     case DType::Float32:
       return proto.float_data_size();
-    case DType::Complex64:
-      return proto.float_data_size() / 2;
+    case DType::Complex64:  // Two floats per number: an odd count holds no whole tensor.
+      return proto.float_data_size() % 2 == 0 ? proto.float_data_size() / 2 : -1;
     case DType::Float64:
       return proto.double_data_size();
     case DType::Complex128:
-      return proto.double_data_size() / 2;
+      return proto.double_data_size() % 2 == 0 ? proto.double_data_size() / 2 : -1;
     case DType::Int64:
       return proto.int64_data_size();
     case DType::Uint32:
