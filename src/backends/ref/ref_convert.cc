@@ -151,31 +151,35 @@ std::vector<double> AsDoubles(DType dtype, const uint8_t* data, int64_t n) {
   return v;
 }
 
-/// Conversions from or to an 8-bit float or a complex number, through double (exact for every
-/// float8 value; a value converted to float8 is rounded once, to nearest even). The targets'
-/// rules are those of converting a double: integers saturate (NaN -> 0), Bool is x != 0. A
-/// complex number converts as NumPy's astype does: its real part, or to Bool "not zero" (either
-/// part); a real number becomes a complex one with imaginary part 0.
+/// Between complex dtypes, part by part; from a complex dtype to Bool, "not zero" (either part),
+/// as NumPy's astype.
+Kernel ComplexConvert(DType from, DType to, int64_t n) {
+  return DispatchComplexDType(from, [&](auto from_tag) -> Kernel {
+    using From = decltype(from_tag);
+    if (to == DType::Bool) {
+      return [n](Operands in, uint8_t* out) {
+        const auto* x = reinterpret_cast<const From*>(in[0]);
+        for (int64_t i = 0; i < n; ++i) out[i] = static_cast<uint8_t>(x[i] != From());
+      };
+    }
+    return DispatchComplexDType(to, [&](auto to_tag) -> Kernel {
+      using To = decltype(to_tag);
+      return [n](Operands in, uint8_t* out) {
+        const auto* x = reinterpret_cast<const From*>(in[0]);
+        auto* y = reinterpret_cast<To*>(out);
+        for (int64_t i = 0; i < n; ++i) y[i] = To(x[i]);
+      };
+    });
+  });
+}
+
+/// Conversions from or to an 8-bit float, and between complex and real dtypes, through double
+/// (exact for every float8 value; a value converted to float8 is rounded once, to nearest even).
+/// The targets' rules are those of converting a double: integers saturate (NaN -> 0), Bool is
+/// x != 0. A complex number gives its real part (NumPy's astype); a real number becomes a
+/// complex one with imaginary part 0.
 Kernel ConvertThroughDouble(DType from, DType to, int64_t n, int64_t bytes) {
   return [from, to, n, bytes](Operands in, uint8_t* out) {
-    if (IsComplex(from) && IsComplex(to)) {
-      DispatchComplexDType(from, [&](auto from_tag) {
-        DispatchComplexDType(to, [&](auto to_tag) {
-          using To = decltype(to_tag);
-          const auto* x = reinterpret_cast<const decltype(from_tag)*>(in[0]);
-          auto* y = reinterpret_cast<To*>(out);
-          for (int64_t i = 0; i < n; ++i) y[i] = To(x[i]);
-        });
-      });
-      return;
-    }
-    if (IsComplex(from) && to == DType::Bool) {
-      DispatchComplexDType(from, [&](auto tag) {
-        const auto* x = reinterpret_cast<const decltype(tag)*>(in[0]);
-        for (int64_t i = 0; i < n; ++i) out[i] = static_cast<uint8_t>(x[i] != decltype(tag)());
-      });
-      return;
-    }
     const std::vector<double> x = AsDoubles(from, in[0], n);
     if (IsComplex(to)) {
       DispatchComplexDType(to, [&](auto tag) {
@@ -218,6 +222,7 @@ Kernel MakeConvertKernel(const Instruction& inst, const std::vector<Shape>& oper
       if (out != in[0] && bytes > 0) std::memcpy(out, in[0], static_cast<size_t>(bytes));
     };
   }
+  if (IsComplex(from) && (IsComplex(to) || to == DType::Bool)) return ComplexConvert(from, to, n);
   if (IsFloat8(from) || IsFloat8(to) || IsComplex(from) || IsComplex(to))
     return ConvertThroughDouble(from, to, n, bytes);
   if (IsPacked(from) && IsPacked(to)) return PackedToPacked(Packing(from), Packing(to), n, bytes);
