@@ -48,6 +48,10 @@ class Context {
   /// An attribute that must be given.
   const ::onnx::AttributeProto& Attr(const std::string& name) const;
 
+  /// The seed for a random operator without a `seed` attribute (Model::WithRandomSeed), if any.
+  const std::optional<uint64_t>& random_seed() const { return random_seed_; }
+  void set_random_seed(uint64_t seed) { random_seed_ = seed; }
+
   /// A kiln::Error naming the node, its op type and the opset.
   [[noreturn]] void Fail(const std::string& what) const;
 
@@ -59,10 +63,11 @@ class Context {
   std::vector<std::optional<Node>> inputs_;
   std::vector<std::optional<Tensor>> constants_;
   std::string where_;
+  std::optional<uint64_t> random_seed_;
 };
 
 using Converter = std::vector<Node> (*)(const Context&);
-/// Every converter, by ONNX op type.
+/// Every converter, by ONNX op type (those of the training domain as "ai.onnx.preview.training:Adam").
 const std::map<std::string, Converter>& Converters();
 
 // Registration of each family (ops_*.cc).
@@ -73,6 +78,13 @@ void AddNNConverters(std::map<std::string, Converter>& m);
 void AddLossConverters(std::map<std::string, Converter>& m);
 void AddResizeConverters(std::map<std::string, Converter>& m);
 void AddSignalConverters(std::map<std::string, Converter>& m);
+void AddQuantConverters(std::map<std::string, Converter>& m);
+void AddRnnConverters(std::map<std::string, Converter>& m);
+void AddSamplingConverters(std::map<std::string, Converter>& m);
+void AddTextConverters(std::map<std::string, Converter>& m);
+void AddDataDependentConverters(std::map<std::string, Converter>& m);
+void AddTrainingConverters(std::map<std::string, Converter>& m);
+void AddRandomConverters(std::map<std::string, Converter>& m);
 
 // ---- Helpers the converters share (convert.cc) ----
 

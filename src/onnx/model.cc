@@ -30,21 +30,22 @@ struct Model::Impl {
   std::map<std::string, Tensor> initializers;
   std::vector<std::string> initializer_order;
   std::map<std::string, Tensor> fixed_inputs;  // WithInputsAsConstants.
+  std::optional<uint64_t> random_seed;         // WithRandomSeed.
 };
 
 namespace {
 
-/// The opset of the default domain; other domains are refused when a node uses them.
-int64_t DefaultOpset(const ::onnx::ModelProto& m, const std::string& where) {
-  int64_t opset = -1;
+/// The operator domains kiln converts: the default one and the training optimizers.
+const char* const kTrainingDomain = "ai.onnx.preview.training";
+bool IsDefaultDomain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
+
+/// The version `m` imports of operator domain `domain` (0 when it imports none).
+int64_t DomainOpset(const ::onnx::ModelProto& m, const std::string& domain) {
+  // IR version 3 files may leave the imports out; ONNX then means opset 1 of the default domain.
+  if (m.opset_import_size() == 0) return IsDefaultDomain(domain) ? 1 : 0;
   for (const auto& o : m.opset_import())
-    if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
-  if (opset < 0) {
-    // IR version 3 files may leave it out; ONNX then means opset 1.
-    if (m.opset_import_size() == 0) return 1;
-    detail::Throw("{}: the model imports no version of the default (ai.onnx) operator set", where);
-  }
-  return opset;
+    if (IsDefaultDomain(o.domain()) ? IsDefaultDomain(domain) : o.domain() == domain) return o.version();
+  return 0;
 }
 
 }  // namespace
@@ -83,7 +84,7 @@ Model ReadBytes(std::string_view bytes, const std::string& name, const std::stri
   impl->model = proto;
   const ::onnx::ModelProto& m = *proto;
   if (!m.has_graph()) detail::Throw("{}: not an ONNX model (no graph)", where);
-  impl->opset = DefaultOpset(m, where);
+  impl->opset = DomainOpset(m, "");
   const ::onnx::GraphProto& g = m.graph();
   for (const auto& t : g.initializer()) {
     if (t.name().empty()) detail::Throw("{}: an initializer has no name", where);
@@ -106,7 +107,7 @@ Model ReadBytes(std::string_view bytes, const std::string& name, const std::stri
 Model ReadFile(const std::string& path) {
   const std::string bytes = io::ReadWholeFile(path, "onnx::ReadFile");
   std::string dir = std::filesystem::path(path).parent_path().string();
-  if (dir.empty()) dir = ".";
+  if (dir.empty()) dir.push_back('.');
   return ReadBytes(bytes, path, dir);
 }
 
@@ -216,6 +217,13 @@ const std::map<std::string, Converter>& Converters() {
     AddLossConverters(r);
     AddResizeConverters(r);
     AddSignalConverters(r);
+    AddQuantConverters(r);
+    AddRnnConverters(r);
+    AddSamplingConverters(r);
+    AddTextConverters(r);
+    AddDataDependentConverters(r);
+    AddTrainingConverters(r);
+    AddRandomConverters(r);
     return r;
   }();
   return m;
@@ -225,7 +233,7 @@ namespace {
 
 /// Ops whose outputs are not a function of their inputs alone: never folded.
 bool Foldable(const std::string& op) {
-  return op.rfind("Random", 0) != 0 && op != "Dropout" && op != "Multinomial";
+  return op.rfind("Random", 0) != 0 && op != "Dropout" && op != "Bernoulli" && op != "Multinomial";
 }
 
 /// The outputs of `node` with every input a known constant: the converter run once on the
@@ -354,14 +362,23 @@ std::vector<graph::Node> Model::Build(graph::Graph& g, const std::vector<graph::
     return n;
   };
   const auto& converters = internal::Converters();
+  uint64_t node_index = 0;
   for (const ::onnx::NodeProto& node : m.proto().graph().node()) {
-    if (!node.domain().empty() && node.domain() != "ai.onnx")
+    ++node_index;
+    const bool training = node.domain() == kTrainingDomain;
+    if (!IsDefaultDomain(node.domain()) && !training)
       detail::Throw("{}: node \"{}\" ({}) is in operator domain \"{}\", which kiln does not convert", where,
                     node.name(), node.op_type(), node.domain());
-    auto conv = converters.find(node.op_type());
+    const int64_t opset = training ? DomainOpset(m.proto(), kTrainingDomain) : m.opset;
+    if (opset <= 0)
+      detail::Throw(
+          "{}: node \"{}\" ({}) is in operator domain \"{}\", of which the model imports no version", where,
+          node.name(), node.op_type(), training ? kTrainingDomain : "ai.onnx");
+    auto conv =
+        converters.find(training ? std::string(kTrainingDomain) + ":" + node.op_type() : node.op_type());
     if (conv == converters.end())
       detail::Throw("{}: node \"{}\": operator {} (opset {}) is not supported", where, node.name(),
-                    node.op_type(), m.opset);
+                    node.op_type(), opset);
     std::vector<std::optional<Tensor>> known;
     bool all_known = true;
     for (const std::string& name : node.input()) {
@@ -383,7 +400,7 @@ std::vector<graph::Node> Model::Build(graph::Graph& g, const std::vector<graph::
     }
     std::vector<graph::Node> outs;
     if (all_known && internal::Foldable(node.op_type())) {
-      std::vector<Tensor> folded = internal::Fold(node, conv->second, m.opset, known, where);
+      std::vector<Tensor> folded = internal::Fold(node, conv->second, opset, known, where);
       for (size_t k = 0; k < folded.size() && k < static_cast<size_t>(node.output_size()); ++k)
         if (!node.output(static_cast<int>(k)).empty())
           constants[node.output(static_cast<int>(k))] = folded[k];
@@ -391,7 +408,8 @@ std::vector<graph::Node> Model::Build(graph::Graph& g, const std::vector<graph::
     }
     std::vector<std::optional<graph::Node>> ins;
     for (const std::string& name : node.input()) ins.push_back(name.empty() ? std::nullopt : node_of(name));
-    Context c(g, node, m.opset, std::move(ins), known, where);
+    Context c(g, node, opset, std::move(ins), known, where);
+    if (m.random_seed) c.set_random_seed(*m.random_seed * 0x9E3779B97F4A7C15ull + node_index);
     outs = conv->second(c);
     for (int k = 0; k < node.output_size(); ++k) {
       const std::string& name = node.output(k);
@@ -430,6 +448,12 @@ Model Model::WithInputsAsConstants(const std::vector<std::pair<std::string, Tens
     impl->input_names.erase(it);
     impl->input_shapes.erase(impl->input_shapes.begin() + static_cast<std::ptrdiff_t>(i));
   }
+  return Model(std::move(impl));
+}
+
+Model Model::WithRandomSeed(uint64_t seed) const {
+  auto impl = std::make_shared<Impl>(*impl_);
+  impl->random_seed = seed;
   return Model(std::move(impl));
 }
 

@@ -44,19 +44,6 @@ V Mean(const Context& c) {
 
 V Identity(const Context& c) { return {c.In(0)}; }
 
-V Dropout(const Context& c) {
-  // Inference: the identity, and a mask of ones when asked. Training mode draws random numbers,
-  // which an imported model does not reproduce: refused rather than computed differently.
-  if (c.Has(2)) {
-    const std::optional<Tensor>& training = c.Constant(2);
-    const bool no_drop = c.Has(1) && c.Constant(1) && c.Constant(1)->ToDoubles().at(0) == 0;  // Ratio 0.
-    if ((!training || training->ToDoubles().at(0) != 0) && !no_drop)
-      c.Fail("training_mode must be a constant false (inference only)");
-  }
-  Node x = c.In(0);
-  return {x, OnesLike(ConvertDType(x, DType::Bool))};
-}
-
 V Cast(const Context& c) {
   const DType to = DTypeFromOnnx(static_cast<int>(c.Int("to", 0)), "Cast");
   return {ConvertDType(c.In(0), to)};
@@ -252,7 +239,6 @@ void AddElementwiseConverters(std::map<std::string, Converter>& m) {
   m["Min"] = Variadic<graph::Min>;
   m["Mean"] = Mean;
   m["Identity"] = Identity;
-  m["Dropout"] = Dropout;
   m["Cast"] = Cast;
   m["CastLike"] = CastLike;
   m["Clip"] = Clip;

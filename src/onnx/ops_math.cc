@@ -209,6 +209,44 @@ V TopKOp(const Context& c) {
   return {r.values, ConvertDType(r.indices, DType::Int64)};
 }
 
+/// Det: the determinant of each [M, M] matrix of x [..., M, M], by Gaussian elimination with
+/// partial pivoting unrolled over the M columns (M must be static).
+V Det(const Context& c) {
+  Node a = c.In(0);
+  const int r = a.rank();
+  if (r < 2 || !IsFloat(a.dtype()))
+    c.Fail(fmt::format("the input must be float matrices [..., M, M], got {}", a.shape()));
+  const int64_t m = a.shape().Dimensions()[static_cast<size_t>(r - 1)];
+  if (m == Shape::kDynamic || a.shape().Dimensions()[static_cast<size_t>(r - 2)] != m)
+    c.Fail(fmt::format("the input must be square matrices of a static size, got {}", a.shape()));
+  std::optional<Node> det;  // The product of the pivots so far, its sign flipped by each swap.
+  for (int64_t k = 0; k < m; ++k) {
+    // a holds the rows still to eliminate, [..., m - k, m]; column k picks the pivot row.
+    const int64_t rows = m - k;
+    Node col = ReduceSum(SliceAxis(a, r - 1, AxisRange(k, k + 1)), {r - 1});  // [..., rows]
+    Node p = ArgMax(Abs(col), r - 2);
+    Node pick = OneHot(p, rows, a.dtype());  // [..., rows]
+    Node first = OneHot(ZerosLike(p), rows, a.dtype());
+    Node pivot_row = ReduceSum(InsertAxes(pick, {-1}) * a, {r - 2});  // [..., m]
+    Node first_row = ReduceSum(SliceAxis(a, r - 2, AxisRange(0, 1)), {r - 2});
+    // Swap the pivot row and row 0 (nothing moves when they are the same row).
+    Node diff = InsertAxes(pivot_row - first_row, {r - 2});
+    a = a + InsertAxes(first, {-1}) * diff - InsertAxes(pick, {-1}) * diff;
+    Node pivot =
+        ReduceSum(SliceAxis(InsertAxes(pivot_row, {r - 2}), r - 1, AxisRange(k, k + 1)), {r - 2, r - 1});
+    Node signed_pivot = Where(Equal(p, ZerosLike(p)), pivot, -pivot);
+    det = det ? *det * signed_pivot : signed_pivot;
+    if (k + 1 == m) break;
+    // Subtract multiples of the pivot row from the rows below it, then drop the pivot row.
+    Node below = SliceAxis(a, r - 2, AxisRange(1, rows));
+    Node below_col = SliceAxis(below, r - 1, AxisRange(k, k + 1));  // [..., rows - 1, 1]
+    Node safe = Where(Equal(pivot, ZerosLike(pivot)), OnesLike(pivot), pivot);
+    Node factor = below_col / InsertAxes(InsertAxes(safe, {-1}), {-1});
+    a = below - factor * InsertAxes(pivot_row, {r - 2});
+  }
+  return {*det};
+}
+
 }  // namespace
 
 void AddMathConverters(std::map<std::string, Converter>& m) {
@@ -232,6 +270,7 @@ void AddMathConverters(std::map<std::string, Converter>& m) {
   m["ArgMin"] = ArgExtreme<false>;
   m["CumSum"] = CumSumOp;
   m["TopK"] = TopKOp;
+  m["Det"] = Det;
 }
 
 }  // namespace kiln::onnx::internal

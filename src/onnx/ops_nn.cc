@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "kiln/graph/conv.h"
+#include "kiln/graph/gather.h"
 #include "onnx/convert.h"
 
 namespace kiln::onnx::internal {
@@ -147,27 +148,96 @@ V ConvTranspose(const Context& c) {
   return {y};
 }
 
+/// MaxPool's Indices output: for each window the flat index (over the whole input, [N, C, ...]
+/// row-major, or the spatial part column-major with storage_order 1) of its first maximum. The
+/// windows are gathered as patches [N, C, windows, window size] from x padded with -inf.
+Node MaxPoolIndices(const Context& c, Node x, const std::vector<int64_t>& k,
+                    const std::vector<int64_t>& strides, const std::vector<int64_t>& dilations,
+                    const std::vector<compute::PadAxis>& padding) {
+  const std::vector<int64_t>& dims = x.shape().Dimensions();
+  const size_t n = k.size();
+  std::vector<int64_t> in(dims.begin() + 2, dims.end()), padded(n), out(n);
+  int64_t in_size = 1, window = 1, windows = 1, padded_size = 1;
+  for (size_t i = 0; i < n; ++i) {
+    padded[i] = in[i] + padding[i + 2].low + padding[i + 2].high;
+    out[i] = (padded[i] - dilations[i] * (k[i] - 1) - 1) / strides[i] + 1;
+    in_size *= in[i];
+    window *= k[i];
+    windows *= out[i];
+    padded_size *= padded[i];
+  }
+  if (windows * window > (int64_t{1} << 28)) c.Fail("the pooling windows are too many to index");
+  // For each (window, offset): its flat position in the padded input, and in the input (-1 in
+  // the padding), as storage_order says.
+  const bool column_major = c.Int("storage_order", 0) != 0;
+  std::vector<int64_t> at_padded, at_input;
+  std::vector<int64_t> o(n, 0), kk(n, 0);
+  for (int64_t w = 0; w < windows; ++w) {
+    for (int64_t j = 0; j < window; ++j) {
+      int64_t rest_w = w, rest_j = j;
+      for (size_t i = n; i-- > 0;) {
+        o[i] = rest_w % out[i], rest_w /= out[i];
+        kk[i] = rest_j % k[i], rest_j /= k[i];
+      }
+      int64_t fp = 0, fi = 0;
+      bool inside = true;
+      for (size_t i = 0; i < n; ++i) {
+        const int64_t pos = o[i] * strides[i] + kk[i] * dilations[i];
+        fp = fp * padded[i] + pos;
+        const int64_t orig = pos - padding[i + 2].low;
+        inside = inside && orig >= 0 && orig < in[i];
+      }
+      if (inside) {
+        for (size_t step = 0; step < n; ++step) {
+          const size_t i = column_major ? n - 1 - step : step;
+          fi = fi * in[i] + (o[i] * strides[i] + kk[i] * dilations[i] - padding[i + 2].low);
+        }
+      }
+      at_padded.push_back(fp);
+      at_input.push_back(inside ? fi : -1);
+    }
+  }
+  Graph& g = c.graph();
+  auto ints = [&](const std::vector<int64_t>& v) {
+    return Const(g, Tensor::FromFlat(Shape(DType::Int64, {static_cast<int64_t>(v.size())}), v));
+  };
+  Node xp = Pad(x, Infinity(g, x.dtype(), -1), padding);
+  xp = Reshape(xp, {dims[0], dims[1], padded_size});
+  Node patches = Reshape(GatherAlongAxis(xp, ints(at_padded), 2), {dims[0], dims[1], windows, window});
+  Node best = ConvertDType(ArgMax(patches, 3), DType::Int64);  // [N, C, windows]
+  Node flat = best + Reshape(Iota(g, Shape(DType::Int64, {windows}), 0) * window, {1, 1, windows});
+  Node spatial = GatherAlongAxis(ints(at_input), Reshape(flat, {dims[0] * dims[1] * windows}), 0);
+  Node nc = Iota(g, Shape(DType::Int64, {dims[0], dims[1], windows}), 0) * dims[1] +
+            Iota(g, Shape(DType::Int64, {dims[0], dims[1], windows}), 1);
+  std::vector<int64_t> shape = {dims[0], dims[1]};
+  shape.insert(shape.end(), out.begin(), out.end());
+  return Reshape(nc * in_size + Reshape(spatial, {dims[0], dims[1], windows}), shape);
+}
+
+/// MaxPool and AveragePool (kMax false): windows `kernel_shape` over the spatial axes, with
+/// strides, paddings (auto_pad), dilations and ceil_mode; MaxPool's optional Indices output.
 template <bool kMax>
 V Pool(const Context& c) {
   Node x = c.In(0);
   const int spatial = x.rank() - 2;
   const std::vector<int64_t> k = c.IntList("kernel_shape");
-  if (static_cast<int>(k.size()) != spatial) c.Fail("kernel_shape must have one entry per spatial axis");
+  if (spatial < 1 || static_cast<int>(k.size()) != spatial)
+    c.Fail(fmt::format("kernel_shape must have one entry per spatial axis of x {}", x.shape()));
   const bool ceil_mode = c.Int("ceil_mode", 0) != 0;
   const std::vector<int64_t> ones(static_cast<size_t>(spatial), 1);
   const std::vector<int64_t> dilations = c.IntList("dilations", ones);
-  if (kMax && c.node().output_size() > 1 && !c.node().output(1).empty())
-    c.Fail("the Indices output is not supported");
+  const bool indices = kMax && c.node().output_size() > 1 && !c.node().output(1).empty();
   const std::vector<int64_t> strides = c.IntList("strides", ones);
   auto pads = Paddings(c, x, k, strides, dilations);
-  if (kMax && (ceil_mode || dilations != ones)) {
+  const bool include_pad = !kMax && c.Int("count_include_pad", 0) != 0;
+  if (ceil_mode || dilations != ones || indices) {
     // The general window reduction: dilated windows, and with ceil_mode the last partial window
-    // (padding with -inf at the end, where a window starts inside the input or its padding).
+    // (padding at the end, where a window starts inside the input or its padding).
     std::vector<int64_t> window = {1, 1}, steps = {1, 1}, dil = {1, 1};
-    std::vector<compute::PadAxis> padding(2);
+    std::vector<compute::PadAxis> padding(2), extra_only(2);
     for (size_t i = 0; i < static_cast<size_t>(spatial); ++i) {
       const int64_t in = x.shape().Dimensions()[i + 2];
-      if (in == Shape::kDynamic) c.Fail("ceil_mode and dilations need static spatial sizes");
+      if (in == Shape::kDynamic) c.Fail("ceil_mode, dilations and indices need static spatial sizes");
       const int64_t span = dilations[i] * (k[i] - 1) + 1, padded = in + pads[i][0] + pads[i][1];
       int64_t extra = 0;
       if (ceil_mode) {
@@ -179,12 +249,25 @@ V Pool(const Context& c) {
       steps.push_back(strides[i]);
       dil.push_back(dilations[i]);
       padding.push_back(compute::PadAxis{pads[i][0], pads[i][1] + extra, 0});
+      extra_only.push_back(compute::PadAxis{0, extra, 0});
     }
-    return {ReduceWindow(x, compute::ReduceKind::Max, window, steps, padding, dil)};
+    if (kMax) {
+      Node y = ReduceWindow(x, compute::ReduceKind::Max, window, steps, padding, dil);
+      if (!indices) return {y};
+      return {y, MaxPoolIndices(c, x, k, strides, dilations, padding)};
+    }
+    // The mean over each window's elements: those of x, and with count_include_pad the explicit
+    // padding too (never the extra end padding of ceil_mode).
+    Node sum = ReduceWindow(x, compute::ReduceKind::Sum, window, steps, padding, dil);
+    std::vector<compute::PadAxis> explicit_pads = padding;
+    for (size_t i = 0; i < padding.size(); ++i) explicit_pads[i].high -= extra_only[i].high;
+    Node count = include_pad
+                     ? ReduceWindow(Pad(OnesLike(x), ScalarLike(x, 1), explicit_pads),
+                                    compute::ReduceKind::Sum, window, steps, extra_only, dil)
+                     : ReduceWindow(OnesLike(x), compute::ReduceKind::Sum, window, steps, padding, dil);
+    return {sum / count};
   }
-  if (ceil_mode) c.Fail("ceil_mode 1 is supported for MaxPool only");
-  if (dilations != ones) c.Fail("dilated pooling is supported for MaxPool only");
-  if (!kMax && c.Int("count_include_pad", 0) != 0) {
+  if (include_pad) {
     // Padding counts as zeros in the mean: the sum over each full window.
     Node sum =
         SumPool(x).ChannelsFirst().Window(ToInts(k)).Strides(ToInts(strides)).PaddingPerDim(pads).Done();
@@ -194,6 +277,52 @@ V Pool(const Context& c) {
   }
   PoolBuilder b = kMax ? MaxPool(x) : MeanPool(x);
   return {b.ChannelsFirst().Window(ToInts(k)).Strides(ToInts(strides)).PaddingPerDim(pads).Done()};
+}
+
+/// MaxUnpool: zeros of the unpooled shape with each value of x placed at its MaxPool index (flat
+/// over the whole output). The shape is output_shape (input 2) when given, else what the pooling
+/// window, strides and pads imply.
+V MaxUnpool(const Context& c) {
+  Node x = c.In(0), idx = c.In(1);
+  const int spatial = x.rank() - 2;
+  const std::vector<int64_t> k = c.IntList("kernel_shape");
+  if (spatial < 1 || static_cast<int>(k.size()) != spatial ||
+      idx.shape().Dimensions() != x.shape().Dimensions())
+    c.Fail(fmt::format(
+        "x {} and indices {} must be [N, C, spatial...] alike, with kernel_shape per spatial axis", x.shape(),
+        idx.shape()));
+  if (x.shape().IsDynamic()) c.Fail(fmt::format("x must have a static shape, got {}", x.shape()));
+  // The indices address the shape the pooling window, strides and pads imply; output_shape
+  // (input 2) may add elements at the end of each spatial axis.
+  const std::vector<int64_t> ones(static_cast<size_t>(spatial), 1);
+  const std::vector<int64_t> strides = c.IntList("strides", ones);
+  const std::vector<int64_t> pads = c.IntList("pads", std::vector<int64_t>(2 * k.size(), 0));
+  if (pads.size() != 2 * k.size() || strides.size() != k.size())
+    c.Fail("pads and strides must have one entry per spatial axis (pads two)");
+  std::vector<int64_t> shape = {x.shape().Dimensions()[0], x.shape().Dimensions()[1]};
+  for (size_t i = 0; i < k.size(); ++i)
+    shape.push_back((x.shape().Dimensions()[i + 2] - 1) * strides[i] + k[i] - pads[i] - pads[i + k.size()]);
+  int64_t total = 1;
+  for (int64_t d : shape) {
+    if (d < 0) c.Fail(fmt::format("the unpooled shape [{}] has a negative size", fmt::join(shape, ", ")));
+    total *= d;
+  }
+  std::vector<compute::PadAxis> grow(shape.size());
+  if (c.Has(2)) {
+    const std::vector<int64_t> want = c.Ints(2, "output_shape");
+    if (want.size() != shape.size())
+      c.Fail(fmt::format("output_shape has {} entries, x has rank {}", want.size(), x.rank()));
+    for (size_t i = 0; i < want.size(); ++i) {
+      if (want[i] < shape[i] || (i < 2 && want[i] != shape[i]))
+        c.Fail(fmt::format("output_shape [{}] is smaller than the unpooled shape [{}]", fmt::join(want, ", "),
+                           fmt::join(shape, ", ")));
+      grow[i].high = want[i] - shape[i];
+    }
+  }
+  const int64_t count = x.shape().Size();
+  Node flat_idx = Reshape(ConvertDType(idx, DType::Int64), {count, 1});
+  Node y = Reshape(Scatter(flat_idx, Reshape(x, {count}), Shape(x.dtype(), {total})), shape);
+  return {Pad(y, ScalarLike(y, 0), grow)};
 }
 
 template <bool kMax>
@@ -224,15 +353,39 @@ Normalized Normalize(Node x, const std::vector<int>& axes, double eps) {
   return r;
 }
 
+/// BatchNormalization: x normalised per channel (axis 1) with the given mean and variance, or
+/// in training mode (opset 14+) with the batch's own statistics, which also update the running
+/// mean and variance (outputs 1 and 2: running * momentum + batch * (1 - momentum)).
 V BatchNormalization(const Context& c) {
-  if (c.Int("training_mode", 0) != 0) c.Fail("training_mode 1 is not supported (inference only)");
   Node x = c.In(0), scale = c.In(1), bias = c.In(2), mean = c.In(3), var = c.In(4);
+  if (x.rank() < 2) c.Fail(fmt::format("x must be [batch, channels, ...], got {}", x.shape()));
   const double eps = c.Float("epsilon", 1e-5f);
   std::vector<int64_t> dims(static_cast<size_t>(x.rank()), 1);
   dims[1] = x.shape().Dimensions()[1];
   auto per_channel = [&](Node v) { return Reshape(v, dims); };
-  Node y = (x - per_channel(mean)) * Rsqrt(per_channel(var) + eps) * per_channel(scale) + per_channel(bias);
-  return {y};
+  const bool training = c.opset() >= 14 && c.Int("training_mode", 0) != 0;
+  if (!training) {
+    Node y = (x - per_channel(mean)) * Rsqrt(per_channel(var) + eps) * per_channel(scale) + per_channel(bias);
+    return {y};
+  }
+  std::vector<int> axes;
+  for (int a = 0; a < x.rank(); ++a)
+    if (a != 1) axes.push_back(a);
+  Node batch_mean = ReduceMean(x, axes), batch_var = ReduceVariance(x, axes);  // [C], population.
+  Node y = (x - per_channel(batch_mean)) * Rsqrt(per_channel(batch_var) + eps) * per_channel(scale) +
+           per_channel(bias);
+  const double momentum = c.Float("momentum", 0.9f);
+  return {y, mean * momentum + batch_mean * (1 - momentum), var * momentum + batch_var * (1 - momentum)};
+}
+
+/// MeanVarianceNormalization: (x - mean) / (sqrt(variance) + 1e-9) over `axes` (default 0, 2, 3).
+V MeanVarianceNormalization(const Context& c) {
+  Node x = c.In(0);
+  std::vector<int> axes;
+  for (int64_t a : c.IntList("axes", {0, 2, 3})) axes.push_back(Axis(c, a, x.rank()));
+  Node centered = x - ReduceAndKeep(x, ReduceMean, axes);
+  Node var = ReduceAndKeep(centered * centered, ReduceMean, axes);
+  return {centered / (Sqrt(var) + 1e-9)};
 }
 
 V InstanceNormalization(const Context& c) {
@@ -284,9 +437,11 @@ void AddNNConverters(std::map<std::string, Converter>& m) {
   m["ConvTranspose"] = ConvTranspose;
   m["MaxPool"] = Pool<true>;
   m["AveragePool"] = Pool<false>;
+  m["MaxUnpool"] = MaxUnpool;
   m["GlobalMaxPool"] = GlobalPool<true>;
   m["GlobalAveragePool"] = GlobalPool<false>;
   m["BatchNormalization"] = BatchNormalization;
+  m["MeanVarianceNormalization"] = MeanVarianceNormalization;
   m["InstanceNormalization"] = InstanceNormalization;
   m["LayerNormalization"] = LayerNormalization;
 }

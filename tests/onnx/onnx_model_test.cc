@@ -77,12 +77,19 @@ TEST(OnnxModel, BadInputIsAnErrorNamingWhatIsWrong) {
   }
   EXPECT_TRUE(Throws([] { ReadFile("/nonexistent-kiln-dir/m.onnx"); }, {"/nonexistent-kiln-dir/m.onnx"}));
   EXPECT_TRUE(Throws([] { ReadTensorProto("/nonexistent-kiln-dir/t.pb"); }, {"ReadTensorProto"}));
-  // An operator kiln does not convert: the error names the op type and the opset.
-  const Model det = ReadFile(kNode + "test_det_2d/model.onnx");
-  graph::Graph g("det");
+  // An operator kiln does not convert (test_add's node renamed: op_type is field 4, "\x22\x03Add"):
+  // the error names the op type and the opset.
+  std::string renamed = bytes;
+  const size_t at =
+      renamed.find(std::string("\x22\x03"
+                               "Add"));
+  ASSERT_NE(at, std::string::npos);
+  renamed.replace(at + 2, 3, "Qzx");
+  const Model unknown = ReadBytes(renamed, "renamed.onnx");
+  graph::Graph g("unknown");
   std::vector<graph::Node> in;
-  for (const Shape& s : det.InputShapes()) in.push_back(g.Parameter(s));
-  EXPECT_TRUE(Throws([&] { det.CallGraph(g, in); }, {"Det", "opset", "not supported"}));
+  for (const Shape& s : unknown.InputShapes()) in.push_back(g.Parameter(s));
+  EXPECT_TRUE(Throws([&] { unknown.CallGraph(g, in); }, {"Qzx", "opset 14", "not supported"}));
   // Wrong inputs at the call.
   const Model add = ReadFile(kNode + "test_add/model.onnx");
   graph::Graph g2("add");
@@ -207,6 +214,57 @@ TEST(OnnxExport, ARoundTripComputesWhatTheModelDoes) {
       },
       {"ArgSort", "no ONNX equivalent"}));
   EXPECT_EQ(variables(ReadFile(dir / "mlp.onnx")), 4);
+}
+
+}  // namespace
+}  // namespace kiln::onnx
+
+namespace kiln::onnx {
+namespace {
+
+std::vector<Tensor> RunModel(const Model& m, const std::vector<Tensor>& inputs) {
+  graph::Exec exec(
+      compute::New(), [&m](graph::Graph& g, const std::vector<graph::Node>& p) { return m.CallGraph(g, p); },
+      static_cast<int>(inputs.size()), "onnx model");
+  return exec.Call(inputs);
+}
+
+TEST(OnnxRandom, DropoutInTrainingModeZeroesAndRescales) {
+  const Model m = ReadFile(kNode + "test_training_dropout_mask/model.onnx");
+  const Tensor x = Tensor::FromFlat(Shape(DType::Float32, {3, 4, 5}), std::vector<float>(60, 1.5f));
+  for (float ratio : {0.25f, 0.5f}) {
+    const std::vector<Tensor> out = RunModel(m, {x, Tensor::FromScalar(ratio), Tensor::FromScalar(true)});
+    const std::vector<double> y = out[0].ToDoubles(), mask = out[1].ToDoubles();
+    int kept = 0;
+    for (size_t i = 0; i < y.size(); ++i) {
+      kept += mask[i] != 0 ? 1 : 0;
+      EXPECT_FLOAT_EQ(y[i], mask[i] != 0 ? 1.5 / (1 - ratio) : 0.0) << i;
+    }
+    // 60 draws: the kept fraction is within 4 standard deviations of 1 - ratio.
+    EXPECT_NEAR(kept / 60.0, 1 - ratio, 4 * std::sqrt(ratio * (1 - ratio) / 60)) << ratio;
+  }
+  // Out of training mode: the identity, every element kept.
+  const std::vector<Tensor> off = RunModel(m, {x, Tensor::FromScalar(0.5f), Tensor::FromScalar(false)});
+  EXPECT_EQ(off[0].ToDoubles(), x.ToDoubles());
+  EXPECT_EQ(off[1].ToDoubles(), std::vector<double>(60, 1.0));
+}
+
+TEST(OnnxRandom, WithRandomSeedMakesUnseededDrawsReproducible) {
+  const Model m = ReadFile(kNode + "test_bernoulli/model.onnx");  // No seed attribute.
+  std::vector<double> p(10);
+  for (size_t i = 0; i < p.size(); ++i) p[i] = i < 3 ? 0.0 : i < 6 ? 1.0 : 0.5;
+  const Tensor probs = Tensor::FromFlat(Shape(DType::Float64, {10}), p);
+  const std::vector<double> a = RunModel(m.WithRandomSeed(7), {probs})[0].ToDoubles();
+  EXPECT_EQ(RunModel(m.WithRandomSeed(7), {probs})[0].ToDoubles(), a);
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(a[i], p[i]) << i;  // Probabilities 0 and 1 are certain.
+  for (double v : a) EXPECT_TRUE(v == 0 || v == 1);
+  // Other seeds give other draws for the four fair coins (16 outcomes over 8 seeds: not all equal).
+  bool differs = false;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    const std::vector<double> b = RunModel(m.WithRandomSeed(seed), {probs})[0].ToDoubles();
+    differs = differs || b != a;
+  }
+  EXPECT_TRUE(differs);
 }
 
 }  // namespace

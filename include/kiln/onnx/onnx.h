@@ -65,6 +65,10 @@ class Model {
   /// computed from them (a Reshape's shape fed as an input) are known when the graph is built.
   /// kiln::Error for a name that is not an input or a value of another dtype or rank.
   Model WithInputsAsConstants(const std::vector<std::pair<std::string, Tensor>>& values) const;
+  /// A copy of the model whose random operators without a `seed` attribute (RandomUniform,
+  /// Bernoulli, Dropout in training mode...) draw reproducible streams derived from `seed` and
+  /// the node's position; by default each build of the graph draws fresh numbers.
+  Model WithRandomSeed(uint64_t seed) const;
 
   /// The operator types kiln converts (every opset from 6 to 17 unless noted in docs/onnx.md).
   static std::vector<std::string> SupportedOps();
