@@ -19,5 +19,7 @@ void RegisterInteropCases();
 /// dynamic/...: the batch axis dynamic against the static build, side by side; first-call cost.
 void RegisterDynamicCases();
 void RegisterQuantCases();
+/// onnx/...: published ONNX models imported (bench/onnx_vs_ort.py times ONNX Runtime beside them).
+void RegisterOnnxCases();
 
 }  // namespace kiln::bench

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   kiln::bench::RegisterInteropCases();
   kiln::bench::RegisterDynamicCases();
   kiln::bench::RegisterQuantCases();
+  kiln::bench::RegisterOnnxCases();
   benchmark::AddCustomContext("kiln_backend", kiln::bench::Backend()->Description());
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

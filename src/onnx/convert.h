@@ -2,6 +2,7 @@
 // The graph builder: one converter per ONNX operator type, each turning a NodeProto into kiln
 // graph ops through a Context that hands it inputs, constant values and attributes.
 
+#include <array>
 #include <map>
 #include <optional>
 #include <string>
@@ -16,6 +17,54 @@ namespace kiln::onnx::internal {
 
 using graph::Graph;
 using graph::Node;
+
+/// A value of the node walk: its node, and its value when it is known at import (then the node
+/// may be left invalid: it is made on first use).
+struct Value {
+  Node node;
+  std::optional<Tensor> constant;
+};
+
+/// The values visible where a graph is converted: its own and, through `parent`, those of the
+/// graphs enclosing it (ONNX subgraphs read enclosing values by name). A scope converting into a
+/// kiln sub-program has the sub-program's graph: enclosing graph values must be bound in it (as
+/// the sub-program's parameters); enclosing constants become constants of the sub-program.
+class ValueScope {
+ public:
+  ValueScope(Graph& g, ValueScope* parent) : g_(g), parent_(parent) {}
+  Graph& graph() const { return g_; }
+  /// Binds `name` here (a graph value, or a constant when v.constant is set).
+  void Bind(const std::string& name, const Value& v);
+  void BindNode(const std::string& name, Node n) { Bind(name, Value{n, std::nullopt}); }
+  void BindConstant(const std::string& name, const Tensor& t) { Bind(name, Value{Node(), t}); }
+  /// Whether `name` is visible.
+  bool Has(const std::string& name) const;
+  /// `name`'s value when it is known at import, else nothing.
+  std::optional<Tensor> Known(const std::string& name) const;
+  /// `name` as a node of this scope's graph (constants made into Const nodes on first use);
+  /// nothing when not visible.
+  std::optional<Node> NodeOf(const std::string& name);
+
+ private:
+  Graph& g_;
+  ValueScope* parent_;
+  std::map<std::string, Node> values_;       // Graph values, and the Const nodes made of constants.
+  std::map<std::string, Tensor> constants_;  // Values known at import.
+};
+
+/// What converting any graph of a model needs.
+struct Walk {
+  const ::onnx::ModelProto* model = nullptr;
+  int64_t opset = 0;                    // Of the default domain.
+  std::string where, dir;               // For messages; the model's directory (external data).
+  std::optional<uint64_t> random_seed;  // Model::WithRandomSeed.
+  uint64_t nodes = 0;                   // Nodes converted so far (the random operators' seeds).
+};
+
+/// Converts the nodes of `graph` in `scope` (which holds its inputs; its initializers are added
+/// unless `skip_initializers`), then returns its outputs. `where` names the graph in messages.
+std::vector<Value> ConvertGraph(Walk& walk, const ::onnx::GraphProto& graph, ValueScope& scope,
+                                const std::string& where, bool skip_initializers = false);
 
 /// What a converter sees of one node.
 class Context {
@@ -55,6 +104,27 @@ class Context {
   /// A kiln::Error naming the node, its op type and the opset.
   [[noreturn]] void Fail(const std::string& what) const;
 
+  // ---- For converters of subgraph attributes (If, Loop, Scan) ----
+
+  /// The node is converted in a node walk (not folded): the subgraph methods below work.
+  void set_walk(Walk* walk, ValueScope* scope) {
+    walk_ = walk;
+    scope_ = scope;
+  }
+  /// A graph attribute that must be given.
+  const ::onnx::GraphProto& GraphAttr(const std::string& name) const;
+  /// The enclosing names `bodies` read (through their nested subgraphs too) that are graph values,
+  /// not constants, with their nodes: a kiln sub-program built from them must get these as
+  /// operands or state (then bind them with Subgraph's `captured`).
+  std::vector<std::pair<std::string, Node>> Captures(
+      const std::vector<const ::onnx::GraphProto*>& bodies) const;
+  /// Converts `body` into `g` (the node's graph to build it inline, else a sub-program's graph):
+  /// its inputs bound to `inputs` in order, the names in `captured` to the given nodes of g; the
+  /// node's other visible values are visible (constants anywhere, graph values only inline).
+  /// Returns its outputs.
+  std::vector<Value> Subgraph(const ::onnx::GraphProto& body, Graph& g, const std::vector<Value>& inputs,
+                              const std::vector<std::pair<std::string, Node>>& captured = {}) const;
+
  private:
   const ::onnx::AttributeProto* Find(const std::string& name) const;
   Graph& g_;
@@ -64,6 +134,8 @@ class Context {
   std::vector<std::optional<Tensor>> constants_;
   std::string where_;
   std::optional<uint64_t> random_seed_;
+  Walk* walk_ = nullptr;
+  ValueScope* scope_ = nullptr;
 };
 
 using Converter = std::vector<Node> (*)(const Context&);
@@ -85,6 +157,7 @@ void AddTextConverters(std::map<std::string, Converter>& m);
 void AddDataDependentConverters(std::map<std::string, Converter>& m);
 void AddTrainingConverters(std::map<std::string, Converter>& m);
 void AddRandomConverters(std::map<std::string, Converter>& m);
+void AddControlConverters(std::map<std::string, Converter>& m);
 
 // ---- Helpers the converters share (convert.cc) ----
 
@@ -95,6 +168,13 @@ std::pair<Node, Node> SameRank(Node a, Node b);
 Node GatherAlongAxis(Node x, Node indices, int axis);
 /// x with its last axis moved to position `axis`.
 Node MoveLastAxisTo(Node x, int axis);
+/// The [begin, end] padding of each spatial axis of x [N, C, spatial...] for a node's `auto_pad` /
+/// `pads` attributes, with windows `k`, strides and dilations (ops_nn.cc; Conv, pooling, ConvInteger).
+std::vector<std::array<int64_t, 2>> Paddings(const Context& c, Node x, const std::vector<int64_t>& k,
+                                             const std::vector<int64_t>& strides,
+                                             const std::vector<int64_t>& dilations);
+/// int64 sizes as the ints kiln's convolution builders take.
+std::vector<int> ToInts(const std::vector<int64_t>& v);
 /// `axis` normalised for `rank` (negative from the end); the context fails when out of range.
 int Axis(const Context& c, int64_t axis, int rank);
 

@@ -4,8 +4,11 @@
 // the inputs' shapes.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
 
 #include "core/check.h"
@@ -48,6 +51,8 @@ class Writer {
     last_ = n;
     return first;
   }
+  /// Output `k` of the node added last.
+  std::string LastOutput(int k) const { return last_->output(k); }
   void IntAttr(const std::string& name, int64_t v) {
     auto* a = last_->add_attribute();
     a->set_name(name);
@@ -147,6 +152,299 @@ std::string EinsumEquation(const Instruction& inst, int lhs_rank, int rhs_rank) 
   for (char& ch : r)
     if (ch == '?') out += (ch = next++);
   return l + "," + r + "->" + out;
+}
+
+/// The permutation that undoes `perm`.
+std::vector<int64_t> Inverse(const std::vector<int64_t>& perm) {
+  std::vector<int64_t> inv(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) inv[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+  return inv;
+}
+
+/// `x` with its axes permuted as Transpose's `perm` says (no node for the identity).
+std::string Permute(Writer& w, const std::string& x, const std::vector<int64_t>& perm) {
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == static_cast<int64_t>(i);
+  if (identity) return x;
+  const std::string out = w.Node("Transpose", {x});
+  w.IntsAttr("perm", perm);
+  return out;
+}
+
+/// A scalar `v` of `dtype`.
+std::string Scalar(Writer& w, double v, DType dtype) {
+  const std::string out = w.Node("Cast", {w.Initializer(Tensor::FromScalar(v), w.Fresh("scalar"))});
+  w.IntAttr("to", internal::OnnxFromDType(dtype));
+  return out;
+}
+
+/// `x` cast to `dtype` unless it has it.
+std::string CastTo(Writer& w, const std::string& x, DType from, DType to) {
+  if (from == to) return x;
+  const std::string out = w.Node("Cast", {x});
+  w.IntAttr("to", internal::OnnxFromDType(to));
+  return out;
+}
+
+/// `v[i]`, or `fallback` when `v` is empty (kiln's empty attribute lists mean defaults).
+int64_t At(const std::vector<int64_t>& v, size_t i, int64_t fallback) { return v.empty() ? fallback : v[i]; }
+
+/// `x` reversed along `axes` (a Slice with step -1).
+std::string Flip(Writer& w, const std::string& x, const std::vector<int64_t>& axes) {
+  const size_t n = axes.size();
+  return w.Node("Slice", {x, w.Ints(std::vector<int64_t>(n, -1)),
+                          w.Ints(std::vector<int64_t>(n, std::numeric_limits<int64_t>::min())), w.Ints(axes),
+                          w.Ints(std::vector<int64_t>(n, -1))});
+}
+
+/// ConvGeneral as ONNX Conv, or ConvTranspose for an input-dilated (transposed) convolution.
+/// ONNX's layout is channels first ([batch, features, spatial...], kernels [out, in / groups,
+/// spatial...]): kiln's axes are transposed into it and the result back.
+std::string ConvGeneral(Writer& w, const Instruction& inst, const std::string& x, const std::string& kernel,
+                        const Shape& kernel_shape, const std::string& where) {
+  const compute::OpAttributes& at = inst.attrs;
+  const compute::ConvDims& d = at.conv;
+  const size_t n = d.input_spatial.size();
+  if (!IsFloat(inst.shape.dtype()))
+    detail::Throw("onnx::Export: {}: ConvGeneral of {} (ONNX's Conv takes floats only)", where,
+                  inst.shape.dtype());
+  if (at.batch_groups != 1)
+    detail::Throw(
+        "onnx::Export: {}: ConvGeneral with {} batch groups (a kernel gradient) has no ONNX equivalent",
+        where, at.batch_groups);
+  std::vector<int64_t> in_perm = {d.input_batch, d.input_feature},
+                       kernel_perm = {d.kernel_output_feature, d.kernel_input_feature},
+                       out_perm = {d.output_batch, d.output_feature};
+  in_perm.insert(in_perm.end(), d.input_spatial.begin(), d.input_spatial.end());
+  kernel_perm.insert(kernel_perm.end(), d.kernel_spatial.begin(), d.kernel_spatial.end());
+  out_perm.insert(out_perm.end(), d.output_spatial.begin(), d.output_spatial.end());
+  std::string xt = Permute(w, x, in_perm);
+  const std::string kt = Permute(w, kernel, kernel_perm);
+  std::vector<int64_t> strides, dilations, input_dilations, low, high;
+  bool transposed = false;
+  for (size_t i = 0; i < n; ++i) {
+    strides.push_back(At(at.strides, i, 1));
+    dilations.push_back(At(at.kernel_dilations, i, 1));
+    input_dilations.push_back(At(at.input_dilations, i, 1));
+    low.push_back(at.padding.empty() ? 0 : at.padding[i].low);
+    high.push_back(at.padding.empty() ? 0 : at.padding[i].high);
+    transposed = transposed || input_dilations.back() != 1;
+  }
+  std::string y;
+  if (!transposed) {
+    // Negative padding crops the input first (ONNX's Pad removes elements for negative pads).
+    std::vector<int64_t> crop(2 * n + 4, 0), pads;
+    bool cropped = false;
+    for (size_t i = 0; i < n; ++i) {
+      crop[i + 2] = std::min<int64_t>(low[i], 0);
+      crop[n + 4 + i] = std::min<int64_t>(high[i], 0);
+      cropped = cropped || low[i] < 0 || high[i] < 0;
+    }
+    if (cropped) xt = w.Node("Pad", {xt, w.Ints(crop)});
+    for (int64_t p : low) pads.push_back(std::max<int64_t>(p, 0));
+    for (int64_t p : high) pads.push_back(std::max<int64_t>(p, 0));
+    y = w.Node("Conv", {xt, kt});
+    w.IntsAttr("strides", strides);
+    w.IntsAttr("dilations", dilations);
+    w.IntsAttr("pads", pads);
+    w.IntAttr("group", at.feature_groups);
+  } else {
+    // A convolution of the input dilated by s is ConvTranspose with strides s and the kernel
+    // flipped, its channel axes swapped, when the convolution itself has unit strides: output
+    // o reads input i through tap k' = K-1-k where o = i*s + k*dilation - ((K-1)*dilation - low).
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t taps = kernel_shape.Dim(static_cast<int>(d.kernel_spatial[i]));
+      const int64_t span = (taps - 1) * dilations[i];
+      if (strides[i] != 1 || at.feature_groups != 1 || low[i] > span || high[i] > span ||
+          taps == Shape::kDynamic)
+        detail::Throw(
+            "onnx::Export: {}: ConvGeneral with input dilations {} has no exact ConvTranspose equivalent "
+            "(that "
+            "needs unit strides (got {}), one feature group (got {}), a static kernel and padding at most "
+            "the "
+            "dilated kernel size - 1 on each side)",
+            where, fmt::join(input_dilations, ","), fmt::join(strides, ","), at.feature_groups);
+      low[i] = span - low[i];
+      high[i] = span - high[i];
+    }
+    std::vector<int64_t> spatial, swap = {1, 0}, pads = low;
+    for (size_t i = 0; i < n; ++i) {
+      spatial.push_back(static_cast<int64_t>(i + 2));
+      swap.push_back(static_cast<int64_t>(i + 2));
+    }
+    pads.insert(pads.end(), high.begin(), high.end());
+    y = w.Node("ConvTranspose", {xt, Permute(w, Flip(w, kt, spatial), swap)});
+    w.IntsAttr("strides", input_dilations);
+    w.IntsAttr("dilations", dilations);
+    w.IntsAttr("pads", pads);
+  }
+  return Permute(w, y, Inverse(out_perm));
+}
+
+/// ReduceWindow with a max, min or sum: the axes that are pooled (a window, stride, padding or
+/// dilation other than the identity's) become the spatial axes of an ONNX [N, C, spatial...]
+/// value, the others its batch and channels. Max windows are MaxPool (min: of the negation),
+/// sum windows a depthwise Conv with a kernel of ones (exact, unlike AveragePool's scaled mean).
+/// Padding holds the reduction's identity, as in kiln.
+std::string ReduceWindow(Writer& w, const Instruction& inst, const std::string& x, const Shape& xs,
+                         const std::string& where) {
+  const compute::OpAttributes& at = inst.attrs;
+  const compute::ReduceKind kind = at.reduce_kind;
+  if (kind != compute::ReduceKind::Max && kind != compute::ReduceKind::Min &&
+      kind != compute::ReduceKind::Sum)
+    detail::Throw("onnx::Export: {}: ReduceWindow with a product has no ONNX equivalent", where);
+  if (!IsFloat(xs.dtype()))
+    detail::Throw("onnx::Export: {}: ReduceWindow of {} (ONNX's MaxPool and Conv take floats only)", where,
+                  xs.dtype());
+  const int rank = xs.Rank();
+  std::vector<int64_t> trivial, pooled;
+  for (int a = 0; a < rank; ++a) {
+    const auto i = static_cast<size_t>(a);
+    const bool padded = !at.padding.empty() && (at.padding[i].low != 0 || at.padding[i].high != 0);
+    if (At(at.input_dilations, i, 1) != 1)
+      detail::Throw("onnx::Export: {}: ReduceWindow with input (base) dilations has no ONNX equivalent",
+                    where);
+    const bool pools = At(at.window, i, 1) != 1 || At(at.strides, i, 1) != 1 || padded;
+    (pools ? pooled : trivial).push_back(a);
+  }
+  if (pooled.empty()) return w.Node("Identity", {x});
+  // [trivial..., pooled...], then [N, C, pooled...]: size-1 axes added, or leading ones merged.
+  std::vector<int64_t> perm = trivial;
+  perm.insert(perm.end(), pooled.begin(), pooled.end());
+  std::string v = Permute(w, x, perm);
+  const size_t t = trivial.size();
+  int64_t channels = 1;
+  if (t < 2) {
+    v = w.Node("Unsqueeze", {v, w.Ints(t == 0 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{1})});
+  } else {
+    channels = xs.Dim(static_cast<int>(trivial.back()));
+    if (t > 2) {
+      std::vector<int64_t> dims = {-1, channels};
+      for (int64_t a : pooled) dims.push_back(xs.Dim(static_cast<int>(a)));
+      if (std::count(dims.begin() + 1, dims.end(), Shape::kDynamic) != 0)
+        detail::Throw(
+            "onnx::Export: {}: ReduceWindow over {} needs static pooled axes and a static last unpooled axis",
+            where, xs);
+      v = w.Node("Reshape", {v, w.Ints(dims)});
+    }
+  }
+  std::vector<int64_t> window, strides, dilations, pads(2 * pooled.size(), 0),
+      explicit_pads(2 * pooled.size() + 4, 0);
+  bool pad_explicitly = false;
+  for (size_t j = 0; j < pooled.size(); ++j) {
+    const auto a = static_cast<size_t>(pooled[j]);
+    window.push_back(At(at.window, a, 1));
+    strides.push_back(At(at.strides, a, 1));
+    dilations.push_back(At(at.kernel_dilations, a, 1));
+    if (at.padding.empty()) continue;
+    pads[j] = explicit_pads[j + 2] = at.padding[a].low;
+    pads[j + pooled.size()] = explicit_pads[j + pooled.size() + 4] = at.padding[a].high;
+    // MaxPool takes pads smaller than the window; others (and crops) go through a Pad node.
+    for (int64_t p : {at.padding[a].low, at.padding[a].high})
+      pad_explicitly = pad_explicitly || p < 0 || p >= window.back();
+  }
+  if (kind == compute::ReduceKind::Min) v = w.Node("Neg", {v});
+  if (pad_explicitly) {
+    const double fill = kind == compute::ReduceKind::Sum ? 0.0 : -std::numeric_limits<double>::infinity();
+    v = w.Node("Pad", {v, w.Ints(explicit_pads), Scalar(w, fill, xs.dtype())});
+    std::fill(pads.begin(), pads.end(), 0);
+  }
+  if (kind == compute::ReduceKind::Sum) {
+    if (channels == Shape::kDynamic)
+      detail::Throw("onnx::Export: {}: a sum ReduceWindow over {} needs a static channel axis", where, xs);
+    // A depthwise convolution with ones: kernel [C, 1, window...].
+    std::vector<int64_t> kernel_dims = {channels, 1};
+    kernel_dims.insert(kernel_dims.end(), window.begin(), window.end());
+    const std::string ones = w.Node("Expand", {Scalar(w, 1, xs.dtype()), w.Ints(kernel_dims)});
+    v = w.Node("Conv", {v, ones});
+    w.IntAttr("group", channels);
+  } else {
+    v = w.Node("MaxPool", {v});
+    w.IntsAttr("kernel_shape", window);
+  }
+  w.IntsAttr("strides", strides);
+  w.IntsAttr("dilations", dilations);
+  w.IntsAttr("pads", pads);
+  if (kind == compute::ReduceKind::Min) v = w.Node("Neg", {v});
+  // Back to [trivial..., pooled...] and kiln's axis order.
+  if (t < 2) {
+    v = w.Node("Squeeze", {v, w.Ints(t == 0 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{1})});
+  } else if (t > 2) {
+    std::vector<int64_t> dims;
+    std::vector<std::string> names;
+    for (int64_t a : perm) {
+      dims.push_back(inst.shape.Dim(static_cast<int>(a)));
+      names.push_back(inst.shape.Dim(static_cast<int>(a)) == Shape::kDynamic
+                          ? inst.shape.AxisName(static_cast<int>(a))
+                          : "");
+    }
+    v = w.Node("Reshape", {v, w.Dims(Shape::MakeDynamic(inst.shape.dtype(), dims, names), "ReduceWindow")});
+  }
+  return Permute(w, v, Inverse(perm));
+}
+
+/// XLA's general Gather where it is a GatherND: every indexed operand axis is collapsed (slices
+/// of size 1 there). The indexed axes are moved first, the index vectors last, the indices
+/// clamped into range (kiln clamps; ONNX would wrap negatives or fail), and the result's axes
+/// put where the dimension numbers say.
+std::string Gather(Writer& w, const Instruction& inst, const std::string& operand, const Shape& os,
+                   const std::string& indices, const Shape& is, const std::string& where) {
+  const compute::GatherDims& g = inst.attrs.gather;
+  std::vector<int64_t> collapsed = g.collapsed_slice_dims, indexed = g.start_index_map;
+  std::sort(collapsed.begin(), collapsed.end());
+  std::sort(indexed.begin(), indexed.end());
+  if (collapsed != indexed)
+    detail::Throw(
+        "onnx::Export: {}: Gather with collapsed axes [{}] other than its indexed axes [{}] (slices of more "
+        "than "
+        "one element along an indexed axis) has no ONNX equivalent",
+        where, fmt::join(g.collapsed_slice_dims, ","), fmt::join(g.start_index_map, ","));
+  // Partial slices of the other axes start at 0: a Slice of the operand.
+  std::vector<int64_t> ends, axes;
+  for (int a = 0; a < os.Rank(); ++a) {
+    const int64_t size = g.slice_sizes[static_cast<size_t>(a)];
+    if (std::count(indexed.begin(), indexed.end(), a) == 0 && size != os.Dim(a)) {
+      ends.push_back(size);
+      axes.push_back(a);
+    }
+  }
+  std::string x = operand;
+  if (!axes.empty())
+    x = w.Node("Slice", {x, w.Ints(std::vector<int64_t>(axes.size(), 0)), w.Ints(ends), w.Ints(axes)});
+  std::vector<int64_t> perm = g.start_index_map, limits;
+  for (int a = 0; a < os.Rank(); ++a)
+    if (std::count(indexed.begin(), indexed.end(), a) == 0) perm.push_back(a);
+  for (int64_t a : g.start_index_map) {
+    if (os.Dim(static_cast<int>(a)) == Shape::kDynamic)
+      detail::Throw("onnx::Export: {}: Gather along the dynamic axis {} of {}", where, a, os);
+    limits.push_back(os.Dim(static_cast<int>(a)) - 1);
+  }
+  x = Permute(w, x, perm);
+  // Indices as Int64 [batch..., k], clamped to [0, size - 1] per entry.
+  std::string idx = CastTo(w, indices, is.dtype(), DType::Int64);
+  const int64_t ivd = g.index_vector_dim;
+  if (ivd == is.Rank()) {
+    idx = w.Node("Unsqueeze", {idx, w.Ints({ivd})});
+  } else if (ivd != is.Rank() - 1) {
+    std::vector<int64_t> to_last;
+    for (int a = 0; a < is.Rank(); ++a)
+      if (a != ivd) to_last.push_back(a);
+    to_last.push_back(ivd);
+    idx = Permute(w, idx, to_last);
+  }
+  idx = w.Node("Max", {w.Node("Min", {idx, w.Ints(limits)}),
+                       w.Initializer(Tensor::FromScalar<int64_t>(0), w.Fresh("zero"))});
+  const std::string gathered = w.Node("GatherND", {x, idx});
+  // GatherND gives [batch..., offset...]; the dimension numbers put the offset axes at offset_dims.
+  const int rank = inst.shape.Rank();
+  const int64_t batch = rank - static_cast<int64_t>(g.offset_dims.size());
+  std::vector<int64_t> out_perm;
+  int64_t next_batch = 0, next_offset = batch;
+  for (int a = 0; a < rank; ++a) {
+    const bool offset = std::count(g.offset_dims.begin(), g.offset_dims.end(), a) != 0;
+    out_perm.push_back(offset ? next_offset++ : next_batch++);
+  }
+  return Permute(w, gathered, out_perm);
 }
 
 }  // namespace
@@ -350,6 +648,71 @@ void Export(const model::Store& store, const ExportFn& fn, const std::vector<Sha
         for (size_t a = 0; a < inst.attrs.starts.size(); ++a) axes.push_back(static_cast<int64_t>(a));
         out = w.Node("Slice", {in(0), w.Ints(inst.attrs.starts), w.Ints(inst.attrs.limits), w.Ints(axes),
                                w.Ints(inst.attrs.strides)});
+        break;
+      }
+      case OpType::Expm1:  // Without ONNX's expm1/log1p: less precise for |x| near 0.
+        out = w.Node("Sub", {w.Node("Exp", {in(0)}), Scalar(w, 1, inst.shape.dtype())});
+        break;
+      case OpType::Log1p:
+        out = w.Node("Log", {w.Node("Add", {in(0), Scalar(w, 1, inst.shape.dtype())})});
+        break;
+      case OpType::IsFinite:
+        out = w.Node("Not", {w.Node("Or", {w.Node("IsInf", {in(0)}), w.Node("IsNaN", {in(0)})})});
+        break;
+      case OpType::Rem:  // C's remainder: the dividend's sign (ints and floats).
+        out = w.Node("Mod", {in(0), in(1)});
+        w.IntAttr("fmod", 1);
+        break;
+      case OpType::ArgMax:
+      case OpType::ArgMin:
+        // The first extreme index (as kiln), Int64 cast to the result dtype.
+        out = w.Node(op, {in(0)});
+        w.IntAttr("axis", inst.attrs.axis);
+        w.IntAttr("keepdims", 0);
+        out = CastTo(w, out, DType::Int64, inst.shape.dtype());
+        break;
+      case OpType::Pad: {
+        // Constant padding; negative pads crop (as ONNX's Pad does).
+        const auto& padding = inst.attrs.padding;
+        std::vector<int64_t> pads(2 * padding.size());
+        for (size_t a = 0; a < padding.size(); ++a) {
+          if (padding[a].interior != 0)
+            detail::Throw("onnx::Export: {}: Pad with interior padding (axis {}) has no ONNX equivalent",
+                          path, a);
+          pads[a] = padding[a].low;
+          pads[a + padding.size()] = padding[a].high;
+        }
+        out = w.Node("Pad", {in(0), w.Ints(pads), in(1)});
+        break;
+      }
+      case OpType::Reverse:
+        out = Flip(w, in(0), inst.attrs.axes);
+        break;
+      case OpType::ConvGeneral:
+        out = ConvGeneral(w, inst, in(0), in(1), in_shape(1), path);
+        break;
+      case OpType::ReduceWindow:
+        out = ReduceWindow(w, inst, in(0), in_shape(0), path);
+        break;
+      case OpType::Gather:
+        out = Gather(w, inst, in(0), in_shape(0), in(1), in_shape(1), path);
+        break;
+      case OpType::CumSum:
+        out = w.Node("CumSum",
+                     {in(0), w.Initializer(Tensor::FromScalar<int64_t>(inst.attrs.axis), w.Fresh("axis"))});
+        w.IntAttr("reverse", inst.attrs.reverse ? 1 : 0);
+        break;
+      case OpType::ArgSort: {
+        // A full TopK: sorted, ties by the lower index first, so stable as kiln's (NaN aside).
+        const int64_t size = in_shape(0).Dim(static_cast<int>(inst.attrs.axis));
+        if (size == Shape::kDynamic)
+          detail::Throw("onnx::Export: {}: ArgSort along the dynamic axis {} of {}", path, inst.attrs.axis,
+                        in_shape(0));
+        w.Node("TopK", {in(0), w.Ints({size})}, 2);
+        w.IntAttr("axis", inst.attrs.axis);
+        w.IntAttr("largest", inst.attrs.reverse ? 1 : 0);
+        w.IntAttr("sorted", 1);
+        out = CastTo(w, w.LastOutput(1), DType::Int64, inst.shape.dtype());
         break;
       }
       default:

@@ -224,6 +224,7 @@ const std::map<std::string, Converter>& Converters() {
     AddDataDependentConverters(r);
     AddTrainingConverters(r);
     AddRandomConverters(r);
+    AddControlConverters(r);
     return r;
   }();
   return m;
@@ -234,6 +235,14 @@ namespace {
 /// Ops whose outputs are not a function of their inputs alone: never folded.
 bool Foldable(const std::string& op) {
   return op.rfind("Random", 0) != 0 && op != "Dropout" && op != "Bernoulli" && op != "Multinomial";
+}
+
+/// Whether `node` has subgraph attributes (If, Loop, Scan): those read values of the enclosing
+/// scopes by name, so the node is never folded from its inputs alone.
+bool HasSubgraphs(const ::onnx::NodeProto& node) {
+  for (const auto& a : node.attribute())
+    if (a.has_g() || a.graphs_size() > 0) return true;
+  return false;
 }
 
 /// The outputs of `node` with every input a known constant: the converter run once on the
@@ -250,7 +259,196 @@ std::vector<Tensor> Fold(const ::onnx::NodeProto& node, Converter convert, int64
   });
 }
 
+/// Adds to `out` the names `graph` reads that it does not define (its inputs, initializers and
+/// node outputs), through its nested subgraphs too: the values it takes from enclosing scopes.
+void OuterNames(const ::onnx::GraphProto& graph, std::set<std::string>& out) {
+  std::set<std::string> defined;
+  for (const auto& in : graph.input()) defined.insert(in.name());
+  for (const auto& t : graph.initializer()) defined.insert(t.name());
+  auto read = [&](const std::string& name) {
+    if (!name.empty() && defined.count(name) == 0) out.insert(name);
+  };
+  for (const auto& node : graph.node()) {
+    for (const std::string& name : node.input()) read(name);
+    for (const auto& a : node.attribute()) {
+      std::set<std::string> inner;
+      if (a.has_g()) OuterNames(a.g(), inner);
+      for (const auto& sub : a.graphs()) OuterNames(sub, inner);
+      for (const std::string& name : inner) read(name);
+    }
+    for (const std::string& name : node.output()) defined.insert(name);
+  }
+  for (const auto& o : graph.output()) read(o.name());
+}
+
 }  // namespace
+
+// ---- ValueScope ---------------------------------------------------------------------------------
+
+void ValueScope::Bind(const std::string& name, const Value& v) {
+  if (v.constant) {
+    constants_[name] = *v.constant;
+    values_.erase(name);
+    if (v.node.Ok() && &v.node.graph() == &g_) values_[name] = v.node;
+  } else {
+    if (!v.node.Ok()) detail::Throw("onnx: value \"{}\" is bound to an invalid node", name);
+    values_[name] = v.node;
+    constants_.erase(name);
+  }
+}
+
+bool ValueScope::Has(const std::string& name) const {
+  for (const ValueScope* s = this; s != nullptr; s = s->parent_)
+    if (s->constants_.count(name) != 0 || s->values_.count(name) != 0) return true;
+  return false;
+}
+
+std::optional<Tensor> ValueScope::Known(const std::string& name) const {
+  for (const ValueScope* s = this; s != nullptr; s = s->parent_) {
+    if (auto c = s->constants_.find(name); c != s->constants_.end()) return c->second;
+    if (s->values_.count(name) != 0) return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::optional<Node> ValueScope::NodeOf(const std::string& name) {
+  for (ValueScope* s = this; s != nullptr; s = s->parent_) {
+    auto v = s->values_.find(name);
+    const bool same_graph = &s->g_ == &g_;
+    if (auto c = s->constants_.find(name); c != s->constants_.end()) {
+      if (v != s->values_.end() && same_graph) return v->second;
+      // A constant: its Const node made in this graph, kept where this graph sees it.
+      Node n = graph::Const(g_, c->second);
+      (same_graph ? s->values_ : values_)[name] = n;
+      return n;
+    }
+    if (v != s->values_.end()) {
+      if (!same_graph)
+        detail::Throw(
+            "onnx: value \"{}\" of an enclosing graph is read inside a sub-program it was not passed to",
+            name);
+      return v->second;
+    }
+  }
+  return std::nullopt;
+}
+
+// ---- The node walk ----------------------------------------------------------------------------
+
+std::vector<Value> ConvertGraph(Walk& walk, const ::onnx::GraphProto& graph, ValueScope& scope,
+                                const std::string& where, bool skip_initializers) {
+  if (!skip_initializers) {
+    for (const auto& t : graph.initializer()) {
+      if (t.name().empty()) detail::Throw("{}: an initializer has no name", where);
+      scope.BindConstant(
+          t.name(), TensorFromProto(t, walk.dir, fmt::format("{}: initializer \"{}\"", where, t.name())));
+    }
+  }
+  const auto& converters = Converters();
+  for (const ::onnx::NodeProto& node : graph.node()) {
+    const uint64_t node_index = ++walk.nodes;
+    const bool training = node.domain() == kTrainingDomain;
+    if (!IsDefaultDomain(node.domain()) && !training)
+      detail::Throw("{}: node \"{}\" ({}) is in operator domain \"{}\", which kiln does not convert", where,
+                    node.name(), node.op_type(), node.domain());
+    const int64_t opset = training ? DomainOpset(*walk.model, kTrainingDomain) : walk.opset;
+    if (opset <= 0)
+      detail::Throw(
+          "{}: node \"{}\" ({}) is in operator domain \"{}\", of which the model imports no version", where,
+          node.name(), node.op_type(), training ? kTrainingDomain : "ai.onnx");
+    auto conv =
+        converters.find(training ? std::string(kTrainingDomain) + ":" + node.op_type() : node.op_type());
+    if (conv == converters.end())
+      detail::Throw("{}: node \"{}\": operator {} (opset {}) is not supported", where, node.name(),
+                    node.op_type(), opset);
+    std::vector<std::optional<Tensor>> known;
+    bool all_known = true;
+    for (const std::string& name : node.input()) {
+      if (name.empty()) {
+        known.emplace_back();
+        continue;
+      }
+      if (!scope.Has(name))
+        detail::Throw(
+            "{}: node \"{}\" ({}) reads \"{}\", which no earlier node, input or initializer defines", where,
+            node.name(), node.op_type(), name);
+      known.push_back(scope.Known(name));
+      if (!known.back()) all_known = false;
+    }
+    if (all_known && Foldable(node.op_type()) && !HasSubgraphs(node)) {
+      std::vector<Tensor> folded = Fold(node, conv->second, opset, known, where);
+      for (size_t k = 0; k < folded.size() && k < static_cast<size_t>(node.output_size()); ++k)
+        if (!node.output(static_cast<int>(k)).empty())
+          scope.BindConstant(node.output(static_cast<int>(k)), folded[k]);
+      continue;
+    }
+    std::vector<std::optional<Node>> ins;
+    for (const std::string& name : node.input())
+      ins.push_back(name.empty() ? std::nullopt : scope.NodeOf(name));
+    Graph& g = scope.graph();
+    Context c(g, node, opset, std::move(ins), known, where);
+    c.set_walk(&walk, &scope);
+    if (walk.random_seed) c.set_random_seed(*walk.random_seed * 0x9E3779B97F4A7C15ull + node_index);
+    const std::vector<Node> outs = conv->second(c);
+    for (int k = 0; k < node.output_size(); ++k) {
+      const std::string& name = node.output(k);
+      if (name.empty()) continue;
+      if (static_cast<size_t>(k) >= outs.size() || !outs[static_cast<size_t>(k)].Ok())
+        c.Fail(fmt::format("output {} (\"{}\") is not produced", k, name));
+      const Node out = outs[static_cast<size_t>(k)];
+      if (&out.graph() != &g) c.Fail(fmt::format("output {} (\"{}\") is a node of another graph", k, name));
+      // A value the converter knew (Shape of a static input): a constant for the nodes after.
+      const compute::Instruction& inst = g.instruction(out.id());
+      scope.Bind(name,
+                 Value{out, inst.op == compute::OpType::Constant ? std::optional<Tensor>(inst.attrs.literal)
+                                                                 : std::nullopt});
+    }
+  }
+  std::vector<Value> result;
+  for (const auto& o : graph.output()) {
+    std::optional<Node> n = scope.NodeOf(o.name());
+    if (!n) detail::Throw("{}: output \"{}\" is not computed by any node", where, o.name());
+    result.push_back(Value{*n, scope.Known(o.name())});
+  }
+  return result;
+}
+
+// ---- Context: subgraphs -----------------------------------------------------------------------
+
+const ::onnx::GraphProto& Context::GraphAttr(const std::string& name) const {
+  const auto& a = Attr(name);
+  if (!a.has_g()) Fail(fmt::format("attribute \"{}\" is not a graph", name));
+  return a.g();
+}
+
+std::vector<std::pair<std::string, Node>> Context::Captures(
+    const std::vector<const ::onnx::GraphProto*>& bodies) const {
+  if (scope_ == nullptr) Fail("subgraphs can only be converted in a node walk");
+  std::set<std::string> names;
+  for (const auto* b : bodies) OuterNames(*b, names);
+  std::vector<std::pair<std::string, Node>> r;
+  for (const std::string& name : names) {
+    if (!scope_->Has(name))
+      Fail(fmt::format("a subgraph reads \"{}\", which no earlier node, input or initializer defines", name));
+    if (scope_->Known(name)) continue;
+    r.emplace_back(name, *scope_->NodeOf(name));
+  }
+  return r;
+}
+
+std::vector<Value> Context::Subgraph(const ::onnx::GraphProto& body, Graph& g,
+                                     const std::vector<Value>& inputs,
+                                     const std::vector<std::pair<std::string, Node>>& captured) const {
+  if (scope_ == nullptr || walk_ == nullptr) Fail("subgraphs can only be converted in a node walk");
+  if (inputs.size() != static_cast<size_t>(body.input_size()))
+    Fail(fmt::format("subgraph \"{}\" takes {} inputs, {} given", body.name(), body.input_size(),
+                     inputs.size()));
+  ValueScope inner(g, scope_);
+  for (const auto& [name, n] : captured) inner.BindNode(name, n);
+  for (int i = 0; i < body.input_size(); ++i)
+    inner.Bind(body.input(i).name(), inputs[static_cast<size_t>(i)]);
+  return ConvertGraph(*walk_, body, inner, fmt::format("{}: subgraph \"{}\"", where_, body.name()));
+}
 
 }  // namespace internal
 
@@ -323,22 +521,17 @@ void Model::Write(const std::string& path) const {
 
 std::vector<graph::Node> Model::Build(graph::Graph& g, const std::vector<graph::Node>& inputs,
                                       const std::map<std::string, graph::Node>* weights) const {
-  using internal::Context;
   const Impl& m = *impl_;
   const std::string where = "onnx: " + m.name;
   if (inputs.size() != m.input_names.size())
     detail::Throw("{}: CallGraph got {} inputs, the model takes {} ({})", where, inputs.size(),
                   m.input_names.size(), fmt::join(m.input_names, ", "));
-  std::map<std::string, graph::Node> values;
-  std::map<std::string, Tensor> constants = m.initializers;
-  if (weights != nullptr) {
-    // Variables' values are graph values, not constants: nothing reading them is folded.
-    for (const auto& [name, node] : *weights) {
-      values.emplace(name, node);
-      constants.erase(name);
-    }
-  }
-  for (const auto& [name, value] : m.fixed_inputs) constants[name] = value;
+  internal::ValueScope scope(g, nullptr);
+  for (const auto& [name, value] : m.initializers) scope.BindConstant(name, value);
+  // Variables' values are graph values, not constants: nothing reading them is folded.
+  if (weights != nullptr)
+    for (const auto& [name, node] : *weights) scope.BindNode(name, node);
+  for (const auto& [name, value] : m.fixed_inputs) scope.BindConstant(name, value);
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].Ok())
       detail::Throw("{}: input {} (\"{}\") is an invalid node", where, i, m.input_names[i]);
@@ -348,87 +541,19 @@ std::vector<graph::Node> Model::Build(graph::Graph& g, const std::vector<graph::
     if (inputs[i].rank() != m.input_shapes[i].Rank())
       detail::Throw("{}: input \"{}\" must have rank {} ({}), got {}", where, m.input_names[i],
                     m.input_shapes[i].Rank(), m.input_shapes[i], inputs[i].shape());
-    values.emplace(m.input_names[i], inputs[i]);
-    constants.erase(m.input_names[i]);
+    scope.BindNode(m.input_names[i], inputs[i]);
   }
-  // A value as a node: graph values, or constants made into Const nodes on first use.
-  auto node_of = [&](const std::string& name) -> std::optional<graph::Node> {
-    auto v = values.find(name);
-    if (v != values.end()) return v->second;
-    auto c = constants.find(name);
-    if (c == constants.end()) return std::nullopt;
-    graph::Node n = graph::Const(g, c->second);
-    values.emplace(name, n);
-    return n;
-  };
-  const auto& converters = internal::Converters();
-  uint64_t node_index = 0;
-  for (const ::onnx::NodeProto& node : m.proto().graph().node()) {
-    ++node_index;
-    const bool training = node.domain() == kTrainingDomain;
-    if (!IsDefaultDomain(node.domain()) && !training)
-      detail::Throw("{}: node \"{}\" ({}) is in operator domain \"{}\", which kiln does not convert", where,
-                    node.name(), node.op_type(), node.domain());
-    const int64_t opset = training ? DomainOpset(m.proto(), kTrainingDomain) : m.opset;
-    if (opset <= 0)
-      detail::Throw(
-          "{}: node \"{}\" ({}) is in operator domain \"{}\", of which the model imports no version", where,
-          node.name(), node.op_type(), training ? kTrainingDomain : "ai.onnx");
-    auto conv =
-        converters.find(training ? std::string(kTrainingDomain) + ":" + node.op_type() : node.op_type());
-    if (conv == converters.end())
-      detail::Throw("{}: node \"{}\": operator {} (opset {}) is not supported", where, node.name(),
-                    node.op_type(), opset);
-    std::vector<std::optional<Tensor>> known;
-    bool all_known = true;
-    for (const std::string& name : node.input()) {
-      if (name.empty()) {
-        known.emplace_back();
-        continue;
-      }
-      auto c = constants.find(name);
-      if (c != constants.end()) {
-        known.emplace_back(c->second);
-      } else {
-        if (values.count(name) == 0)
-          detail::Throw(
-              "{}: node \"{}\" ({}) reads \"{}\", which no earlier node, input or initializer defines", where,
-              node.name(), node.op_type(), name);
-        known.emplace_back();
-        all_known = false;
-      }
-    }
-    std::vector<graph::Node> outs;
-    if (all_known && internal::Foldable(node.op_type())) {
-      std::vector<Tensor> folded = internal::Fold(node, conv->second, opset, known, where);
-      for (size_t k = 0; k < folded.size() && k < static_cast<size_t>(node.output_size()); ++k)
-        if (!node.output(static_cast<int>(k)).empty())
-          constants[node.output(static_cast<int>(k))] = folded[k];
-      continue;
-    }
-    std::vector<std::optional<graph::Node>> ins;
-    for (const std::string& name : node.input()) ins.push_back(name.empty() ? std::nullopt : node_of(name));
-    Context c(g, node, opset, std::move(ins), known, where);
-    if (m.random_seed) c.set_random_seed(*m.random_seed * 0x9E3779B97F4A7C15ull + node_index);
-    outs = conv->second(c);
-    for (int k = 0; k < node.output_size(); ++k) {
-      const std::string& name = node.output(k);
-      if (name.empty()) continue;
-      if (static_cast<size_t>(k) >= outs.size() || !outs[static_cast<size_t>(k)].Ok())
-        c.Fail(fmt::format("output {} (\"{}\") is not produced", k, name));
-      const graph::Node out = outs[static_cast<size_t>(k)];
-      values[name] = out;
-      // A value the converter knew (Shape of a static input): a constant for the nodes after.
-      const compute::Instruction& inst = g.instruction(out.id());
-      if (inst.op == compute::OpType::Constant) constants[name] = inst.attrs.literal;
-    }
-  }
+  internal::Walk walk;
+  walk.model = &m.proto();
+  walk.opset = m.opset;
+  walk.where = where;
+  walk.dir = m.dir;
+  walk.random_seed = m.random_seed;
+  // The main graph's initializers are the model's (read once, possibly replaced by variables).
+  std::vector<internal::Value> outs =
+      internal::ConvertGraph(walk, m.proto().graph(), scope, where, /*skip_initializers=*/true);
   std::vector<graph::Node> result;
-  for (const std::string& name : m.output_names) {
-    std::optional<graph::Node> n = node_of(name);
-    if (!n) detail::Throw("{}: output \"{}\" is not computed by any node", where, name);
-    result.push_back(*n);
-  }
+  for (const internal::Value& v : outs) result.push_back(v.node);
   return result;
 }
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 
 #include "onnx/convert.h"
@@ -116,21 +117,26 @@ V Unique(const Context& c) {
     for (int64_t i = 0; i < d; ++i)
       for (int64_t k = 0; k < inner; ++k)
         keys[static_cast<size_t>(i)].push_back(v[static_cast<size_t>((o * d + i) * inner + k)]);
+  // A total order on slices: lexicographic, NaN after every number and equal to NaN.
+  auto less = [](const std::vector<long double>& a, const std::vector<long double>& b) {
+    return std::lexicographical_compare(
+        a.begin(), a.end(), b.begin(), b.end(),
+        [](long double p, long double q) { return std::isnan(p) ? false : std::isnan(q) || p < q; });
+  };
+  std::map<std::vector<long double>, int64_t, decltype(less)> seen(less);  // Slice -> distinct index.
   std::vector<int64_t> first;  // Index of each distinct slice's first appearance.
   std::vector<int64_t> inverse(static_cast<size_t>(d));
   for (int64_t i = 0; i < d; ++i) {
-    auto it = std::find_if(first.begin(), first.end(), [&](int64_t f) {
-      return keys[static_cast<size_t>(f)] == keys[static_cast<size_t>(i)];
-    });
-    inverse[static_cast<size_t>(i)] = it - first.begin();
-    if (it == first.end()) first.push_back(i);
+    auto [it, added] = seen.emplace(keys[static_cast<size_t>(i)], static_cast<int64_t>(first.size()));
+    inverse[static_cast<size_t>(i)] = it->second;
+    if (added) first.push_back(i);
   }
   std::vector<int64_t> order(first.size());  // Result position -> distinct slice.
   std::iota(order.begin(), order.end(), 0);
   if (sorted)
     std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-      return keys[static_cast<size_t>(first[static_cast<size_t>(a)])] <
-             keys[static_cast<size_t>(first[static_cast<size_t>(b)])];
+      return less(keys[static_cast<size_t>(first[static_cast<size_t>(a)])],
+                  keys[static_cast<size_t>(first[static_cast<size_t>(b)])]);
     });
   std::vector<int64_t> position(order.size()), indices(order.size()), counts(order.size(), 0);
   for (size_t p = 0; p < order.size(); ++p) {

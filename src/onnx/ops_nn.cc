@@ -12,11 +12,6 @@
 
 namespace kiln::onnx::internal {
 
-namespace {
-
-using V = std::vector<Node>;
-using namespace kiln::graph;  // NOLINT
-
 /// The [begin, end] padding of each spatial axis for `auto_pad` / `pads`, with windows `k`,
 /// strides and dilations, over the spatial sizes of x.
 std::vector<std::array<int64_t, 2>> Paddings(const Context& c, Node x, const std::vector<int64_t>& k,
@@ -45,6 +40,11 @@ std::vector<std::array<int64_t, 2>> Paddings(const Context& c, Node x, const std
 }
 
 std::vector<int> ToInts(const std::vector<int64_t>& v) { return {v.begin(), v.end()}; }
+
+namespace {
+
+using V = std::vector<Node>;
+using namespace kiln::graph;  // NOLINT
 
 /// Adds a per-channel bias [C] to y [N, C, ...].
 Node AddChannelBias(Node y, Node bias) {

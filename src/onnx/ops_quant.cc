@@ -236,34 +236,6 @@ V QLinearMatMul(const Context& c) {
   return {Requantize(c, acc, BMul(sa, sb) / sy, 7, c.In(0).dtype())};
 }
 
-/// The [begin, end] padding of each spatial axis for `auto_pad` / `pads` (as ops_nn.cc's Conv).
-std::vector<std::array<int64_t, 2>> Paddings(const Context& c, Node x, const std::vector<int64_t>& k,
-                                             const std::vector<int64_t>& strides,
-                                             const std::vector<int64_t>& dilations) {
-  const size_t n = k.size();
-  const std::string mode = c.String("auto_pad", "NOTSET");
-  std::vector<std::array<int64_t, 2>> p(n, {0, 0});
-  if (mode == "NOTSET") {
-    const std::vector<int64_t> pads = c.IntList("pads", std::vector<int64_t>(2 * n, 0));
-    if (pads.size() != 2 * n) c.Fail(fmt::format("pads has {} entries, expected {}", pads.size(), 2 * n));
-    for (size_t i = 0; i < n; ++i) p[i] = {pads[i], pads[i + n]};
-  } else if (mode == "SAME_UPPER" || mode == "SAME_LOWER") {
-    for (size_t i = 0; i < n; ++i) {
-      const int64_t in = x.shape().Dimensions()[i + 2];
-      if (in == Shape::kDynamic) c.Fail("auto_pad SAME needs static spatial sizes");
-      const int64_t out = (in + strides[i] - 1) / strides[i];
-      const int64_t total = std::max<int64_t>((out - 1) * strides[i] + (k[i] - 1) * dilations[i] + 1 - in, 0);
-      const int64_t small = total / 2, big = total - small;
-      p[i] = mode == "SAME_UPPER" ? std::array<int64_t, 2>{small, big} : std::array<int64_t, 2>{big, small};
-    }
-  } else if (mode != "VALID") {
-    c.Fail(fmt::format("auto_pad {} is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID", mode));
-  }
-  return p;
-}
-
-std::vector<int> ToInts(const std::vector<int64_t>& v) { return {v.begin(), v.end()}; }
-
 /// A per-output-channel parameter of kernel w [M, C/g, k...]: a scalar, or a vector of M reshaped
 /// to [M, 1, ...] (rank `rank`, with the channels at `at`).
 Node PerChannel(const Context& c, Node v, int64_t channels, int rank, int at, const char* what) {

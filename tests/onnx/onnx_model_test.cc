@@ -7,6 +7,7 @@
 #include <complex>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -205,15 +206,246 @@ TEST(OnnxExport, ARoundTripComputesWhatTheModelDoes) {
     }
   }
   // A primitive the exporter does not write is an error naming it; the previous file stays.
-  const ExportFn sorted = [](model::Scope, const std::any&, std::vector<graph::Node> in) {
-    return std::vector<graph::Node>{graph::ArgSort(in[0], 1)};
+  const ExportFn angle = [](model::Scope, const std::any&, std::vector<graph::Node> in) {
+    return std::vector<graph::Node>{graph::Atan2(in[0], in[0])};
   };
   EXPECT_TRUE(Throws(
       [&] {
-        Export(store, sorted, {Shape(DType::Float32, {2, 4})}, dir / "mlp.onnx");
+        Export(store, angle, {Shape(DType::Float32, {2, 4})}, dir / "mlp.onnx");
       },
-      {"ArgSort", "no ONNX equivalent"}));
+      {"Atan2", "no ONNX equivalent"}));
   EXPECT_EQ(variables(ReadFile(dir / "mlp.onnx")), 4);
+}
+
+/// Exports `fn` (its variables from `store`) for `shapes` (default: the inputs' shapes), reads
+/// the file back and runs both on `inputs`: the outputs agree to 1e-5. Returns the file's bytes.
+std::string ExpectRoundTrip(const std::string& what, model::Store& store, const ExportFn& fn,
+                            const std::vector<Tensor>& inputs, std::vector<Shape> shapes = {}) {
+  SCOPED_TRACE(what);
+  const compute::BackendPtr backend = compute::New();
+  model::Exec exec = model::NewExec(
+      backend, store,
+      [&fn](model::Scope scope, const std::vector<graph::Node>& in) { return fn(scope, std::any(), in); });
+  const std::vector<Tensor> want = exec.Call(inputs);
+  if (shapes.empty())
+    for (const Tensor& t : inputs) shapes.push_back(t.shape());
+  kiln::test::TempDir dir;
+  Export(store, fn, shapes, dir / "m.onnx");
+  const Model m = ReadFile(dir / "m.onnx");
+  graph::Exec back(
+      backend, [&m](graph::Graph& g, const std::vector<graph::Node>& p) { return m.CallGraph(g, p); },
+      static_cast<int>(inputs.size()), "exported");
+  const std::vector<Tensor> got = back.Call(inputs);
+  EXPECT_EQ(got.size(), want.size());
+  for (size_t k = 0; k < std::min(got.size(), want.size()); ++k) {
+    EXPECT_EQ(got[k].shape(), want[k].shape()) << k;
+    const std::vector<double> g = got[k].ToDoubles(), w = want[k].ToDoubles();
+    if (g.size() != w.size()) continue;
+    for (size_t i = 0; i < g.size(); ++i) {
+      if (std::isnan(w[i])) {
+        EXPECT_TRUE(std::isnan(g[i])) << k << " " << i;
+      } else if (std::isinf(w[i])) {
+        EXPECT_EQ(g[i], w[i]) << k << " " << i;
+      } else {
+        EXPECT_NEAR(g[i], w[i], 1e-5) << k << " " << i;
+      }
+    }
+  }
+  return ReadBytesOf(dir / "m.onnx");
+}
+
+TEST(OnnxExport, ACnnRoundTrips) {
+  // Channels-last conv -> relu -> max pool -> strided conv -> mean pool -> dense, with a dynamic
+  // batch axis, and the predicted class; at two batch sizes.
+  const ExportFn cnn = [](model::Scope scope, const std::any&, std::vector<graph::Node> in) {
+    graph::Node h = layers::Convolution(scope.In("conv1"), in[0]).Filters(4).KernelSize(3).PadSame().Done();
+    h = layers::MaxPool(activations::Relu(h)).Window(2).Done();
+    h = layers::Convolution(scope.In("conv2"), h).Filters(6).KernelSize(3).Strides(2).PadSame().Done();
+    h = layers::AvgPool(activations::Relu(h)).Window(3).Strides(1).PadSame().Done();
+    graph::Node logits = layers::Dense(scope.In("out"), graph::Reshape(h, {-1, 2 * 2 * 6}), true, 3);
+    return std::vector<graph::Node>{logits, graph::ArgMax(logits, 1)};
+  };
+  model::Store store;
+  const Shape batch = Shape::MakeDynamic(DType::Float32, {Shape::kDynamic, 8, 8, 2}, {"batch", "", "", ""});
+  for (int64_t n : {2, 3}) {
+    const Tensor x = kiln::test::NormalTensor({n, 8, 8, 2}, static_cast<uint32_t>(n));
+    const std::string bytes = ExpectRoundTrip("batch " + std::to_string(n), store, cnn, {x}, {batch});
+    EXPECT_EQ(ReadBytes(bytes, "cnn.onnx").InputShapes()[0].ToString(), "(Float32)[batch, 8, 8, 2]");
+    for (const char* op : {"Conv", "MaxPool", "ArgMax"}) EXPECT_NE(bytes.find(op), std::string::npos) << op;
+  }
+}
+
+TEST(OnnxExport, ConvolutionsAndWindowsRoundTrip) {
+  model::Store store;
+  using graph::Node;
+  auto one = [](std::function<Node(std::vector<Node>)> f) -> ExportFn {
+    return [f](model::Scope, const std::any&, std::vector<Node> in) { return std::vector<Node>{f(in)}; };
+  };
+  const Tensor img = kiln::test::NormalTensor({2, 3, 7, 6}, 1);  // [batch, channels, h, w]
+  const Tensor k3 = kiln::test::NormalTensor({4, 3, 3, 2}, 2);   // [out, in, kh, kw]
+  const Tensor kg = kiln::test::NormalTensor({6, 1, 2, 2}, 3);   // Grouped: 3 groups of 1 -> 2.
+  ExpectRoundTrip("channels first, dilated, uneven and negative padding", store,
+                  one([](std::vector<Node> in) {
+                    return graph::Convolve(in[0], in[1])
+                        .ChannelsFirst()
+                        .Dilations({2, 1})
+                        .Strides({1, 2})
+                        .Padding({{2, 1, 0}, {-1, 3, 0}})
+                        .Done();
+                  }),
+                  {img, k3});
+  ExpectRoundTrip("feature groups", store, one([](std::vector<Node> in) {
+                    return graph::Convolve(in[0], in[1]).ChannelsFirst().ChannelGroupCount(3).Done();
+                  }),
+                  {img, kg});
+  // An odd layout: input [h, w, channels, batch], kernel [in, kh, out, kw], output [out, batch, h, w].
+  compute::ConvDims odd{3, 2, {0, 1}, 0, 2, {1, 3}, 1, 0, {2, 3}};
+  ExpectRoundTrip("odd layout", store, one([&](std::vector<Node> in) {
+                    return graph::ConvGeneral(in[0], in[1], odd, {1, 1}, {{1, 1, 0}, {0, 0, 0}});
+                  }),
+                  {kiln::test::NormalTensor({5, 4, 3, 2}, 4), kiln::test::NormalTensor({3, 2, 4, 2}, 5)});
+  // Input dilation (a transposed convolution), with kernel dilation and uneven padding.
+  const std::string tconv = ExpectRoundTrip("input dilations", store, one([](std::vector<Node> in) {
+                                              return graph::Convolve(in[0], in[1])
+                                                  .ChannelsFirst()
+                                                  .InputDilations({2, 3})
+                                                  .Dilations({1, 2})
+                                                  .Padding({{2, 1, 0}, {0, 2, 0}})
+                                                  .Done();
+                                            }),
+                                            {img, k3});
+  EXPECT_NE(tconv.find("ConvTranspose"), std::string::npos);
+  // Pools: channels last and first, min pooling with padding wider than the window (explicit
+  // Pad), sum and max over five axes (three unpooled ones merged), a 1-D max over a vector.
+  const Tensor x = kiln::test::NormalTensor({2, 5, 6, 3}, 6);
+  ExpectRoundTrip("max pool same", store, one([](std::vector<Node> in) {
+                    return graph::MaxPool(in[0]).Window({3, 2}).Strides({2, 1}).PadSame().Done();
+                  }),
+                  {x});
+  ExpectRoundTrip("mean pool channels first", store, one([](std::vector<Node> in) {
+                    return graph::MeanPool(in[0]).ChannelsFirst().Window(2).Strides(1).PadSame().Done();
+                  }),
+                  {img});
+  ExpectRoundTrip("min pool wide padding", store, one([](std::vector<Node> in) {
+                    return graph::MinPool(in[0]).Window(2).PaddingPerDim({{3, 0}, {1, -1}}).Done();
+                  }),
+                  {x});
+  const Tensor x5 = kiln::test::NormalTensor({2, 3, 4, 5, 2}, 7);
+  for (auto kind : {compute::ReduceKind::Sum, compute::ReduceKind::Max}) {
+    ExpectRoundTrip("five axes", store, one([kind](std::vector<Node> in) {
+                      return graph::ReduceWindow(in[0], kind, {1, 1, 2, 3, 1}, {1, 1, 1, 2, 1},
+                                                 {{0, 0, 0}, {0, 0, 0}, {1, 0, 0}, {1, 1, 0}, {0, 0, 0}},
+                                                 {1, 1, 2, 1, 1});
+                    }),
+                    {x5});
+  }
+  ExpectRoundTrip("1-D sum", store, one([](std::vector<Node> in) {
+                    return graph::ReduceWindow(in[0], compute::ReduceKind::Sum, {3}, {2}, {{1, 1, 0}});
+                  }),
+                  {kiln::test::NormalTensor({9}, 8)});
+}
+
+TEST(OnnxExport, IndexingAndOtherPrimitivesRoundTrip) {
+  model::Store store;
+  using graph::Node;
+  auto one = [](std::function<Node(std::vector<Node>)> f) -> ExportFn {
+    return [f](model::Scope, const std::any&, std::vector<Node> in) { return std::vector<Node>{f(in)}; };
+  };
+  const Tensor x = kiln::test::NormalTensor({4, 5, 3}, 11);
+  // Rows of x by [..., 2] index vectors, one out of range (clamped as kiln does).
+  const Tensor rows =
+      Tensor::FromValue(std::vector<std::vector<std::vector<int32_t>>>{{{0, 1}, {3, 4}, {9, -2}}});
+  ExpectRoundTrip("gather", store, one([](std::vector<Node> in) { return graph::Gather(in[0], in[1]); }),
+                  {x, rows});
+  // Indices along axis 1, scalar index vectors, the offset axes around them; and partial slices.
+  const Tensor cols = Tensor::FromValue(std::vector<int64_t>{4, 0, 2, 7});
+  ExpectRoundTrip("take along axis 1", store, one([](std::vector<Node> in) {
+                    return graph::GatherGeneral(in[0], in[1], 1, {0, 2}, {1}, {1}, {4, 1, 3});
+                  }),
+                  {x, cols});
+  ExpectRoundTrip("partial slices, offset axes first", store, one([](std::vector<Node> in) {
+                    return graph::GatherGeneral(in[0], in[1], 1, {0, 1}, {1}, {1}, {2, 1, 2});
+                  }),
+                  {x, cols});
+  const Tensor v =
+      Tensor::FromValue(std::vector<std::vector<float>>{{3, 1, 3, -2, 1}, {0.5f, 0.5f, 2, -1, 4}});
+  ExpectRoundTrip("arg, sort, scan", store,
+                  [](model::Scope, const std::any&, std::vector<Node> in) {
+                    return std::vector<Node>{
+                        graph::ArgMax(in[0], 1),       graph::ArgMin(in[0], 0, DType::Int64),
+                        graph::ArgSort(in[0], 1),      graph::ArgSort(in[0], 1, false),
+                        graph::CumSum(in[0], 1, true), graph::CumSum(in[0], 0)};
+                  },
+                  {v});
+  ExpectRoundTrip("pad, reverse", store,
+                  [](model::Scope, const std::any&, std::vector<Node> in) {
+                    return std::vector<Node>{
+                        graph::Pad(in[0], graph::ScalarLike(in[0], 7.5), {{1, -1, 0}, {2, 0, 0}, {-1, 1, 0}}),
+                        graph::Reverse(in[0], {0, 2})};
+                  },
+                  {x});
+  const Tensor e = Tensor::FromValue(std::vector<float>{-3, -1e-3f, 0, 2e-4f, 0.5f, 4, INFINITY, NAN});
+  ExpectRoundTrip("elementwise", store,
+                  [](model::Scope, const std::any&, std::vector<Node> in) {
+                    Node finite = graph::Where(graph::IsFinite(in[0]), in[0], graph::ZerosLike(in[0]));
+                    return std::vector<Node>{graph::Clip(in[0], -1.0, 1.0),
+                                             graph::Expm1(finite),
+                                             graph::Log1p(graph::Abs(finite)),
+                                             graph::IsFinite(in[0]),
+                                             graph::Rem(finite, graph::ScalarLike(finite, -0.75)),
+                                             graph::Rsqrt(graph::Abs(in[0])),
+                                             graph::Logistic(in[0]),
+                                             graph::Erf(in[0])};
+                  },
+                  {e});
+  const Tensor ints = Tensor::FromValue(std::vector<int32_t>{-7, -3, 0, 5, 9});
+  ExpectRoundTrip("integer remainder", store,
+                  one([](std::vector<Node> in) { return graph::Rem(in[0], graph::ScalarLike(in[0], 4)); }),
+                  {ints});
+}
+
+TEST(OnnxExport, PrimitivesWithoutAnExactEquivalentAreErrors) {
+  model::Store store;
+  using graph::Node;
+  kiln::test::TempDir dir;
+  auto fails = [&](const std::vector<Shape>& shapes, std::function<Node(std::vector<Node>)> f,
+                   const std::vector<std::string>& words) {
+    const ExportFn fn = [f](model::Scope, const std::any&, std::vector<Node> in) {
+      return std::vector<Node>{f(in)};
+    };
+    return Throws([&] { Export(store, fn, shapes, dir / "m.onnx"); }, words);
+  };
+  const Shape img(DType::Float32, {1, 2, 6, 6}), kernel(DType::Float32, {3, 2, 3, 3});
+  EXPECT_TRUE(
+      fails({img, kernel},
+            [](std::vector<Node> in) {
+              return graph::Convolve(in[0], in[1]).ChannelsFirst().InputDilations(2).Strides(2).Done();
+            },
+            {"ConvGeneral", "input dilations", "no exact ConvTranspose"}));
+  EXPECT_TRUE(fails({Shape(DType::Float32, {2, 2, 6, 6}), Shape(DType::Float32, {4, 2, 3, 3})},
+                    [](std::vector<Node> in) {
+                      return graph::Convolve(in[0], in[1]).ChannelsFirst().BatchGroupCount(2).Done();
+                    },
+                    {"ConvGeneral", "batch groups"}));
+  EXPECT_TRUE(fails({img},
+                    [](std::vector<Node> in) {
+                      return graph::ReduceWindow(in[0], compute::ReduceKind::Product, {1, 1, 2, 2});
+                    },
+                    {"ReduceWindow", "product"}));
+  EXPECT_TRUE(fails(
+      {img},
+      [](std::vector<Node> in) {
+        return graph::Pad(in[0], graph::ScalarLike(in[0], 0), {{0, 0, 0}, {0, 0, 1}, {0, 0, 0}, {0, 0, 0}});
+      },
+      {"Pad", "interior"}));
+  EXPECT_TRUE(fails({img, Shape(DType::Int32, {4, 2})},
+                    [](std::vector<Node> in) {
+                      return graph::GatherSlices(in[0], {2, 3}, in[1], {2, 2});
+                    },
+                    {"Gather", "collapsed"}));
+  EXPECT_TRUE(fails({Shape(DType::Int32, {1, 6, 6, 2})},
+                    [](std::vector<Node> in) { return graph::MaxPool(in[0]).Window(2).Done(); },
+                    {"ReduceWindow", "Int32"}));
 }
 
 }  // namespace

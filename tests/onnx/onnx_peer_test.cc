@@ -111,6 +111,36 @@ TEST(OnnxPeer, OnnxRuntimeRunsAnExportedMlpAsKilnDoes) {
   }
 }
 
+TEST(OnnxPeer, OnnxRuntimeRunsAnExportedCnnAsKilnDoes) {
+  // Channels-last conv -> relu -> max pool -> strided conv -> mean pool -> dense, dynamic batch.
+  const ExportFn cnn = [](model::Scope scope, const std::any&, std::vector<graph::Node> in) {
+    graph::Node h = layers::Convolution(scope.In("conv1"), in[0]).Filters(4).KernelSize(3).PadSame().Done();
+    h = layers::MaxPool(activations::Relu(h)).Window(2).Done();
+    h = layers::Convolution(scope.In("conv2"), h).Filters(6).KernelSize(3).Strides(2).PadSame().Done();
+    h = layers::AvgPool(activations::Relu(h)).Window(3).Strides(1).PadSame().Done();
+    return std::vector<graph::Node>{
+        layers::Dense(scope.In("out"), graph::Reshape(h, {-1, 2 * 2 * 6}), true, 3)};
+  };
+  model::Store store;
+  model::Exec exec = model::NewExec(
+      compute::New(), store,
+      [&cnn](model::Scope scope, const std::vector<graph::Node>& in) { return cnn(scope, std::any(), in); });
+  kiln::test::TempDir dir;
+  std::vector<Tensor> batches;
+  for (int64_t batch : {1, 5}) {
+    std::vector<float> v(static_cast<size_t>(batch * 8 * 8 * 2));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = std::cos(static_cast<float>(i) * 0.7f);
+    batches.push_back(Tensor::FromFlat(Shape(DType::Float32, {batch, 8, 8, 2}), v));
+  }
+  exec.Call(batches[0]);  // Creates the variables.
+  Export(store, cnn, {Shape::MakeDynamic(DType::Float32, {Shape::kDynamic, 8, 8, 2}, {"batch", "", "", ""})},
+         dir / "cnn.onnx");
+  for (const Tensor& x : batches) {
+    SCOPED_TRACE(x.shape().ToString());
+    ExpectNear(RunInOrt(dir / "cnn.onnx", {"input_0"}, {x}, dir.path()), exec.Call(x), 1e-5);
+  }
+}
+
 }  // namespace
 }  // namespace kiln::onnx
 

@@ -8,7 +8,7 @@ import { createRequire } from "node:module";
 import fs from "node:fs";
 import path from "node:path";
 
-const require = createRequire(path.join(process.env.NODE_PATH ?? ".", "x.js"));
+const require = createRequire(path.resolve(process.env.NODE_PATH ?? ".", "x.js"));
 const ort = require("onnxruntime-node");
 const arrays = {
   float32: Float32Array, float64: Float64Array, int32: Int32Array, int64: BigInt64Array, bool: Uint8Array,
