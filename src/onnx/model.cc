@@ -541,6 +541,13 @@ std::vector<graph::Node> Model::Build(graph::Graph& g, const std::vector<graph::
     if (inputs[i].rank() != m.input_shapes[i].Rank())
       detail::Throw("{}: input \"{}\" must have rank {} ({}), got {}", where, m.input_names[i],
                     m.input_shapes[i].Rank(), m.input_shapes[i], inputs[i].shape());
+    for (int a = 0; a < inputs[i].rank(); ++a) {
+      const int64_t want = m.input_shapes[i].Dimensions()[static_cast<size_t>(a)];
+      const int64_t got = inputs[i].shape().Dimensions()[static_cast<size_t>(a)];
+      if (want != Shape::kDynamic && got != Shape::kDynamic && got != want)
+        detail::Throw("{}: input \"{}\" must be {}, got {} (axis {} differs)", where, m.input_names[i],
+                      m.input_shapes[i], inputs[i].shape(), a);
+    }
     scope.BindNode(m.input_names[i], inputs[i]);
   }
   internal::Walk walk;

@@ -20,9 +20,32 @@ V Unary(const Context& c) {
   return {F(c.In(0))};
 }
 
+/// The operands of a binary op, broadcast to one rank. Before opset 7 broadcasting was opt-in:
+/// `broadcast` 1 lets B (of lower rank) broadcast against A, aligned at `axis` when given (else
+/// with the trailing axes, as NumPy); without it the shapes must be equal.
+std::pair<Node, Node> BinaryOperands(const Context& c, Node a, Node b) {
+  if (c.opset() >= 7) return SameRank(a, b);
+  if (c.Int("broadcast", 0) == 0) {
+    if (a.shape().Dimensions() != b.shape().Dimensions())
+      c.Fail(fmt::format("{} and {} differ, and broadcast is 0 (opset {} broadcasts only when asked)",
+                         a.shape(), b.shape(), c.opset()));
+    return {a, b};
+  }
+  if (b.rank() > a.rank())
+    c.Fail(fmt::format("with broadcast 1, B {} must not outrank A {}", b.shape(), a.shape()));
+  if (!c.HasAttr("axis")) return SameRank(a, b);
+  const int axis = Axis(c, c.Int("axis", 0), a.rank());
+  if (axis + b.rank() > a.rank())
+    c.Fail(fmt::format("B {} placed at axis {} runs past A {}", b.shape(), axis, a.shape()));
+  std::vector<int64_t> dims(static_cast<size_t>(axis), 1);
+  dims.insert(dims.end(), b.shape().Dimensions().begin(), b.shape().Dimensions().end());
+  dims.resize(static_cast<size_t>(a.rank()), 1);
+  return {a, Reshape(b, dims)};
+}
+
 template <Node (*F)(Node, Node)>
 V Binary(const Context& c) {
-  auto [a, b] = SameRank(c.In(0), c.In(1));
+  auto [a, b] = BinaryOperands(c, c.In(0), c.In(1));
   return {F(a, b)};
 }
 
@@ -135,7 +158,7 @@ V Pow(const Context& c) {
   Node x = c.In(0);
   Node y = c.In(1);
   if (y.dtype() != x.dtype()) y = ConvertDType(y, x.dtype());
-  auto [a, b] = SameRank(x, y);
+  auto [a, b] = BinaryOperands(c, x, y);
   return {graph::Pow(a, b)};
 }
 

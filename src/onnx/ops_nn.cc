@@ -362,7 +362,14 @@ V BatchNormalization(const Context& c) {
   const double eps = c.Float("epsilon", 1e-5f);
   std::vector<int64_t> dims(static_cast<size_t>(x.rank()), 1);
   dims[1] = x.shape().Dimensions()[1];
-  auto per_channel = [&](Node v) { return Reshape(v, dims); };
+  // Before opset 9, `spatial` 0 gives each element of [C, spatial...] statistics of its own.
+  const bool per_element = c.opset() < 9 && c.Int("spatial", 1) == 0;
+  auto per_channel = [&](Node v) {
+    if (!per_element) return Reshape(v, dims);
+    std::vector<int64_t> d = {1};
+    d.insert(d.end(), v.shape().Dimensions().begin(), v.shape().Dimensions().end());
+    return Reshape(v, d);
+  };
   const bool training = c.opset() >= 14 && c.Int("training_mode", 0) != 0;
   if (!training) {
     Node y = (x - per_channel(mean)) * Rsqrt(per_channel(var) + eps) * per_channel(scale) + per_channel(bias);
