@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 
+#include "kiln/graph/gather.h"
 #include "kiln/graph/sort.h"
 #include "onnx/convert.h"
 
@@ -33,15 +35,13 @@ V Gemm(const Context& c) {
 }
 
 /// Einsum of one operand: the letters missing from the output are summed, the rest transposed
-/// into the output's order (repeated letters, diagonals, are not supported).
+/// into the output's order (`in` has no repeated letter: diagonals are taken before).
 Node EinsumOne(const Context& c, Node x, const std::string& in, const std::string& out) {
   if (static_cast<int>(in.size()) != x.rank())
     c.Fail(fmt::format("subscripts \"{}\" do not match rank {}", in, x.rank()));
   std::vector<int> summed;
   std::string kept;
   for (size_t i = 0; i < in.size(); ++i) {
-    if (in.find(in[i]) != i)
-      c.Fail(fmt::format("repeated subscript '{}' (a diagonal) is not supported", in[i]));
     if (out.find(in[i]) == std::string::npos) {
       summed.push_back(static_cast<int>(i));
     } else {
@@ -58,24 +58,122 @@ Node EinsumOne(const Context& c, Node x, const std::string& in, const std::strin
   return perm.empty() ? x : TransposeAllAxes(x, perm);
 }
 
+/// x with the axes of each letter repeated in `term` replaced by their diagonal (one axis, first
+/// in x); `term` becomes x's new subscripts.
+Node TakeDiagonals(const Context& c, Node x, std::string& term) {
+  if (static_cast<int>(term.size()) != x.rank())
+    c.Fail(fmt::format("subscripts \"{}\" do not match rank {}", term, x.rank()));
+  for (;;) {
+    size_t p = 0, q = std::string::npos;
+    for (; p < term.size() && q == std::string::npos; ++p) q = term.find(term[p], p + 1);
+    if (q == std::string::npos) return x;
+    --p;
+    const std::vector<int64_t> dims = x.shape().Dimensions();
+    const int64_t n = dims[p];
+    if (n == Shape::kDynamic || dims[q] != n)
+      c.Fail(fmt::format(
+          "subscript '{}' labels axes of sizes {} and {} of {}: a diagonal needs equal static sizes", term[p],
+          dims[p], dims[q], x.shape()));
+    // Axes p and q first, then the diagonal's elements gathered by index pairs (i, i).
+    std::vector<int> perm = {static_cast<int>(p), static_cast<int>(q)};
+    std::string rest;
+    for (size_t i = 0; i < term.size(); ++i) {
+      if (i == p || i == q) continue;
+      perm.push_back(static_cast<int>(i));
+      rest += term[i];
+    }
+    std::vector<int64_t> pairs;
+    for (int64_t i = 0; i < n; ++i) pairs.insert(pairs.end(), {i, i});
+    x = graph::Gather(TransposeAllAxes(x, perm), Reshape(Const(c.graph(), Tensor::FromValue(pairs)), {n, 2}));
+    term = term[p] + rest;
+  }
+}
+
+/// Einsum: NumPy's Einstein summation over any number of operands. "..." stands for the axes
+/// not labelled (right-aligned across operands), expanded into letters the equation does not
+/// use; letters repeated in one operand take its diagonal first; then the operands are contracted
+/// left to right, keeping the letters the output or a later operand needs.
 V EinsumOp(const Context& c) {
   std::string eq = c.String("equation", "");
   eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
-  if (eq.find("...") != std::string::npos) c.Fail("ellipsis subscripts are not supported");
-  if (eq.find("->") == std::string::npos) {
-    // Implicit output: the letters that appear once, in alphabetical order.
-    std::string out;
+  const size_t arrow = eq.find("->");
+  const std::string lhs = eq.substr(0, arrow);
+  std::vector<std::string> terms(1);
+  for (char ch : lhs) {
+    if (ch == ',') {
+      terms.emplace_back();
+    } else {
+      terms.back() += ch;
+    }
+  }
+  const int n = c.NumInputs();
+  if (static_cast<int>(terms.size()) != n || n < 1)
+    c.Fail(fmt::format("equation \"{}\" has {} operand terms for {} inputs", eq, terms.size(), n));
+  // Letters only, with at most one "..." per term.
+  auto check = [&](const std::string& term) {
+    const size_t dots = term.find("...");
+    for (size_t i = 0; i < term.size(); ++i) {
+      const bool in_dots = dots != std::string::npos && i >= dots && i < dots + 3;
+      if (!in_dots && !std::isalpha(static_cast<unsigned char>(term[i])))
+        c.Fail(fmt::format("invalid subscript '{}' in \"{}\"", term[i], eq));
+    }
+  };
+  for (const std::string& t : terms) check(t);
+  std::string out;
+  if (arrow != std::string::npos) {
+    out = eq.substr(arrow + 2);
+    check(out);
+  }
+  // The ellipsis letters: as many as the largest unlabelled rank.
+  std::string unused;
+  for (char ch = 'A'; ch <= 'z'; ++ch)
+    if (std::isalpha(static_cast<unsigned char>(ch)) && eq.find(ch) == std::string::npos) unused += ch;
+  std::vector<Node> xs;
+  std::vector<int> ell_rank(static_cast<size_t>(n), 0);
+  int ell = 0;
+  for (int i = 0; i < n; ++i) {
+    xs.push_back(c.In(i));
+    const std::string& t = terms[static_cast<size_t>(i)];
+    if (t.find("...") == std::string::npos) continue;
+    const int r = xs.back().rank() - static_cast<int>(t.size() - 3);
+    if (r < 0)
+      c.Fail(fmt::format("term \"{}\" has more subscripts than input {}'s rank {}", t, i, xs.back().rank()));
+    ell_rank[static_cast<size_t>(i)] = r;
+    ell = std::max(ell, r);
+  }
+  if (ell > static_cast<int>(unused.size())) c.Fail("too few unused letters to expand \"...\"");
+  const std::string ell_letters = unused.substr(0, static_cast<size_t>(ell));
+  if (arrow == std::string::npos) {
+    // Implicit output: the ellipsis axes, then the letters that appear once, in alphabetical order.
+    out = ell_letters;
     for (char ch = 'A'; ch <= 'z'; ++ch)
-      if (std::count(eq.begin(), eq.end(), ch) == 1) out += ch;
-    eq += "->" + out;
+      if (std::isalpha(static_cast<unsigned char>(ch)) && std::count(lhs.begin(), lhs.end(), ch) == 1)
+        out += ch;
+  } else if (const size_t d = out.find("..."); d != std::string::npos) {
+    out.replace(d, 3, ell_letters);
   }
-  if (c.NumInputs() == 1) {
-    const size_t arrow = eq.find("->");
-    return {EinsumOne(c, c.In(0), eq.substr(0, arrow), eq.substr(arrow + 2))};
+  for (size_t i = 0; i < out.size(); ++i)
+    if (out.find(out[i], i + 1) != std::string::npos)
+      c.Fail(fmt::format("output subscript '{}' repeats", out[i]));
+  for (int i = 0; i < n; ++i) {
+    std::string& t = terms[static_cast<size_t>(i)];
+    if (const size_t d = t.find("..."); d != std::string::npos)
+      t.replace(d, 3, ell_letters.substr(static_cast<size_t>(ell - ell_rank[static_cast<size_t>(i)])));
+    xs[static_cast<size_t>(i)] = TakeDiagonals(c, xs[static_cast<size_t>(i)], t);
   }
-  if (c.NumInputs() != 2)
-    c.Fail(fmt::format("kiln converts Einsum of one or two operands, got {}", c.NumInputs()));
-  return {Einsum(eq, c.In(0), c.In(1))};
+  // Contract left to right.
+  Node x = xs[0];
+  std::string term = terms[0];
+  for (int i = 1; i < n; ++i) {
+    std::string needed = out;
+    for (int j = i + 1; j < n; ++j) needed += terms[static_cast<size_t>(j)];
+    std::string next;
+    for (char ch : term + terms[static_cast<size_t>(i)])
+      if (needed.find(ch) != std::string::npos && next.find(ch) == std::string::npos) next += ch;
+    x = Einsum(term + "," + terms[static_cast<size_t>(i)] + "->" + next, x, xs[static_cast<size_t>(i)]);
+    term = next;
+  }
+  return {EinsumOne(c, x, term, out)};
 }
 
 /// Softmax-like ops: along `axis` from opset 13, over the axes from `axis` on (the input

@@ -1,10 +1,12 @@
 // ONNX's Resize (and Upsample): axis by axis, each output position mapped to a source
 // coordinate by the coordinate transformation mode, then the nearest element (a gather) or a
 // linear or cubic combination of its neighbours (a constant [out, in] matrix contracted with
-// the axis; edges repeat the border element, as ONNX's reference does).
+// the axis; edges repeat the border element, as ONNX's reference does). tf_crop_and_resize maps
+// the output onto the roi and fills outputs mapped outside the input with extrapolation_value.
 
 #include <fmt/format.h>
 
+#include <array>
 #include <cmath>
 
 #include "kiln/graph/gather.h"
@@ -20,7 +22,13 @@ using namespace kiln::graph;  // NOLINT
 /// The source coordinate of output index x for an axis of `in` elements resized by `scale` to
 /// `out` (align_corners divides by in * scale - 1, unrounded, when the scale was given).
 double SourceCoordinate(const Context& c, const std::string& mode, double x, int64_t in, int64_t out,
-                        double scale) {
+                        double scale, const std::array<double, 2>& roi) {
+  if (mode == "tf_crop_and_resize") {
+    // The output spans [start, end] of the input (fractions of in - 1).
+    const double len = static_cast<double>(in) * scale,
+                 span = (roi[1] - roi[0]) * static_cast<double>(in - 1);
+    return roi[0] * static_cast<double>(in - 1) + (len == 1 ? span / 2 : x * span / (len - 1));
+  }
   if (mode == "half_pixel") return (x + 0.5) / scale - 0.5;
   if (mode == "pytorch_half_pixel") return out > 1 ? (x + 0.5) / scale - 0.5 : 0;
   if (mode == "align_corners") {
@@ -49,25 +57,32 @@ int64_t Nearest(const Context& c, const std::string& mode, double x, int64_t in)
   return std::clamp<int64_t>(static_cast<int64_t>(i), 0, in - 1);
 }
 
-/// x with `axis` resized to `out` elements.
-Node ResizeAxis(const Context& c, Node x, int axis, int64_t out, double scale) {
+/// The coordinate transformation mode of the node.
+std::string CoordinateMode(const Context& c) {
+  return c.String("coordinate_transformation_mode", c.opset() < 11 ? "asymmetric" : "half_pixel");
+}
+
+/// x with `axis` resized to `out` elements by interpolation (`roi`: see ResizeAxis).
+Node Interpolate(const Context& c, Node x, int axis, int64_t out, double scale,
+                 const std::array<double, 2>& roi) {
   const int64_t in = x.shape().Dimensions()[static_cast<size_t>(axis)];
   const std::string mode = c.String("mode", "nearest");
-  const std::string coords =
-      c.String("coordinate_transformation_mode", c.opset() < 11 ? "asymmetric" : "half_pixel");
+  const std::string coords = CoordinateMode(c);
   if (mode == "nearest") {
     std::vector<int64_t> idx;
     for (int64_t o = 0; o < out; ++o)
       idx.push_back(Nearest(c, c.String("nearest_mode", c.opset() < 11 ? "floor" : "round_prefer_floor"),
-                            SourceCoordinate(c, coords, static_cast<double>(o), in, out, scale), in));
+                            SourceCoordinate(c, coords, static_cast<double>(o), in, out, scale, roi), in));
     return GatherAlongAxis(x, Const(c.graph(), Tensor::FromValue(idx)), axis);
   }
   // Linear and cubic: a constant matrix of weights.
+  if (in > 0 && out > (int64_t{1} << 28) / in)
+    c.Fail(fmt::format("resizing an axis of {} to {} needs too large a weight matrix", in, out));
   std::vector<double> m(static_cast<size_t>(out * in), 0.0);
   const double a = c.Float("cubic_coeff_a", -0.75f);
   const bool exclude = c.Int("exclude_outside", 0) != 0;
   for (int64_t o = 0; o < out; ++o) {
-    const double src = SourceCoordinate(c, coords, static_cast<double>(o), in, out, scale);
+    const double src = SourceCoordinate(c, coords, static_cast<double>(o), in, out, scale, roi);
     const double base = std::floor(src), t = src - base;
     std::vector<std::pair<int64_t, double>> taps;
     if (mode == "linear") {
@@ -102,6 +117,30 @@ Node ResizeAxis(const Context& c, Node x, int axis, int64_t out, double scale) {
   return TransposeAllAxes(y, perm);
 }
 
+/// x with `axis` resized to `out` elements; `roi` is the axis's [start, end] for
+/// tf_crop_and_resize, whose outputs mapped outside the input take extrapolation_value.
+Node ResizeAxis(const Context& c, Node x, int axis, int64_t out, double scale,
+                const std::array<double, 2>& roi) {
+  Node y = Interpolate(c, x, axis, out, scale, roi);
+  const std::string coords = CoordinateMode(c);
+  if (coords != "tf_crop_and_resize") return y;
+  const int64_t in = x.shape().Dimensions()[static_cast<size_t>(axis)];
+  std::vector<int64_t> outside(static_cast<size_t>(out));
+  bool any = false;
+  for (int64_t o = 0; o < out; ++o) {
+    const double src = SourceCoordinate(c, coords, static_cast<double>(o), in, out, scale, roi);
+    outside[static_cast<size_t>(o)] = src < 0 || src > static_cast<double>(in - 1);
+    any = any || outside[static_cast<size_t>(o)] != 0;
+  }
+  if (!any) return y;
+  std::vector<int64_t> dims = y.shape().Dimensions(), at(dims.size(), 1);
+  at[static_cast<size_t>(axis)] = out;
+  Node mask =
+      Greater(Reshape(Const(c.graph(), Tensor::FromValue(outside)), at), Scalar(c.graph(), DType::Int64, 0));
+  return Where(BroadcastToDims(mask, dims),
+               BroadcastToDims(ScalarLike(y, c.Float("extrapolation_value", 0.0f)), dims), y);
+}
+
 V Resize(const Context& c) {
   Node x = c.In(0);
   const int rank = x.rank();
@@ -121,8 +160,16 @@ V Resize(const Context& c) {
     }
     if (scales.empty() && c.Has(3)) sizes = c.Ints(3, "sizes");
   }
-  if (c.String("coordinate_transformation_mode", "") == "tf_crop_and_resize")
-    c.Fail("tf_crop_and_resize is not supported");
+  // tf_crop_and_resize's region of interest: [starts..., ends...] of the axes, as fractions.
+  std::vector<double> roi;
+  const bool crop = c.String("coordinate_transformation_mode", "") == "tf_crop_and_resize";
+  if (crop) {
+    if (upsample || c.opset() < 11 || !c.Has(1)) c.Fail("tf_crop_and_resize needs the roi input");
+    if (!c.Constant(1)) c.Fail("its roi (input 1) must be known when the model is imported");
+    roi = c.Constant(1)->ToDoubles();
+    if (static_cast<int>(roi.size()) != 2 * rank)
+      c.Fail(fmt::format("roi has {} entries, not {} (a start and an end per axis)", roi.size(), 2 * rank));
+  }
   if (scales.empty() && sizes.empty()) c.Fail("neither scales nor sizes is given");
   if ((!scales.empty() && static_cast<int>(scales.size()) != rank) ||
       (!sizes.empty() && static_cast<int>(sizes.size()) != rank))
@@ -136,8 +183,12 @@ V Resize(const Context& c) {
             : sizes[static_cast<size_t>(a)];
     const double scale =
         sizes.empty() ? scales[static_cast<size_t>(a)] : static_cast<double>(out) / static_cast<double>(in);
-    if (out == in && scale == 1.0) continue;
-    y = ResizeAxis(c, y, a, out, scale);
+    if (out < 0) c.Fail(fmt::format("axis {} would get negative size {}", a, out));
+    const std::array<double, 2> span =
+        crop ? std::array<double, 2>{roi[static_cast<size_t>(a)], roi[static_cast<size_t>(a + rank)]}
+             : std::array<double, 2>{0, 1};
+    if (out == in && scale == 1.0 && span[0] == 0 && span[1] == 1) continue;
+    y = ResizeAxis(c, y, a, out, scale, span);
   }
   return {y};
 }

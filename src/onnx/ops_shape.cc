@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "kiln/graph/control_flow.h"
 #include "kiln/graph/gather.h"
 #include "kiln/graph/ops_util.h"
 #include "kiln/graph/sort.h"
@@ -413,16 +414,49 @@ V SpaceToDepth(const Context& c) {
   return {graph::Reshape(y, {n, ch * b * b, h / b, w / b})};
 }
 
-/// Index vectors [..., k] with negative entries counted from the end of x's first k axes.
-Node WrapIndices(const Context& c, Node x, Node idx) {
+/// Index vectors [..., k] with negative entries counted from the end of x's axes
+/// [batch, batch + k).
+Node WrapIndices(const Context& c, Node x, Node idx, int batch = 0) {
+  if (idx.rank() < 1) c.Fail(fmt::format("the indices must have rank 1 or more, got {}", idx.shape()));
   idx = ConvertDType(idx, DType::Int64);
   const int64_t k = idx.shape().Dimensions().back();
-  if (k == Shape::kDynamic || k > x.rank())
+  if (k == Shape::kDynamic || k < 0 || batch + k > x.rank())
     c.Fail(fmt::format("index vectors {} do not fit {}", idx.shape(), x.shape()));
   std::vector<int64_t> dims = StaticDims(c, x, c.node().op_type().c_str());
-  dims.resize(static_cast<size_t>(k));
+  dims = std::vector<int64_t>(dims.begin() + batch, dims.begin() + batch + k);
   Node limits = ExpandLeftToRank(Const(c.graph(), Tensor::FromValue(dims)), idx.rank());
   return graph::Where(Less(idx, ZerosLike(idx)), idx + limits, idx);
+}
+
+/// x with each element at index vectors idx [..., k] multiplied by the updates [..., rest] there,
+/// in order: a loop over the index vectors, each a gather, a product and a scatter (so repeated
+/// index vectors multiply up).
+Node ScatterMul(const Context& c, Node x, Node idx, Node updates) {
+  const char* op = c.node().op_type().c_str();
+  const std::vector<int64_t> id = StaticDims(c, idx, op), ud = StaticDims(c, updates, op);
+  const int lead = idx.rank() - 1;
+  const int64_t k = id.back();
+  if (updates.rank() < lead || !std::equal(id.begin(), id.end() - 1, ud.begin()))
+    c.Fail(fmt::format("updates {} do not match indices {}", updates.shape(), idx.shape()));
+  int64_t m = 1;
+  for (int i = 0; i < lead; ++i) m *= id[static_cast<size_t>(i)];
+  if (m == 0) return x;
+  std::vector<int64_t> one(ud.begin() + lead, ud.end()), flat = {m};
+  one.insert(one.begin(), 1);
+  flat.insert(flat.end(), ud.begin() + lead, ud.end());
+  Node all_idx = graph::Reshape(idx, {m, k}), all_up = graph::Reshape(updates, flat);
+  const std::vector<Node> r =
+      ForLoop(m,
+              [&](Node i, const std::vector<Node>& s) {
+                Node zero = ScalarLike(i, 0);
+                Node at = DynamicSlice(s[1], {i, zero}, {1, k});  // [1, k]
+                std::vector<Node> start(one.size(), zero);
+                start[0] = i;
+                Node u = DynamicSlice(s[2], start, one);  // [1, rest...]
+                return std::vector<Node>{ScatterUpdate(s[0], at, graph::Gather(s[0], at) * u), s[1], s[2]};
+              },
+              {x, all_idx, all_up});
+  return r[0];
 }
 
 /// Combines `updates` into x at index vectors `idx` [..., k] as `reduction` says.
@@ -432,13 +466,32 @@ Node ScatterAt(const Context& c, Node x, Node idx, Node updates) {
   if (r == "add") return ScatterAdd(x, idx, updates);
   if (r == "max") return ScatterMax(x, idx, updates);
   if (r == "min") return ScatterMin(x, idx, updates);
+  if (r == "mul") return ScatterMul(c, x, idx, updates);
   c.Fail(fmt::format("reduction {} is not supported", r));
 }
 
+/// GatherND: the slices of x at index vectors [..., k]; with batch_dims b, x and the indices
+/// share their first b axes and each index vector addresses its own batch entry (the batch
+/// coordinates are prepended to the index vectors).
 V GatherND(const Context& c) {
-  if (c.Int("batch_dims", 0) != 0) c.Fail("batch_dims other than 0 is not supported");
-  Node x = c.In(0);
-  return {graph::Gather(x, WrapIndices(c, x, c.In(1)))};
+  Node x = c.In(0), idx = c.In(1);
+  const int64_t b = c.Int("batch_dims", 0);
+  if (b < 0 || b >= std::min(x.rank(), idx.rank()))
+    c.Fail(fmt::format("batch_dims {} must be in [0, {})", b, std::min(x.rank(), idx.rank())));
+  const int batch = static_cast<int>(b);
+  idx = WrapIndices(c, x, idx, batch);
+  if (batch > 0) {
+    const std::vector<int64_t> xd = StaticDims(c, x, "GatherND"), id = StaticDims(c, idx, "GatherND");
+    if (!std::equal(xd.begin(), xd.begin() + batch, id.begin()))
+      c.Fail(fmt::format("the first {} axes of {} and the indices {} differ", batch, x.shape(), idx.shape()));
+    std::vector<int64_t> at = id;
+    at.back() = 1;
+    std::vector<Node> parts;
+    for (int a = 0; a < batch; ++a) parts.push_back(Iota(c.graph(), Shape(DType::Int64, at), a));
+    parts.push_back(idx);
+    idx = Concatenate(parts, -1);
+  }
+  return {graph::Gather(x, idx)};
 }
 
 V ScatterND(const Context& c) {
