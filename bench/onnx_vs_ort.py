@@ -28,7 +28,7 @@ CASES = {  # name: (file, dims without the batch)
 
 def kiln_ms(build, case):
     out = subprocess.run(
-        [os.path.join(build, "bench/kiln_bench"), f"--benchmark_filter=^{re.escape(case)}$",
+        [os.path.join(build, "bench/kiln_bench"), f"--benchmark_filter=^{re.escape(case)}(/|$)",
          "--benchmark_format=json"], check=True, capture_output=True, text=True).stdout
     b = json.loads(out)["benchmarks"][0]
     return b["real_time"] if b["time_unit"] == "ms" else b["real_time"] / 1e6
