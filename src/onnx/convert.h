@@ -52,6 +52,9 @@ class ValueScope {
   std::map<std::string, Tensor> constants_;  // Values known at import.
 };
 
+/// The most ONNX nodes one model converts to, counting each unrolled loop iteration's body.
+constexpr uint64_t kMaxConvertedNodes = uint64_t{1} << 20;
+
 /// What converting any graph of a model needs.
 struct Walk {
   const ::onnx::ModelProto* model = nullptr;
@@ -177,5 +180,26 @@ std::vector<std::array<int64_t, 2>> Paddings(const Context& c, Node x, const std
 std::vector<int> ToInts(const std::vector<int64_t>& v);
 /// `axis` normalised for `rank` (negative from the end); the context fails when out of range.
 int Axis(const Context& c, int64_t axis, int rank);
+
+/// The most elements a converter computes on the host, or steps it unrolls, from sizes a model
+/// declares (2^24): beyond, the model is refused rather than allocating gigabytes or hanging.
+constexpr int64_t kMaxHostElements = int64_t{1} << 24;
+/// a * b for non-negative sizes; the context fails (naming `what`) when the product overflows or
+/// exceeds `limit`.
+int64_t CheckedProduct(const Context& c, int64_t a, int64_t b, const char* what,
+                       int64_t limit = kMaxHostElements);
+/// Input i's value, which must be known when the model is imported (the context fails with that
+/// phrase, naming `what`, when it is not).
+const Tensor& KnownInput(const Context& c, int i, const char* what);
+/// An Int64 constant of `dims` holding `values`.
+Node Int64Const(Graph& g, const std::vector<int64_t>& values, std::vector<int64_t> dims);
+/// Activations shared by their ONNX operators and the recurrent layers' `activations`
+/// (ops_elementwise.cc): LeakyRelu, Elu, HardSigmoid (clipped to [0, 1]), ThresholdedRelu and
+/// Softsign of x.
+Node LeakyReluOf(Node x, double alpha);
+Node EluOf(Node x, double alpha);
+Node HardSigmoidOf(Node x, double alpha, double beta);
+Node ThresholdedReluOf(Node x, double alpha);
+Node SoftsignOf(Node x);
 
 }  // namespace kiln::onnx::internal

@@ -147,7 +147,15 @@ std::vector<int64_t> Context::Ints(int i, const char* what) const {
     Fail(fmt::format("its {} (input {}) must be integers, got {}", what, i, t->shape()));
   if (t->dtype() == DType::Int64) return t->ToVector<int64_t>();  // Exact beyond 2^53.
   std::vector<int64_t> v;
-  for (double d : t->ToDoubles()) v.push_back(static_cast<int64_t>(d));
+  if (t->dtype() == DType::Uint64) {
+    for (uint64_t u : t->ToVector<uint64_t>()) {
+      if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+        Fail(fmt::format("its {} (input {}) holds {}, beyond the int64 range", what, i, u));
+      v.push_back(static_cast<int64_t>(u));
+    }
+    return v;
+  }
+  for (double d : t->ToDoubles()) v.push_back(static_cast<int64_t>(d));  // Exact: 32 bits or less.
   return v;
 }
 
@@ -199,6 +207,24 @@ void Context::Fail(const std::string& what) const {
 std::pair<Node, Node> SameRank(Node a, Node b) {
   const int rank = std::max(a.rank(), b.rank());
   return {graph::ExpandLeftToRank(a, rank), graph::ExpandLeftToRank(b, rank)};
+}
+
+int64_t CheckedProduct(const Context& c, int64_t a, int64_t b, const char* what, int64_t limit) {
+  int64_t r = 0;
+  if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r) || r > limit)
+    c.Fail(fmt::format("{} ({} x {}) is beyond the {} elements kiln computes or unrolls at import", what, a,
+                       b, limit));
+  return r;
+}
+
+const Tensor& KnownInput(const Context& c, int i, const char* what) {
+  const std::optional<Tensor>& t = c.Constant(i);
+  if (!t) c.Fail(fmt::format("its {} (input {}) must be known when the model is imported", what, i));
+  return *t;
+}
+
+Node Int64Const(Graph& g, const std::vector<int64_t>& values, std::vector<int64_t> dims) {
+  return graph::Const(g, Tensor::FromFlat(Shape(DType::Int64, std::move(dims)), values));
 }
 
 int Axis(const Context& c, int64_t axis, int rank) {
@@ -317,9 +343,15 @@ std::optional<Node> ValueScope::NodeOf(const std::string& name) {
     const bool same_graph = &s->g_ == &g_;
     if (auto c = s->constants_.find(name); c != s->constants_.end()) {
       if (v != s->values_.end() && same_graph) return v->second;
-      // A constant: its Const node made in this graph, kept where this graph sees it.
+      // A constant: its Const node made in this graph, kept where this graph sees it (with the
+      // value, so that it stays known here).
       Node n = graph::Const(g_, c->second);
-      (same_graph ? s->values_ : values_)[name] = n;
+      if (same_graph) {
+        s->values_[name] = n;
+      } else {
+        values_[name] = n;
+        constants_[name] = c->second;
+      }
       return n;
     }
     if (v != s->values_.end()) {
@@ -347,6 +379,10 @@ std::vector<Value> ConvertGraph(Walk& walk, const ::onnx::GraphProto& graph, Val
   const auto& converters = Converters();
   for (const ::onnx::NodeProto& node : graph.node()) {
     const uint64_t node_index = ++walk.nodes;
+    // Unrolled loops (nested ones multiply) are bounded as a whole.
+    if (walk.nodes > kMaxConvertedNodes)
+      detail::Throw("{}: the model converts to more than {} nodes (loops unrolled included); kiln refuses it",
+                    where, kMaxConvertedNodes);
     const bool training = node.domain() == kTrainingDomain;
     if (!IsDefaultDomain(node.domain()) && !training)
       detail::Throw("{}: node \"{}\" ({}) is in operator domain \"{}\", which kiln does not convert", where,

@@ -269,9 +269,10 @@ V Scan(const Context& c) {
   const int64_t n_in = c.Int("num_scan_inputs", -1);
   const bool batched = c.opset() < 9;
   const int first = batched ? 1 : 0;
-  const int64_t n_states = c.NumInputs() - first - n_in;
-  if (n_in < 1 || n_states < 0)
+  if (n_in < 1 || n_in > c.NumInputs())
     c.Fail(fmt::format("num_scan_inputs {} does not fit its {} inputs", n_in, c.NumInputs()));
+  const int64_t n_states = c.NumInputs() - first - n_in;
+  if (n_states < 0) c.Fail(fmt::format("num_scan_inputs {} does not fit its {} inputs", n_in, c.NumInputs()));
   if (body.input_size() != n_states + n_in)
     c.Fail(fmt::format("the body takes {} inputs, expected {} states and {} scan inputs", body.input_size(),
                        n_states, n_in));
@@ -333,7 +334,7 @@ V Scan(const Context& c) {
   for (const Node& in : inputs)
     if (in.shape().Dimensions()[0] != batch)
       c.Fail(fmt::format("scan inputs have batch sizes {} and {}", batch, in.shape().Dimensions()[0]));
-  if (batch * length > kMaxUnroll)
+  if (batch > kMaxUnroll / length)
     c.Fail(fmt::format("{} batch elements of {} steps: kiln unrolls Scan over at most {} in all", batch,
                        length, kMaxUnroll));
   auto element = [](Node x, int64_t b) {

@@ -20,12 +20,7 @@ using namespace kiln::graph;  // NOLINT
 
 /// Input i's value, which must be known at import because it sets an output's shape.
 const Tensor& Known(const Context& c, int i, const char* what) {
-  const std::optional<Tensor>& t = c.Constant(i);
-  if (!t)
-    c.Fail(
-        fmt::format("its {} (input {}) must be known when the model is imported: its values set the "
-                    "output's shape",
-                    what, i));
+  const Tensor* t = &KnownInput(c, i, what);
   if (IsComplex(t->dtype()))
     c.Fail(fmt::format("its {} is {}, complex values are not supported", what, t->shape()));
   return *t;
@@ -42,10 +37,6 @@ std::vector<long double> Values(const Tensor& t) {
     for (double x : t.ToDoubles()) v.push_back(x);
   }
   return v;
-}
-
-Node Int64s(Graph& g, const std::vector<int64_t>& v, std::vector<int64_t> dims) {
-  return Const(g, Tensor::FromFlat(Shape(DType::Int64, std::move(dims)), v));
 }
 
 /// NonZero: the coordinates [rank, count] of x's non-zero elements, in row-major order.
@@ -65,7 +56,7 @@ V NonZero(const Context& c) {
       rest /= dims[a];
     }
   }
-  return {Int64s(c.graph(), coords, {static_cast<int64_t>(rank), static_cast<int64_t>(n)})};
+  return {Int64Const(c.graph(), coords, {static_cast<int64_t>(rank), static_cast<int64_t>(n)})};
 }
 
 /// Compress: x's slices along `axis` (x flattened without one) where `condition` holds; a
@@ -76,6 +67,7 @@ V Compress(const Context& c) {
   if (cond.shape().Rank() != 1) c.Fail(fmt::format("condition must be 1-D, got {}", cond.shape()));
   int axis = 0;
   if (c.HasAttr("axis")) {
+    if (x.rank() == 0) c.Fail("an axis was given, but the input is a scalar");
     axis = Axis(c, c.Int("axis", 0), x.rank());
   } else {
     x = Reshape(x, {x.shape().Size()});
@@ -89,7 +81,7 @@ V Compress(const Context& c) {
   for (size_t i = 0; i < v.size(); ++i)
     if (v[i] != 0) idx.push_back(static_cast<int64_t>(i));
   const int64_t n = static_cast<int64_t>(idx.size());
-  return {GatherAlongAxis(x, Int64s(c.graph(), idx, {n}), axis)};
+  return {GatherAlongAxis(x, Int64Const(c.graph(), idx, {n}), axis)};
 }
 
 /// Unique: the distinct elements (or slices along `axis`) of x, sorted or in order of first
@@ -101,6 +93,7 @@ V Unique(const Context& c) {
   const bool sorted = c.Int("sorted", 1) != 0;
   int axis = 0;
   if (c.HasAttr("axis")) {
+    if (x.rank() == 0) c.Fail("an axis was given, but the input is a scalar");
     axis = Axis(c, c.Int("axis", 0), x.rank());
   } else {
     x = Reshape(x, {x.shape().Size()});
@@ -149,8 +142,8 @@ V Unique(const Context& c) {
   }
   const int64_t n = static_cast<int64_t>(order.size());
   Graph& g = c.graph();
-  return {GatherAlongAxis(x, Int64s(g, indices, {n}), axis), Int64s(g, indices, {n}), Int64s(g, inverse, {d}),
-          Int64s(g, counts, {n})};
+  return {GatherAlongAxis(x, Int64Const(g, indices, {n}), axis), Int64Const(g, indices, {n}),
+          Int64Const(g, inverse, {d}), Int64Const(g, counts, {n})};
 }
 
 /// Whether boxes a and b ([4] each, corners or center/size) overlap by more than `threshold`.
@@ -199,6 +192,10 @@ V NonMaxSuppression(const Context& c) {
   if (center != 0 && center != 1) c.Fail(fmt::format("center_point_box {} is not 0 or 1", center));
   const std::vector<long double> b = Values(boxes), s = Values(scores);
   const int64_t batches = bd[0], classes = sd[1], n = bd[1];
+  // Each candidate is compared with at most max_out kept boxes: bound the host work.
+  CheckedProduct(c, CheckedProduct(c, batches * classes, n, "boxes to sort", int64_t{1} << 30),
+                 static_cast<int64_t>(std::min<long double>(max_out, static_cast<long double>(n))),
+                 "box comparisons", int64_t{1} << 30);
   std::vector<int64_t> out;
   for (int64_t bi = 0; bi < batches; ++bi) {
     for (int64_t ci = 0; ci < classes; ++ci) {
@@ -220,7 +217,7 @@ V NonMaxSuppression(const Context& c) {
       }
     }
   }
-  return {Int64s(c.graph(), out, {static_cast<int64_t>(out.size() / 3), 3})};
+  return {Int64Const(c.graph(), out, {static_cast<int64_t>(out.size() / 3), 3})};
 }
 
 }  // namespace

@@ -10,6 +10,21 @@
 
 namespace kiln::onnx::internal {
 
+Node LeakyReluOf(Node x, double alpha) {
+  return graph::Where(graph::GreaterOrEqual(x, graph::ZerosLike(x)), x, x * alpha);
+}
+Node EluOf(Node x, double alpha) {
+  return graph::Where(graph::GreaterOrEqual(x, graph::ZerosLike(x)), x, graph::Expm1(x) * alpha);
+}
+Node HardSigmoidOf(Node x, double alpha, double beta) {
+  Node y = x * alpha + beta;
+  return graph::Min(graph::Max(y, graph::ZerosLike(y)), graph::OnesLike(y));
+}
+Node ThresholdedReluOf(Node x, double alpha) {
+  return graph::Where(graph::Greater(x, graph::ScalarLike(x, alpha)), x, graph::ZerosLike(x));
+}
+Node SoftsignOf(Node x) { return x / (graph::Abs(x) + 1); }
+
 namespace {
 
 using V = std::vector<Node>;
@@ -90,10 +105,7 @@ V Relu(const Context& c) {
   Node x = c.In(0);
   return {Max(x, ZerosLike(x))};
 }
-V LeakyRelu(const Context& c) {
-  Node x = c.In(0);
-  return {Where(GreaterOrEqual(x, ZerosLike(x)), x, x * static_cast<double>(c.Float("alpha", 0.01f)))};
-}
+V LeakyRelu(const Context& c) { return {LeakyReluOf(c.In(0), c.Float("alpha", 0.01f))}; }
 V PRelu(const Context& c) {
   Node x = c.In(0), slope = c.In(1);
   if (c.opset() < 7 && slope.rank() == 1 && x.rank() > 2 &&
@@ -106,11 +118,7 @@ V PRelu(const Context& c) {
   auto [a, s] = SameRank(x, slope);
   return {Where(GreaterOrEqual(a, ZerosLike(a)), a, a * s)};
 }
-V Elu(const Context& c) {
-  Node x = c.In(0);
-  const double alpha = c.Float("alpha", 1.0f);
-  return {Where(GreaterOrEqual(x, ZerosLike(x)), x, Expm1(x) * alpha)};
-}
+V Elu(const Context& c) { return {EluOf(c.In(0), c.Float("alpha", 1.0f))}; }
 V Selu(const Context& c) {
   Node x = c.In(0);
   const double alpha = c.Float("alpha", 1.67326319217681884765625f);
@@ -122,15 +130,10 @@ V Celu(const Context& c) {
   const double alpha = c.Float("alpha", 1.0f);
   return {Max(x, ZerosLike(x)) + Min(ZerosLike(x), Expm1(x / alpha) * alpha)};
 }
-V ThresholdedRelu(const Context& c) {
-  Node x = c.In(0);
-  return {Where(Greater(x, ScalarLike(x, c.Float("alpha", 1.0f))), x, ZerosLike(x))};
-}
+V ThresholdedRelu(const Context& c) { return {ThresholdedReluOf(c.In(0), c.Float("alpha", 1.0f))}; }
 V Sigmoid(const Context& c) { return {graph::Sigmoid(c.In(0))}; }
 V HardSigmoid(const Context& c) {
-  Node x = c.In(0);
-  Node y = x * static_cast<double>(c.Float("alpha", 0.2f)) + static_cast<double>(c.Float("beta", 0.5f));
-  return {Min(Max(y, ZerosLike(y)), OnesLike(y))};
+  return {HardSigmoidOf(c.In(0), c.Float("alpha", 0.2f), c.Float("beta", 0.5f))};
 }
 V HardSwish(const Context& c) {
   Node x = c.In(0);
@@ -138,10 +141,7 @@ V HardSwish(const Context& c) {
   return {x * Min(Max(y, ZerosLike(y)), OnesLike(y))};
 }
 V Softplus(const Context& c) { return {graph::Softplus(c.In(0))}; }
-V Softsign(const Context& c) {
-  Node x = c.In(0);
-  return {x / (Abs(x) + 1)};
-}
+V Softsign(const Context& c) { return {SoftsignOf(c.In(0))}; }
 V Mish(const Context& c) {
   Node x = c.In(0);
   return {x * Tanh(graph::Softplus(x))};

@@ -82,9 +82,8 @@ Node TakeDiagonals(const Context& c, Node x, std::string& term) {
       perm.push_back(static_cast<int>(i));
       rest += term[i];
     }
-    std::vector<int64_t> pairs;
-    for (int64_t i = 0; i < n; ++i) pairs.insert(pairs.end(), {i, i});
-    x = graph::Gather(TransposeAllAxes(x, perm), Reshape(Const(c.graph(), Tensor::FromValue(pairs)), {n, 2}));
+    // The index pairs [n, 2] (row i holds i, i), built in the graph (n may be large).
+    x = graph::Gather(TransposeAllAxes(x, perm), Iota(c.graph(), Shape(DType::Int64, {n, 2}), 0));
     term = term[p] + rest;
   }
 }
@@ -307,6 +306,9 @@ V TopKOp(const Context& c) {
   return {r.values, ConvertDType(r.indices, DType::Int64)};
 }
 
+/// The largest matrices Det unrolls its elimination over (a step per column).
+constexpr int64_t kMaxDetSize = 4096;
+
 /// Det: the determinant of each [M, M] matrix of x [..., M, M], by Gaussian elimination with
 /// partial pivoting unrolled over the M columns (M must be static).
 V Det(const Context& c) {
@@ -317,6 +319,9 @@ V Det(const Context& c) {
   const int64_t m = a.shape().Dimensions()[static_cast<size_t>(r - 1)];
   if (m == Shape::kDynamic || a.shape().Dimensions()[static_cast<size_t>(r - 2)] != m)
     c.Fail(fmt::format("the input must be square matrices of a static size, got {}", a.shape()));
+  if (m == 0) return {OnesLike(ReduceSum(a, {r - 2, r - 1}))};  // The empty product: 1 per matrix.
+  if (m > kMaxDetSize)
+    c.Fail(fmt::format("matrices of size {} are beyond the {} columns Det unrolls", m, kMaxDetSize));
   std::optional<Node> det;  // The product of the pivots so far, its sign flipped by each swap.
   for (int64_t k = 0; k < m; ++k) {
     // a holds the rows still to eliminate, [..., m - k, m]; column k picks the pivot row.

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cmath>
+#include <limits>
 
 #include "kiln/graph/conv.h"
 #include "kiln/graph/gather.h"
@@ -18,11 +19,22 @@ std::vector<std::array<int64_t, 2>> Paddings(const Context& c, Node x, const std
                                              const std::vector<int64_t>& strides,
                                              const std::vector<int64_t>& dilations) {
   const size_t n = k.size();
+  if (x.rank() < 2 || n != static_cast<size_t>(x.rank() - 2) || strides.size() != n || dilations.size() != n)
+    c.Fail(
+        fmt::format("x {} needs one kernel size, stride and dilation per spatial axis, got [{}], [{}], [{}]",
+                    x.shape(), fmt::join(k, ", "), fmt::join(strides, ", "), fmt::join(dilations, ", ")));
+  for (size_t i = 0; i < n; ++i)
+    if (k[i] < 1 || strides[i] < 1 || dilations[i] < 1 || k[i] > kMaxHostElements ||
+        strides[i] > kMaxHostElements || dilations[i] > kMaxHostElements)
+      c.Fail(fmt::format("kernel size {}, stride {} and dilation {} of spatial axis {} must be in [1, {}]",
+                         k[i], strides[i], dilations[i], i, kMaxHostElements));
   const std::string mode = c.String("auto_pad", "NOTSET");
   std::vector<std::array<int64_t, 2>> p(n, {0, 0});
   if (mode == "NOTSET") {
     const std::vector<int64_t> pads = c.IntList("pads", std::vector<int64_t>(2 * n, 0));
     if (pads.size() != 2 * n) c.Fail(fmt::format("pads has {} entries, expected {}", pads.size(), 2 * n));
+    for (int64_t v : pads)
+      if (v < -kMaxHostElements || v > kMaxHostElements) c.Fail(fmt::format("pad {} is out of range", v));
     for (size_t i = 0; i < n; ++i) p[i] = {pads[i], pads[i + n]};
   } else if (mode == "SAME_UPPER" || mode == "SAME_LOWER") {
     for (size_t i = 0; i < n; ++i) {
@@ -161,12 +173,14 @@ Node MaxPoolIndices(const Context& c, Node x, const std::vector<int64_t>& k,
   for (size_t i = 0; i < n; ++i) {
     padded[i] = in[i] + padding[i + 2].low + padding[i + 2].high;
     out[i] = (padded[i] - dilations[i] * (k[i] - 1) - 1) / strides[i] + 1;
-    in_size *= in[i];
-    window *= k[i];
-    windows *= out[i];
-    padded_size *= padded[i];
+    in_size =
+        CheckedProduct(c, in_size, in[i], "the input's spatial size", std::numeric_limits<int64_t>::max());
+    window = CheckedProduct(c, window, k[i], "the window size");
+    windows = CheckedProduct(c, windows, out[i], "the number of windows");
+    padded_size =
+        CheckedProduct(c, padded_size, padded[i], "the padded size", std::numeric_limits<int64_t>::max());
   }
-  if (windows * window > (int64_t{1} << 28)) c.Fail("the pooling windows are too many to index");
+  CheckedProduct(c, windows, window, "the pooling windows' elements to index");
   // For each (window, offset): its flat position in the padded input, and in the input (-1 in
   // the padding), as storage_order says.
   const bool column_major = c.Int("storage_order", 0) != 0;
@@ -198,15 +212,15 @@ Node MaxPoolIndices(const Context& c, Node x, const std::vector<int64_t>& k,
     }
   }
   Graph& g = c.graph();
-  auto ints = [&](const std::vector<int64_t>& v) {
-    return Const(g, Tensor::FromFlat(Shape(DType::Int64, {static_cast<int64_t>(v.size())}), v));
-  };
   Node xp = Pad(x, Infinity(g, x.dtype(), -1), padding);
   xp = Reshape(xp, {dims[0], dims[1], padded_size});
-  Node patches = Reshape(GatherAlongAxis(xp, ints(at_padded), 2), {dims[0], dims[1], windows, window});
+  Node patches =
+      Reshape(GatherAlongAxis(xp, Int64Const(g, at_padded, {static_cast<int64_t>(at_padded.size())}), 2),
+              {dims[0], dims[1], windows, window});
   Node best = ConvertDType(ArgMax(patches, 3), DType::Int64);  // [N, C, windows]
   Node flat = best + Reshape(Iota(g, Shape(DType::Int64, {windows}), 0) * window, {1, 1, windows});
-  Node spatial = GatherAlongAxis(ints(at_input), Reshape(flat, {dims[0] * dims[1] * windows}), 0);
+  Node spatial = GatherAlongAxis(Int64Const(g, at_input, {static_cast<int64_t>(at_input.size())}),
+                                 Reshape(flat, {dims[0] * dims[1] * windows}), 0);
   Node nc = Iota(g, Shape(DType::Int64, {dims[0], dims[1], windows}), 0) * dims[1] +
             Iota(g, Shape(DType::Int64, {dims[0], dims[1], windows}), 1);
   std::vector<int64_t> shape = {dims[0], dims[1]};
@@ -299,13 +313,19 @@ V MaxUnpool(const Context& c) {
   const std::vector<int64_t> pads = c.IntList("pads", std::vector<int64_t>(2 * k.size(), 0));
   if (pads.size() != 2 * k.size() || strides.size() != k.size())
     c.Fail("pads and strides must have one entry per spatial axis (pads two)");
+  for (size_t i = 0; i < k.size(); ++i)
+    if (k[i] < 1 || strides[i] < 1 || k[i] > kMaxHostElements || strides[i] > kMaxHostElements ||
+        std::abs(pads[i]) > kMaxHostElements || std::abs(pads[i + k.size()]) > kMaxHostElements)
+      c.Fail(fmt::format("kernel size {}, stride {} and pads of spatial axis {} must be in range", k[i],
+                         strides[i], i));
   std::vector<int64_t> shape = {x.shape().Dimensions()[0], x.shape().Dimensions()[1]};
   for (size_t i = 0; i < k.size(); ++i)
-    shape.push_back((x.shape().Dimensions()[i + 2] - 1) * strides[i] + k[i] - pads[i] - pads[i + k.size()]);
+    shape.push_back(CheckedProduct(c, x.shape().Dimensions()[i + 2] - 1, strides[i], "the unpooled size") +
+                    k[i] - pads[i] - pads[i + k.size()]);
   int64_t total = 1;
   for (int64_t d : shape) {
     if (d < 0) c.Fail(fmt::format("the unpooled shape [{}] has a negative size", fmt::join(shape, ", ")));
-    total *= d;
+    total = CheckedProduct(c, total, d, "the unpooled size", std::numeric_limits<int64_t>::max());
   }
   std::vector<compute::PadAxis> grow(shape.size());
   if (c.Has(2)) {

@@ -77,9 +77,12 @@ Node QuantParam(const Context& c, Node v, Node x, int64_t axis_attr, int64_t blo
     dims[static_cast<size_t>(axis)] = n;
     return Reshape(v, dims);
   }
-  // Blocked: repeat each entry block_size times along the axis, then cut to x's size.
+  // Blocked: repeat each entry block_size times along the axis, then cut to x's size. A block no
+  // longer than the axis keeps blocks * block below 2n.
+  if (block > n)
+    c.Fail(fmt::format("block_size {} is longer than x's size {} along axis {}", block, n, axis));
   std::vector<int64_t> want = x.shape().Dimensions();
-  const int64_t blocks = (n + block - 1) / block;
+  const int64_t blocks = (n - 1) / block + 1;
   want[static_cast<size_t>(axis)] = blocks;
   if (v.shape().Dimensions() != want)
     c.Fail(fmt::format("{} {} must have x's shape with {} blocks of {} along axis {}", what, v.shape(),
@@ -164,16 +167,6 @@ V DynamicQuantizeLinear(const Context& c) {
   return {ConvertDType(y, DType::Uint8), scale, ConvertDType(zp, DType::Uint8)};
 }
 
-/// a * b and a - b, broadcast against each other (NumPy's rules).
-Node BMul(Node a, Node b) {
-  auto [p, q] = SameRank(a, b);
-  return p * q;
-}
-Node BSub(Node a, Node b) {
-  auto [p, q] = SameRank(a, b);
-  return p - q;
-}
-
 /// A parameter of matmul operand a: a scalar, or per row (a vector of a's row count, as a column).
 Node PerRow(const Context& c, Node v, Node a, const char* what) {
   if (OneElement(v)) return v.rank() == 0 ? v : Reshape(v, {});
@@ -192,7 +185,9 @@ Node PerColumn(Node v) {
 /// v converted to int32, less the zero point `zp` (already shaped to broadcast), when given.
 Node Centered(Node v, std::optional<Node> zp) {
   Node r = ConvertDType(v, DType::Int32);
-  return zp ? BSub(r, ConvertDType(*zp, DType::Int32)) : r;
+  if (!zp) return r;
+  auto [a, b] = SameRank(r, ConvertDType(*zp, DType::Int32));
+  return a - b;
 }
 
 void CheckQuantized(const Context& c, Node v, const char* what) {
@@ -219,7 +214,8 @@ V MatMulInteger(const Context& c) { return {IntegerMatMul(c, 0, 2, 1, 3)}; }
 Node Requantize(const Context& c, Node acc, Node multiplier, int zp_in, DType fallback) {
   const DType out = c.Has(zp_in) ? c.In(zp_in).dtype() : fallback;
   const QRange range = QuantRange(c, out);
-  Node r = BMul(ConvertDType(acc, DType::Float64), ConvertDType(multiplier, DType::Float64));
+  auto [a, m] = SameRank(ConvertDType(acc, DType::Float64), ConvertDType(multiplier, DType::Float64));
+  Node r = a * m;
   if (c.Has(zp_in)) r = r + ConvertDType(PerTensor(c, c.In(zp_in), "y_zero_point"), DType::Float64);
   r = Clamp(ScalarLike(r, range.lo), Round(r), ScalarLike(r, range.hi));
   return ConvertDType(r, out);
@@ -233,7 +229,8 @@ V QLinearMatMul(const Context& c) {
   Node sy = PerTensor(c, c.In(6), "y_scale");
   if (!IsFloat(sa.dtype()) || sb.dtype() != sa.dtype() || sy.dtype() != sa.dtype())
     c.Fail("a_scale, b_scale and y_scale must be floats of one dtype");
-  return {Requantize(c, acc, BMul(sa, sb) / sy, 7, c.In(0).dtype())};
+  auto [a, b] = SameRank(sa, sb);
+  return {Requantize(c, acc, a * b / sy, 7, c.In(0).dtype())};
 }
 
 /// A per-output-channel parameter of kernel w [M, C/g, k...]: a scalar, or a vector of M reshaped
@@ -265,6 +262,14 @@ Node IntegerConv(const Context& c, int x_in, int zx, int w_in, int zw) {
   const std::vector<int64_t> dilations = c.IntList("dilations", std::vector<int64_t>(n, 1));
   if (strides.size() != n || dilations.size() != n)
     c.Fail("strides and dilations must have one entry per spatial axis");
+  for (size_t i = 0; i < n; ++i)
+    if (k[i] < 1 || strides[i] < 1 || dilations[i] < 1 || k[i] > kMaxHostElements ||
+        strides[i] > kMaxHostElements || dilations[i] > kMaxHostElements)
+      c.Fail(fmt::format("kernel size {}, stride {} and dilation {} of spatial axis {} must be in [1, {}]",
+                         k[i], strides[i], dilations[i], i, kMaxHostElements));
+  const int64_t groups = c.Int("group", 1);
+  if (groups < 1 || groups > kMaxHostElements)
+    c.Fail(fmt::format("group {} is outside [1, {}]", groups, kMaxHostElements));
   std::optional<Node> x_zp, w_zp;
   if (c.Has(zx)) x_zp = PerTensor(c, c.In(zx), "x_zero_point");
   if (c.Has(zw)) w_zp = PerChannel(c, c.In(zw), w.shape().Dimensions()[0], w.rank(), 0, "w_zero_point");
@@ -273,7 +278,7 @@ Node IntegerConv(const Context& c, int x_in, int zx, int w_in, int zw) {
       .Strides(ToInts(strides))
       .Dilations(ToInts(dilations))
       .PaddingPerDim(Paddings(c, x, k, strides, dilations))
-      .ChannelGroupCount(static_cast<int>(c.Int("group", 1)))
+      .ChannelGroupCount(static_cast<int>(groups))
       .Done();
 }
 

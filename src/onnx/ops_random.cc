@@ -79,7 +79,13 @@ V Dropout(const Context& c) {
   // Before opset 12 the mode is not an input: models run Dropout as inference (as ONNX Runtime
   // does; opset 6's is_test attribute is ignored).
   const std::optional<Tensor>& mode = c.Constant(2);
-  const bool inference = c.opset() < 12 || !c.Has(2) || (mode && mode->ToDoubles().at(0) == 0);
+  std::optional<double> known_mode;
+  if (c.opset() >= 12 && c.Has(2) && mode) {
+    const std::vector<double> m = mode->ToDoubles();
+    if (m.size() != 1) c.Fail(fmt::format("training_mode {} must hold one value", mode->shape()));
+    known_mode = m[0];
+  }
+  const bool inference = c.opset() < 12 || !c.Has(2) || (known_mode && *known_mode == 0);
   Node keep_all = OnesLike(ConvertDType(x, DType::Bool));
   if (inference) return {x, keep_all};
   Node ratio = c.Has(1) ? ConvertDType(c.In(1), x.dtype()) : ScalarLike(x, 0.5);

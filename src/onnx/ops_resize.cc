@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 
@@ -21,8 +22,8 @@ using namespace kiln::graph;  // NOLINT
 
 /// The source coordinate of output index x for an axis of `in` elements resized by `scale` to
 /// `out` (align_corners divides by in * scale - 1, unrounded, when the scale was given).
-double SourceCoordinate(const Context& c, const std::string& mode, double x, int64_t in, int64_t out,
-                        double scale, const std::array<double, 2>& roi) {
+double UnclampedCoordinate(const Context& c, const std::string& mode, double x, int64_t in, int64_t out,
+                           double scale, const std::array<double, 2>& roi) {
   if (mode == "tf_crop_and_resize") {
     // The output spans [start, end] of the input (fractions of in - 1).
     const double len = static_cast<double>(in) * scale,
@@ -38,6 +39,17 @@ double SourceCoordinate(const Context& c, const std::string& mode, double x, int
   if (mode == "asymmetric") return x / scale;
   if (mode == "tf_half_pixel_for_nn") return (x + 0.5) / scale;
   c.Fail(fmt::format("coordinate_transformation_mode {} is not supported", mode));
+}
+
+/// The source coordinate, clamped to [-2, in + 2]: beyond, every tap reads the border element (or
+/// lies outside, for tf_crop_and_resize) as it does there, and the coordinate converts to an index.
+double SourceCoordinate(const Context& c, const std::string& mode, double x, int64_t in, int64_t out,
+                        double scale, const std::array<double, 2>& roi) {
+  const double src = UnclampedCoordinate(c, mode, x, in, out, scale, roi);
+  if (std::isnan(src))
+    c.Fail(fmt::format("output {} of an axis of {} maps to no source coordinate (scale {}, roi [{}, {}])", x,
+                       in, scale, roi[0], roi[1]));
+  return std::clamp(src, -2.0, static_cast<double>(in) + 2);
 }
 
 /// The source index of the nearest element, by nearest_mode.
@@ -69,16 +81,17 @@ Node Interpolate(const Context& c, Node x, int axis, int64_t out, double scale,
   const std::string mode = c.String("mode", "nearest");
   const std::string coords = CoordinateMode(c);
   if (mode == "nearest") {
+    const std::string nearest = c.String("nearest_mode", c.opset() < 11 ? "floor" : "round_prefer_floor");
     std::vector<int64_t> idx;
     for (int64_t o = 0; o < out; ++o)
-      idx.push_back(Nearest(c, c.String("nearest_mode", c.opset() < 11 ? "floor" : "round_prefer_floor"),
-                            SourceCoordinate(c, coords, static_cast<double>(o), in, out, scale, roi), in));
+      idx.push_back(
+          Nearest(c, nearest, SourceCoordinate(c, coords, static_cast<double>(o), in, out, scale, roi), in));
     return GatherAlongAxis(x, Const(c.graph(), Tensor::FromValue(idx)), axis);
   }
   // Linear and cubic: a constant matrix of weights.
-  if (in > 0 && out > (int64_t{1} << 28) / in)
-    c.Fail(fmt::format("resizing an axis of {} to {} needs too large a weight matrix", in, out));
-  std::vector<double> m(static_cast<size_t>(out * in), 0.0);
+  std::vector<double> m(
+      static_cast<size_t>(CheckedProduct(c, out, in, "the Resize weight matrix (output x input elements)")),
+      0.0);
   const double a = c.Float("cubic_coeff_a", -0.75f);
   const bool exclude = c.Int("exclude_outside", 0) != 0;
   for (int64_t o = 0; o < out; ++o) {
@@ -106,7 +119,8 @@ Node Interpolate(const Context& c, Node x, int axis, int64_t out, double scale,
     }
     for (const auto& [off, weight] : taps) {
       const int64_t i = std::clamp<int64_t>(static_cast<int64_t>(base) + off, 0, in - 1);
-      m[static_cast<size_t>(o * in + i)] += exclude ? weight / total : weight;
+      // (Every tap outside, with exclude_outside: the output is outside too and gets no weight.)
+      m[static_cast<size_t>(o * in + i)] += !exclude ? weight : (total != 0 ? weight / total : 0);
     }
   }
   Node mat = ConvertDType(Reshape(Const(c.graph(), Tensor::FromValue(m)), {out, in}), x.dtype());
@@ -144,8 +158,27 @@ Node ResizeAxis(const Context& c, Node x, int axis, int64_t out, double scale,
 V Resize(const Context& c) {
   Node x = c.In(0);
   const int rank = x.rank();
-  for (int64_t d : x.shape().Dimensions())
+  const std::vector<int64_t> in_dims = x.shape().Dimensions();
+  for (int64_t d : in_dims)
     if (d == Shape::kDynamic) c.Fail("Resize needs static dimensions");
+  // Opset 18's attributes: antialiasing is not supported; `axes` names the axes the scales, sizes
+  // and roi are given for (the others are kept).
+  if (c.Int("antialias", 0) != 0) c.Fail("antialias=1 is not supported");
+  const std::string policy = c.String("keep_aspect_ratio_policy", "stretch");
+  if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
+    c.Fail(fmt::format("keep_aspect_ratio_policy {} is not stretch, not_larger or not_smaller", policy));
+  std::vector<int> axes;
+  if (c.HasAttr("axes")) {
+    for (int64_t a : c.IntList("axes")) {
+      const int axis = Axis(c, a, rank);
+      if (std::find(axes.begin(), axes.end(), axis) != axes.end())
+        c.Fail(fmt::format("axes lists axis {} twice", a));
+      axes.push_back(axis);
+    }
+  } else {
+    for (int a = 0; a < rank; ++a) axes.push_back(a);
+  }
+  const auto k = static_cast<int>(axes.size());
   std::vector<double> scales;
   std::vector<int64_t> sizes;
   const bool upsample = c.node().op_type() == "Upsample";
@@ -153,10 +186,9 @@ V Resize(const Context& c) {
     for (float s : c.FloatList("scales")) scales.push_back(s);
   } else {
     const int scales_input = (c.opset() < 11 || upsample) ? 1 : 2;
-    if (c.Has(scales_input) && c.Constant(scales_input) && c.Constant(scales_input)->Size() > 0) {
-      scales = c.Constant(scales_input)->ToDoubles();
-    } else if (c.Has(scales_input) && !c.Constant(scales_input)) {
-      c.Fail("scales must be known when the model is imported");
+    if (c.Has(scales_input)) {
+      const Tensor& t = KnownInput(c, scales_input, "scales");
+      if (t.Size() > 0) scales = t.ToDoubles();
     }
     if (scales.empty() && c.Has(3)) sizes = c.Ints(3, "sizes");
   }
@@ -165,30 +197,68 @@ V Resize(const Context& c) {
   const bool crop = c.String("coordinate_transformation_mode", "") == "tf_crop_and_resize";
   if (crop) {
     if (upsample || c.opset() < 11 || !c.Has(1)) c.Fail("tf_crop_and_resize needs the roi input");
-    if (!c.Constant(1)) c.Fail("its roi (input 1) must be known when the model is imported");
-    roi = c.Constant(1)->ToDoubles();
-    if (static_cast<int>(roi.size()) != 2 * rank)
-      c.Fail(fmt::format("roi has {} entries, not {} (a start and an end per axis)", roi.size(), 2 * rank));
+    roi = KnownInput(c, 1, "roi").ToDoubles();
+    if (static_cast<int>(roi.size()) != 2 * k)
+      c.Fail(fmt::format("roi has {} entries, not {} (a start and an end per axis)", roi.size(), 2 * k));
+    for (double v : roi)
+      if (!std::isfinite(v)) c.Fail(fmt::format("roi holds {}: its entries must be finite", v));
   }
   if (scales.empty() && sizes.empty()) c.Fail("neither scales nor sizes is given");
-  if ((!scales.empty() && static_cast<int>(scales.size()) != rank) ||
-      (!sizes.empty() && static_cast<int>(sizes.size()) != rank))
-    c.Fail(fmt::format("scales or sizes must have {} entries", rank));
+  if ((!scales.empty() && static_cast<int>(scales.size()) != k) ||
+      (!sizes.empty() && static_cast<int>(sizes.size()) != k))
+    c.Fail(fmt::format("scales or sizes must have {} entries", k));
+  // Each axis's output size and scale (the axes not resized keep theirs).
+  std::vector<int64_t> outs = in_dims;
+  std::vector<double> axis_scales(static_cast<size_t>(rank), 1.0);
+  std::vector<std::array<double, 2>> spans(static_cast<size_t>(rank), std::array<double, 2>{0, 1});
+  for (int i = 0; i < k; ++i) {
+    const auto a = static_cast<size_t>(axes[static_cast<size_t>(i)]);
+    if (crop) spans[a] = {roi[static_cast<size_t>(i)], roi[static_cast<size_t>(i + k)]};
+    if (!scales.empty()) {
+      const double s = scales[static_cast<size_t>(i)];
+      const double want = std::floor(static_cast<double>(in_dims[a]) * s);
+      if (!(std::isfinite(s) && s > 0 && want <= static_cast<double>(kMaxHostElements)))
+        c.Fail(fmt::format("scale {} of axis {} must be positive and resize its {} elements to at most {}", s,
+                           a, in_dims[a], kMaxHostElements));
+      outs[a] = static_cast<int64_t>(want);
+      axis_scales[a] = s;
+    } else {
+      outs[a] = sizes[static_cast<size_t>(i)];
+      if (outs[a] < 0 || outs[a] > kMaxHostElements)
+        c.Fail(fmt::format("size {} of axis {} is outside [0, {}]", outs[a], a, kMaxHostElements));
+      if (in_dims[a] > 0) axis_scales[a] = static_cast<double>(outs[a]) / static_cast<double>(in_dims[a]);
+    }
+  }
+  if (!sizes.empty() && policy != "stretch") {
+    // One scale for all the axes (the smallest or largest of the sizes' ones); the sizes follow,
+    // rounded half up.
+    double scale = policy == "not_larger" ? HUGE_VAL : 0;
+    for (int a : axes) {
+      if (in_dims[static_cast<size_t>(a)] == 0)
+        c.Fail(fmt::format("keep_aspect_ratio_policy {} needs the resized axes non-empty", policy));
+      const double s = axis_scales[static_cast<size_t>(a)];
+      scale = policy == "not_larger" ? std::min(scale, s) : std::max(scale, s);
+    }
+    for (int a : axes) {
+      const auto i = static_cast<size_t>(a);
+      const double want = std::floor(scale * static_cast<double>(in_dims[i]) + 0.5);
+      if (!(want <= static_cast<double>(kMaxHostElements)))
+        c.Fail(fmt::format("axis {} would get {} elements, more than {}", a, want, kMaxHostElements));
+      outs[i] = static_cast<int64_t>(want);
+      axis_scales[i] = scale;
+    }
+  }
   Node y = x;
   for (int a = 0; a < rank; ++a) {
-    const int64_t in = x.shape().Dimensions()[static_cast<size_t>(a)];
-    const int64_t out =
-        sizes.empty()
-            ? static_cast<int64_t>(std::floor(static_cast<double>(in) * scales[static_cast<size_t>(a)]))
-            : sizes[static_cast<size_t>(a)];
-    const double scale =
-        sizes.empty() ? scales[static_cast<size_t>(a)] : static_cast<double>(out) / static_cast<double>(in);
-    if (out < 0) c.Fail(fmt::format("axis {} would get negative size {}", a, out));
-    const std::array<double, 2> span =
-        crop ? std::array<double, 2>{roi[static_cast<size_t>(a)], roi[static_cast<size_t>(a + rank)]}
-             : std::array<double, 2>{0, 1};
-    if (out == in && scale == 1.0 && span[0] == 0 && span[1] == 1) continue;
-    y = ResizeAxis(c, y, a, out, scale, span);
+    const auto i = static_cast<size_t>(a);
+    const int64_t in = in_dims[i], out = outs[i];
+    const std::array<double, 2>& span = spans[i];
+    if (out == in && axis_scales[i] == 1.0 && span[0] == 0 && span[1] == 1) continue;
+    if (in == 0) {
+      if (out > 0) c.Fail(fmt::format("axis {} has no elements to resize to {}", a, out));
+      continue;
+    }
+    y = ResizeAxis(c, y, a, out, axis_scales[i], span);
   }
   return {y};
 }

@@ -47,12 +47,12 @@ Node Apply(const Activation& a, Node x) {
   if (n == "tanh") return Tanh(x);
   if (n == "relu") return Max(x, ZerosLike(x));
   if (n == "affine") return x * a.alpha + a.beta;
-  if (n == "leakyrelu") return Where(GreaterOrEqual(x, ZerosLike(x)), x, x * a.alpha);
-  if (n == "thresholdedrelu") return Where(Greater(x, ScalarLike(x, a.alpha)), x, ZerosLike(x));
+  if (n == "leakyrelu") return LeakyReluOf(x, a.alpha);
+  if (n == "thresholdedrelu") return ThresholdedReluOf(x, a.alpha);
   if (n == "scaledtanh") return Tanh(x * a.beta) * a.alpha;
-  if (n == "hardsigmoid") return Clip(x * a.alpha + a.beta, 0.0, 1.0);
-  if (n == "elu") return Where(GreaterOrEqual(x, ZerosLike(x)), x, Expm1(x) * a.alpha);
-  if (n == "softsign") return x / (Abs(x) + 1);
+  if (n == "hardsigmoid") return HardSigmoidOf(x, a.alpha, a.beta);
+  if (n == "elu") return EluOf(x, a.alpha);
+  if (n == "softsign") return SoftsignOf(x);
   return Softplus(x);  // "softplus", the last one Activations accepts.
 }
 
@@ -171,6 +171,9 @@ Lengths SequenceLengths(const Context& c, int64_t steps, int64_t batch) {
 /// Input i [dirs, ...] at direction d.
 Node AtDirection(Node x, int d) { return Squeeze(SliceAxis(x, 0, AxisElem(d)), {0}); }
 
+/// The most time steps the recurrence is unrolled over (each adds a few nodes per direction).
+constexpr int64_t kMaxUnrolledSteps = 4096;
+
 /// RNN, GRU and LSTM: checks the inputs, runs `step` over the time axis in each direction and
 /// assembles Y [T, dirs, B, H], Y_h [dirs, B, H] and (LSTM, `states` 2) Y_c, in the layout asked.
 V Recurrent(const Context& c, int gates, int states, const std::vector<std::string>& default_acts,
@@ -189,19 +192,29 @@ V Recurrent(const Context& c, int gates, int states, const std::vector<std::stri
   const int dirs = direction == "bidirectional" ? 2 : 1;
   if (w.rank() != 3 || r.rank() != 3)
     c.Fail(fmt::format("W {} and R {} must have rank 3", w.shape(), r.shape()));
-  const int64_t hidden = c.Int("hidden_size", r.shape().Dimensions()[2]);
+  const int64_t r_hidden = r.shape().Dimensions()[2];
+  if (r_hidden == Shape::kDynamic) c.Fail(fmt::format("R {} must have a static hidden size", r.shape()));
+  const int64_t hidden = c.Int("hidden_size", r_hidden);
+  if (hidden < 1 || hidden != r_hidden)
+    c.Fail(fmt::format("hidden_size {} must be at least 1 and match R {}", hidden, r.shape()));
+  // The bias width 2*gates*H; it bounds the other products of the hidden size.
+  const int64_t bias_width = CheckedProduct(c, 2 * gates, hidden, "the gate rows of W, R and B");
+  const int64_t gate_rows = bias_width / 2;
   const std::vector<int64_t> steps_batch_in = x.shape().Dimensions();
   const int64_t steps = steps_batch_in[0], batch = steps_batch_in[1];
   if (steps == Shape::kDynamic) c.Fail("the sequence length must be static to unroll the recurrence");
-  if (w.shape().Dimensions() != std::vector<int64_t>{dirs, gates * hidden, steps_batch_in[2]} ||
-      r.shape().Dimensions() != std::vector<int64_t>{dirs, gates * hidden, hidden})
+  if (steps < 1 || steps > kMaxUnrolledSteps)
+    c.Fail(fmt::format("the sequence length {} is outside [1, {}], the steps kiln unrolls", steps,
+                       kMaxUnrolledSteps));
+  if (w.shape().Dimensions() != std::vector<int64_t>{dirs, gate_rows, steps_batch_in[2]} ||
+      r.shape().Dimensions() != std::vector<int64_t>{dirs, gate_rows, hidden})
     c.Fail(fmt::format("W {} and R {} do not fit {} direction(s), {} gates of hidden size {} and input {}",
                        w.shape(), r.shape(), dirs, gates, hidden, steps_batch_in[2]));
   std::optional<Node> bias;
   if (c.Has(3)) {
     bias = c.In(3);
-    if (bias->shape().Dimensions() != std::vector<int64_t>{dirs, 2 * gates * hidden})
-      c.Fail(fmt::format("B {} is not [{}, {}]", bias->shape(), dirs, 2 * gates * hidden));
+    if (bias->shape().Dimensions() != std::vector<int64_t>{dirs, bias_width})
+      c.Fail(fmt::format("B {} is not [{}, {}]", bias->shape(), dirs, bias_width));
   }
   // Initial states [dirs, B, H] (in layout 1 [B, dirs, H]); zeros when not given.
   std::vector<std::optional<Node>> initial(static_cast<size_t>(states));
@@ -220,7 +233,10 @@ V Recurrent(const Context& c, int gates, int states, const std::vector<std::stri
   }
   const std::vector<Activation> acts = Activations(c, default_acts, dirs);
   std::optional<double> clip;
-  if (c.HasAttr("clip")) clip = c.Float("clip", 0);
+  if (c.HasAttr("clip")) {
+    clip = c.Float("clip", 0);
+    if (!(*clip > 0)) c.Fail(fmt::format("clip {} is not positive", *clip));
+  }
   const Lengths lengths = SequenceLengths(c, steps, batch);
 
   std::vector<Node> ys, finals[2];
@@ -235,16 +251,16 @@ V Recurrent(const Context& c, int gates, int states, const std::vector<std::stri
     Node xw = TimesTransposed(x, AtDirection(w, d));
     if (bias) {
       Node b = AtDirection(*bias, d);
-      xw = xw + Reshape(SliceAxis(b, 0, AxisRange(0, gates * hidden)), {1, 1, -1});
-      dir.rb = SliceAxis(b, 0, AxisRange(gates * hidden, 2 * gates * hidden));
+      xw = xw + Reshape(SliceAxis(b, 0, AxisRange(0, gate_rows)), {1, 1, -1});
+      dir.rb = SliceAxis(b, 0, AxisRange(gate_rows, bias_width));
     }
     std::vector<Node> xs;
     for (int64_t t = 0; t < steps; ++t) xs.push_back(Squeeze(SliceAxis(xw, 0, AxisElem(t)), {0}));
     V state;
     for (int s = 0; s < states; ++s) {
       const auto& init = initial[static_cast<size_t>(s)];
-      // Zeros [B, H] taken from xw's shape, so a dynamic batch works too.
-      state.push_back(init ? AtDirection(*init, d) : ZerosLike(SliceAxis(xs.at(0), 1, AxisRange(0, hidden))));
+      // Zeros [B, H] taken from xw's shape, so a dynamic batch works too (steps >= 1).
+      state.push_back(init ? AtDirection(*init, d) : ZerosLike(SliceAxis(xs[0], 1, AxisRange(0, hidden))));
     }
     std::vector<Node> y(static_cast<size_t>(steps), state[0]);
     for (int64_t i = 0; i < steps; ++i) {

@@ -48,7 +48,10 @@ Node Trunc(Node x) { return Where(Less(x, ScalarLike(x, 0)), Ceil(x), Floor(x));
 V GridSample(const Context& c) {
   Node x = c.In(0), grid = c.In(1);
   const int rank = x.rank(), nd = rank - 2;
-  if (nd < 1 || grid.rank() != rank || grid.shape().Dimensions().back() != nd)
+  // 2^nd (linear) or 4^nd (cubic) gathers: 1-D to 3-D, as ONNX Runtime (2-D and 3-D).
+  if (nd < 1 || nd > 3)
+    c.Fail(fmt::format("X {} has {} spatial axes; GridSample supports 1 to 3", x.shape(), nd));
+  if (grid.rank() != rank || grid.shape().Dimensions().back() != nd)
     c.Fail(fmt::format("X {} and grid {} do not fit: grid must be [N, out..., {}]", x.shape(), grid.shape(),
                        nd));
   for (int64_t d : x.shape().Dimensions())
@@ -193,6 +196,9 @@ V RoiAlign(const Context& c) {
   const float scale = c.Float("spatial_scale", 1.0f);
   if (out_h < 1 || out_w < 1) c.Fail(fmt::format("output size {}x{} is not positive", out_h, out_w));
   if (ratio < 0) c.Fail(fmt::format("sampling_ratio {} is negative", ratio));
+  // The host's per-ROI vectors and the [R, out_h, out_w, ...] sample tensors.
+  CheckedProduct(c, CheckedProduct(c, num, out_h, "RoiAlign's ROIs times output height"), out_w,
+                 "RoiAlign's output bins");
   const int64_t height = x.shape().Dimensions()[2], width = x.shape().Dimensions()[3];
   const float offset = half ? 0.5f : 0.0f;
   Graph& g = c.graph();

@@ -69,21 +69,29 @@ Node Transform(const Context& c, Node x, int axis, std::optional<int64_t> dft_le
   return Stack({Real(y), Imag(y)}, -1);
 }
 
-/// DFT(x [..., n, 1 or 2]): the transform along `axis` of the real or complex signal, as
-/// [..., m, 2].
-V DFT(const Context& c) {
-  Node x = c.In(0);
-  const int axis = Axis(c, c.Int("axis", 1), std::max(x.rank() - 1, 1));
-  std::optional<int64_t> length;
-  if (c.Has(1)) length = c.Ints(1, "dft_length").at(0);
-  return {Transform(c, x, axis, length, c.Int("inverse", 0) != 0, c.Int("onesided", 0) != 0)};
-}
-
 /// A scalar input that must be known at import, as an int64.
 int64_t KnownInt(const Context& c, int i, const char* what) {
   const std::vector<int64_t> v = c.Ints(i, what);
   if (v.size() != 1) c.Fail(fmt::format("{} must be a scalar, got {} values", what, v.size()));
   return v[0];
+}
+
+/// DFT(x [..., n, 1 or 2]): the transform along `axis` of the real or complex signal, as
+/// [..., m, 2]. The axis is an attribute (default 1) before opset 20, then input 2 (default -2);
+/// it is never the last axis (the parts): [-r, -2] or [0, r - 2].
+V DFT(const Context& c) {
+  Node x = c.In(0);
+  const int rank = x.rank();
+  if (rank < 2) c.Fail(fmt::format("input {} needs a signal axis and a last axis of 1 or 2", x.shape()));
+  int64_t axis = c.opset() >= 20 ? (c.Has(2) ? KnownInt(c, 2, "axis") : -2) : c.Int("axis", 1);
+  if (axis < -rank || axis == -1 || axis > rank - 2)
+    c.Fail(fmt::format("axis {} is outside [-{}, -2] and [0, {}] (the last axis holds the parts)", axis, rank,
+                       rank - 2));
+  if (axis < 0) axis += rank;
+  std::optional<int64_t> length;
+  if (c.Has(1)) length = KnownInt(c, 1, "dft_length");
+  return {
+      Transform(c, x, static_cast<int>(axis), length, c.Int("inverse", 0) != 0, c.Int("onesided", 0) != 0)};
 }
 
 /// STFT(signal [batch, length, 1 or 2], frame_step, window?, frame_length?): the DFT of each
@@ -114,8 +122,7 @@ V STFT(const Context& c) {
   if (frame < 1 || frame > length)
     c.Fail(fmt::format("frame_length {} must be in [1, {}] (the signal length)", frame, length));
   const int64_t frames = 1 + (length - frame) / step;
-  if (frames > (int64_t{1} << 28) / frame)
-    c.Fail(fmt::format("{} frames of {} samples are too many", frames, frame));
+  CheckedProduct(c, frames, frame, "the STFT frames (frames x frame_length)");
   // The frames, [batch, frames, frame_length, parts]: sample f * step + j of frame f.
   std::vector<int64_t> idx(static_cast<size_t>(frames * frame));
   for (int64_t f = 0; f < frames; ++f)
@@ -133,7 +140,8 @@ V STFT(const Context& c) {
 template <int kKind>
 V Window(const Context& c) {
   const std::vector<int64_t> size_v = c.Ints(0, "size");
-  if (size_v.size() != 1 || size_v[0] < 0) c.Fail("size must be a non-negative scalar");
+  if (size_v.size() != 1 || size_v[0] < 0 || size_v[0] > kMaxHostElements)
+    c.Fail(fmt::format("size must be a scalar in [0, {}]", kMaxHostElements));
   const int64_t size = size_v[0];
   const bool periodic = c.Int("periodic", 1) != 0;
   const double denom = static_cast<double>(periodic ? size : size - 1);
@@ -158,9 +166,7 @@ V Window(const Context& c) {
 
 /// A scalar input that must be known at import, as a double.
 double KnownReal(const Context& c, int i, const char* what) {
-  const std::optional<Tensor>& t = c.Constant(i);
-  if (!t) c.Fail(fmt::format("its {} (input {}) must be known when the model is imported", what, i));
-  const std::vector<double> v = t->ToDoubles();
+  const std::vector<double> v = KnownInput(c, i, what).ToDoubles();
   if (v.size() != 1) c.Fail(fmt::format("{} must be a scalar, got {} values", what, v.size()));
   return v[0];
 }
@@ -176,9 +182,9 @@ V MelWeightMatrix(const Context& c) {
     c.Fail(
         fmt::format("num_mel_bins {}, dft_length {} and sample_rate {} must be positive", mels, dft, rate));
   const int64_t bins = dft / 2 + 1;
-  if (bins > (int64_t{1} << 28) / mels) c.Fail(fmt::format("a [{}, {}] matrix is too large", bins, mels));
-  if (!(low >= 0 && low <= high))
-    c.Fail(fmt::format("the edges {} and {} Hz must satisfy 0 <= lower <= upper", low, high));
+  CheckedProduct(c, bins, mels, "the MelWeightMatrix [dft_length / 2 + 1, num_mel_bins]");
+  if (!(std::isfinite(low) && std::isfinite(high) && low >= 0 && low <= high))
+    c.Fail(fmt::format("the edges {} and {} Hz must be finite, with 0 <= lower <= upper", low, high));
   // The num_mel_bins + 2 band edges, evenly spaced in mels (a step of the span / (num_mel_bins + 2),
   // as ONNX's reference computes it), as spectrum bins.
   auto to_mel = [](double hz) { return 2595 * std::log10(1 + hz / 700); };
@@ -187,9 +193,10 @@ V MelWeightMatrix(const Context& c) {
   for (int64_t i = 0; i < mels + 2; ++i) {
     const double hz = 700 * (std::pow(10.0, (static_cast<double>(i) * step + low_mel) / 2595) - 1);
     // Clamped into the spectrum (edges above sample_rate / 2 would fall outside it).
-    edge[static_cast<size_t>(i)] = std::clamp<int64_t>(
-        static_cast<int64_t>(std::floor(static_cast<double>(dft + 1) * hz / static_cast<double>(rate))), 0,
-        bins - 1);
+    // (in double first: a huge upper edge makes a huge, even infinite, bin).
+    const double bin = std::floor(static_cast<double>(dft + 1) * hz / static_cast<double>(rate));
+    edge[static_cast<size_t>(i)] =
+        std::isnan(bin) ? 0 : static_cast<int64_t>(std::clamp(bin, 0.0, static_cast<double>(bins - 1)));
   }
   std::vector<double> m(static_cast<size_t>(bins * mels), 0.0);
   auto at = [&](int64_t j, int64_t i) -> double& { return m[static_cast<size_t>(j * mels + i)]; };

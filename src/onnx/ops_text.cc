@@ -41,6 +41,8 @@ V TfIdfVectorizer(const Context& c) {
     c.Fail(
         fmt::format("min_gram_length {} and max_gram_length {} must satisfy 1 <= min <= max", min_n, max_n));
   if (max_skip < 0) c.Fail(fmt::format("max_skip_count {} is negative", max_skip));
+  // A skip beyond the row's length matches nothing: capped there (no overflow in max_skip + 1).
+  const int64_t skips = std::min(max_skip, cols) + 1;
   const std::string mode = c.String("mode", "");
   if (mode != "TF" && mode != "IDF" && mode != "TFIDF")
     c.Fail(fmt::format("mode '{}' is not TF, IDF or TFIDF", mode));
@@ -49,8 +51,10 @@ V TfIdfVectorizer(const Context& c) {
   const std::vector<float> weights = c.HasAttr("weights") ? c.FloatList("weights") : std::vector<float>{};
   if (indexes.empty()) c.Fail("ngram_indexes is empty");
   for (int64_t i : indexes)
-    if (i < 0) c.Fail(fmt::format("ngram_indexes holds the negative {}", i));
+    if (i < 0 || i >= kMaxHostElements)
+      c.Fail(fmt::format("ngram_indexes holds {}, outside [0, {})", i, kMaxHostElements));
   const int64_t out = *std::max_element(indexes.begin(), indexes.end()) + 1;
+  CheckedProduct(c, rows, out, "the output [rows, max(ngram_indexes) + 1]");
   if (!weights.empty() && static_cast<int64_t>(weights.size()) != out)
     c.Fail(fmt::format("weights has {} entries, the output {}", weights.size(), out));
   const auto pool_size = static_cast<int64_t>(pool.size());
@@ -81,7 +85,10 @@ V TfIdfVectorizer(const Context& c) {
     }
     const auto num = static_cast<int64_t>(grams.size());
     Node total = Zeros(g, Shape(DType::Float32, {rows, num}));
-    for (int64_t skip = 1; skip <= (n == 1 ? 1 : max_skip + 1); ++skip) {
+    // The skips whose windows fit in a row, each comparing n slices: the graph they unroll is capped.
+    const int64_t fitting = n == 1 ? 1 : std::min(skips, (cols - 1) / (n - 1));
+    CheckedProduct(c, std::max<int64_t>(fitting, 0), n, "the n-gram windows (skips x n) of TfIdfVectorizer");
+    for (int64_t skip = 1; skip <= (n == 1 ? 1 : skips); ++skip) {
       const int64_t starts = cols - (n - 1) * skip;  // Windows that fit in a row.
       if (starts <= 0) break;
       Node match;  // [rows, starts, G]

@@ -1,7 +1,7 @@
 // Models of opset 6 and earlier, built here with ONNX's own schema (libonnx_proto): the attributes
 // later opsets dropped (`broadcast`/`axis` on binary ops, BatchNormalization's `spatial`,
-// `is_test`, `consumed_inputs`) mean what they meant, and the inputs a model declares are checked
-// at Call.
+// `is_test`, `consumed_inputs`) mean what they meant, the inputs a model declares are checked
+// at Call, and hostile attributes are refused with errors naming them.
 
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
@@ -123,6 +123,34 @@ TEST(OnnxLegacy, DeclaredInputSizesAreCheckedAtCall) {
         RunModel(add, {Iota({2, 4}), Iota({2, 4})});
       },
       {"input \"a\"", "[2, 3]", "axis 1 differs"}));
+}
+
+void SetInts(::onnx::ModelProto& m, const std::string& name, const std::vector<int64_t>& values) {
+  ::onnx::AttributeProto* a = m.mutable_graph()->mutable_node(0)->add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::INTS);
+  for (int64_t v : values) a->add_ints(v);
+}
+
+TEST(OnnxHostile, BadWindowAttributesAreErrorsNamingThem) {
+  // Stride 0, a dilation list of the wrong length, a kernel longer than the spatial axes: each
+  // refused when the graph is built, before any division or out-of-range read.
+  ::onnx::ModelProto zero = OneNode(12, "MaxPool", {{"x", {1, 1, 4, 4}}});
+  SetInts(zero, "kernel_shape", {2, 2});
+  SetInts(zero, "strides", {0, 0});
+  SetInt(zero, "ceil_mode", 1);
+  EXPECT_TRUE(Throws([&] { RunModel(Read(zero), {Iota({1, 1, 4, 4})}); }, {"MaxPool", "stride 0"}));
+  ::onnx::ModelProto dil = OneNode(12, "MaxPool", {{"x", {1, 1, 4, 4}}});
+  SetInts(dil, "kernel_shape", {2, 2});
+  SetInts(dil, "dilations", {2});
+  EXPECT_TRUE(Throws([&] { RunModel(Read(dil), {Iota({1, 1, 4, 4})}); }, {"MaxPool", "dilation"}));
+  ::onnx::ModelProto conv = OneNode(11, "Conv", {{"x", {1, 1, 4, 4}}, {"w", {1, 1, 2, 2}}});
+  SetInts(conv, "kernel_shape", {2, 2, 2});
+  EXPECT_TRUE(Throws(
+      [&] {
+        RunModel(Read(conv), {Iota({1, 1, 4, 4}), Iota({1, 1, 2, 2})});
+      },
+      {"Conv", "per spatial axis"}));
 }
 
 }  // namespace
