@@ -17,6 +17,7 @@
 #include "kiln/io/safetensors.h"
 #include "kiln/kiln.h"
 #include "kiln/model/checkpoint.h"
+#include "kiln/onnx/onnx.h"
 
 namespace fs = std::filesystem;
 using namespace kiln;
@@ -150,6 +151,29 @@ int main(int argc, char** argv) {
     const std::string name = h.Save();
     Write(dir("checkpoint") / "record.json", Read(ckpt / (name + ".json")));
     fs::remove_all(ckpt);
+  }
+  // ONNX: models kiln exports (dense and convolutional, a gather, a dynamic batch axis) and
+  // TensorProto files.
+  {
+    model::Store store;
+    store.RootScope().In("dense").VariableWithValue("weights", Floats({4, 3}));
+    const onnx::ExportFn dense = [](model::Scope scope, const std::any&, std::vector<graph::Node> in) {
+      graph::Node w = scope.In("dense").InspectVariable("weights").NodeValue(in[0].graph());
+      graph::Node h = graph::Max(graph::MatMul(in[0], w), graph::ScalarLike(in[0], 0));
+      return std::vector<graph::Node>{graph::Softmax(h), graph::ReduceSum(h, {1})};
+    };
+    onnx::Export(store, dense, {Shape::MakeDynamic(DType::Float32, {Shape::kDynamic, 4}, {"batch", ""})},
+                 (dir("onnx") / "dense.onnx").string());
+    const onnx::ExportFn conv = [](model::Scope, const std::any&, std::vector<graph::Node> in) {
+      graph::Node k = graph::Const(in[0].graph(), Floats({3, 3, 2, 4}));
+      graph::Node y = graph::Convolve(in[0], k).PadSame().Done();
+      y = graph::MaxPool(y).Window(2).Done();
+      return std::vector<graph::Node>{graph::ArgMax(graph::Reshape(y, {-1, 4 * 4 * 4}), 1)};
+    };
+    onnx::Export(store, conv, {Shape(DType::Float32, {1, 8, 8, 2})}, (dir("onnx") / "conv.onnx").string());
+    onnx::WriteTensorProto((dir("onnx") / "floats.pb").string(), Floats({2, 3}));
+    onnx::WriteTensorProto((dir("onnx") / "ints.pb").string(),
+                           Tensor::FromFlat(Shape(DType::Int64, {3}), std::vector<int64_t>{1, -2, 3}));
   }
   return 0;
 }

@@ -102,8 +102,8 @@ Node Reshape(Node x, const std::vector<int64_t>& dims) {
       inferred = static_cast<int>(i);
     } else if (dims[i] < 0) {
       kiln::detail::Throw("Reshape: invalid dimension {} in {} for {}", dims[i], DimsString(dims), s);
-    } else {
-      known *= dims[i];
+    } else if (__builtin_mul_overflow(known, dims[i], &known)) {
+      kiln::detail::Throw("Reshape: the sizes {} overflow 64 bits, for {}", DimsString(dims), s);
     }
   }
   if (inferred >= 0) {

@@ -34,6 +34,8 @@ TEST(OpsShape, Reshape) {
   EXPECT_TRUE(Throws([&] { Reshape(x, {5, -1}); }, {"Reshape", "[5, -1]"}));
   EXPECT_TRUE(Throws([&] { Reshape(P(g, F32, {0}), {0, -1}); }, {"Reshape", "cannot be inferred"}));
   EXPECT_TRUE(Throws([&] { Reshape(x, {-2, -12}); }, {"Reshape", "-2"}));
+  // Sizes whose product overflows are an error, not a wrapped-around count.
+  EXPECT_TRUE(Throws([&] { Reshape(x, {int64_t{1} << 40, int64_t{1} << 40, -1}); }, {"Reshape", "overflow"}));
 }
 
 TEST(OpsShape, Transpose) {
