@@ -86,6 +86,17 @@ Node Interpolate(const Context& c, Node x, int axis, int64_t out, double scale,
     for (int64_t o = 0; o < out; ++o)
       idx.push_back(
           Nearest(c, nearest, SourceCoordinate(c, coords, static_cast<double>(o), in, out, scale, roi), in));
+    // Each element repeated r times in order (an integer upsampling): a broadcast along a new
+    // axis and a reshape, which fuse with the ops around them, instead of a gather.
+    const int64_t r = in > 0 && out % in == 0 ? out / in : 0;
+    bool repeats = r > 0 && !x.shape().IsDynamic();
+    for (int64_t o = 0; repeats && o < out; ++o) repeats = idx[static_cast<size_t>(o)] == o / r;
+    if (repeats) {
+      std::vector<int64_t> dims = x.shape().Dimensions(), expanded = dims;
+      expanded.insert(expanded.begin() + axis + 1, r);
+      dims[static_cast<size_t>(axis)] = out;
+      return Reshape(BroadcastToDims(InsertAxes(x, {axis + 1}), expanded), dims);
+    }
     return GatherAlongAxis(x, Const(c.graph(), Tensor::FromValue(idx)), axis);
   }
   // Linear and cubic: a constant matrix of weights.
