@@ -10,9 +10,10 @@
 // backward-weights convolution (input as src with batch and features swapped, kernel as
 // diff_dst, result as diff_weights; strides and dilations trade places). Batch groups and other
 // forms stay with the reference kernel. oneDNN first gets the user's data layouts (weights in
-// its own layout); when that only finds the reference implementation, it picks every layout and
-// the kernel reorders in and out per call. A forward convolution takes a contraction epilogue
-// (epilogue.cc): the bias as oneDNN's bias argument, Logistic as a post-op, Relu as a loop.
+// its own layout); when that only finds the reference implementation, or (forward) its im2col
+// gemm, it picks every layout and the kernel reorders in and out per call. A forward
+// convolution takes a contraction epilogue (epilogue.cc): the bias as oneDNN's bias argument,
+// Logistic as a post-op, Relu as a loop.
 
 #include <algorithm>
 #include <cstring>
@@ -396,8 +397,17 @@ KernelChoice MakeDnnlConv(int threads, const Instruction& inst, const std::vecto
         cs.kind == ConvKind::BackwardWeights
             ? Describe(cs, plan->input.user, plan->weights.user, AnyDesc(cs.out_dims), *plan)
             : Describe(cs, plan->input.user, AnyDesc(cs.w_dims), plan->output.user, *plan);
-    if (IsReference(pd))
+    if (IsReference(pd)) {
       pd = Describe(cs, AnyDesc(cs.in_dims), AnyDesc(cs.w_dims), AnyDesc(cs.out_dims), *plan);
+    } else if (cs.kind == ConvKind::Forward && ImplName(pd).find("gemm") != std::string::npos) {
+      // On the user's layouts oneDNN fell back to im2col and a matrix product (channels-first
+      // data, as imported ONNX models have): its direct kernels on its own blocked layouts are
+      // faster even with the reorders in and out (PP-OCR models, bench/onnx_vs_ort.py: 1.6x to
+      // 1.7x at batch 1).
+      dnnl::primitive_desc blocked =
+          Describe(cs, AnyDesc(cs.in_dims), AnyDesc(cs.w_dims), AnyDesc(cs.out_dims), *plan);
+      if (ImplName(blocked).find("gemm") == std::string::npos && !IsReference(blocked)) pd = blocked;
+    }
     const bool bwd_data = cs.kind == ConvKind::BackwardData,
                bwd_weights = cs.kind == ConvKind::BackwardWeights;
     plan->input.arg = bwd_data ? DNNL_ARG_DIFF_DST : DNNL_ARG_SRC;
