@@ -59,6 +59,18 @@ V NonZero(const Context& c) {
   return {Int64Const(c.graph(), coords, {static_cast<int64_t>(rank), static_cast<int64_t>(n)})};
 }
 
+/// x and the axis its slices are taken along: the `axis` attribute, or x flattened without one.
+Node AlongAxis(const Context& c, Node x, int& axis) {
+  if (!c.HasAttr("axis")) {
+    if (x.shape().IsDynamic()) c.Fail(fmt::format("the input {} must have a static shape", x.shape()));
+    axis = 0;
+    return Reshape(x, {x.shape().Size()});
+  }
+  if (x.rank() == 0) c.Fail("an axis was given, but the input is a scalar");
+  axis = Axis(c, c.Int("axis", 0), x.rank());
+  return x;
+}
+
 /// Compress: x's slices along `axis` (x flattened without one) where `condition` holds; a
 /// condition shorter than the axis drops the slices past its end.
 V Compress(const Context& c) {
@@ -66,12 +78,7 @@ V Compress(const Context& c) {
   const Tensor& cond = Known(c, 1, "condition");
   if (cond.shape().Rank() != 1) c.Fail(fmt::format("condition must be 1-D, got {}", cond.shape()));
   int axis = 0;
-  if (c.HasAttr("axis")) {
-    if (x.rank() == 0) c.Fail("an axis was given, but the input is a scalar");
-    axis = Axis(c, c.Int("axis", 0), x.rank());
-  } else {
-    x = Reshape(x, {x.shape().Size()});
-  }
+  x = AlongAxis(c, x, axis);
   const int64_t dim = x.shape().Dimensions()[static_cast<size_t>(axis)];
   if (dim == Shape::kDynamic) c.Fail("the compressed axis must have a static size");
   const std::vector<long double> v = Values(cond);
@@ -92,12 +99,7 @@ V Unique(const Context& c) {
   Node x = c.In(0);
   const bool sorted = c.Int("sorted", 1) != 0;
   int axis = 0;
-  if (c.HasAttr("axis")) {
-    if (x.rank() == 0) c.Fail("an axis was given, but the input is a scalar");
-    axis = Axis(c, c.Int("axis", 0), x.rank());
-  } else {
-    x = Reshape(x, {x.shape().Size()});
-  }
+  x = AlongAxis(c, x, axis);
   const std::vector<int64_t>& dims = x.shape().Dimensions();
   int64_t outer = 1, inner = 1;
   for (int a = 0; a < axis; ++a) outer *= dims[static_cast<size_t>(a)];
