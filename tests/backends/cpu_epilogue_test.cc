@@ -232,6 +232,32 @@ TEST(CpuEpilogue, ConvBiasRelu) {
   CheckAllBackends(program, {Random({4, 12, 12, 3}, 9), Random({5, 5, 3, 8}, 10), Random({8}, 11)}, 75);
 }
 
+TEST(CpuEpilogue, ConvBiasOfTheResultsRankFolds) {
+  // Imported models add biases shaped [1, C, 1, 1] (channels first): one value per
+  // feature, laid out as a vector, so it folds as the convolution's bias (and the relu after it).
+  // A [1, 1, H, 1] one varies along another axis and stays an Add.
+  for (const std::vector<int64_t>& dims :
+       {std::vector<int64_t>{1, 8, 1, 1}, std::vector<int64_t>{1, 1, 12, 1}}) {
+    Graph g;
+    Node x = g.Parameter(Shape(DType::Float32, {2, 3, 12, 12}));
+    Node k = g.Parameter(Shape(DType::Float32, {8, 3, 3, 3}));
+    Node b = g.Parameter(Shape(DType::Float32, dims));
+    Node y = graph::Convolve(x, k).ChannelsFirst().PadSame().Done() + b;
+    auto program = g.Build({graph::MaxScalar(y, 0.0f)});
+    const Module m = Epilogued(*program);
+    if (dims[1] == 8) {  // The bias, then the relu.
+      ASSERT_EQ(WithEpilogue(m).size(), 1u) << m.ToString();
+      EXPECT_TRUE(WithEpilogue(m)[0]->epilogue->bias);
+      EXPECT_EQ(WithEpilogue(m)[0]->epilogue->activation, Activation::kRelu);
+      EXPECT_EQ(Count(m, OpType::Add), 0) << m.ToString();
+    } else {  // Neither: the relu reads the Add.
+      EXPECT_TRUE(WithEpilogue(m).empty()) << m.ToString();
+      EXPECT_EQ(Count(m, OpType::Add), 1) << m.ToString();
+    }
+    CheckAllBackends(program, {Random({2, 3, 12, 12}, 41), Random({8, 3, 3, 3}, 42), Random(dims, 40)}, 27);
+  }
+}
+
 TEST(CpuEpilogue, IntermediateReadElsewhereIsNotFused) {
   Graph g;
   Node x = g.Parameter(Shape(DType::Float32, {10, 20}));

@@ -6,7 +6,8 @@
 //    DotGeneral(b, a) (autodiff writes weight gradients this way);
 //  - Add(contraction, BroadcastInDim(bias)) with the bias along the result's feature axis (the
 //    last axis of a DotGeneral whose right side has one free axis, the output feature axis of a
-//    ConvGeneral) becomes the contraction with a bias operand;
+//    ConvGeneral) becomes the contraction with a bias operand; the bias is a vector, or of the
+//    result's rank with size 1 on every other axis (as imported models write [1, C, 1, 1]);
 //  - Max(that, +0) or Logistic(that) becomes its activation (not Tanh: oneDNN's gives +0 for -0,
 //    the reference -0).
 // Each step needs the value it absorbs to have no other reader (and not to be an output), so no
@@ -62,6 +63,21 @@ bool IsZero(const std::vector<Node>& nodes, int v) {
     if (b.size() >= sizeof(float)) std::memcpy(&value, b.data(), sizeof(float));
   });
   return value == 0.0f && !std::signbit(value);
+}
+
+/// Whether `bias`, broadcast by BroadcastInDim `axes` to `result`, holds one value per element of
+/// result axis `axis` laid out contiguously: a vector along that axis, or (as imported models add
+/// biases) the result's rank with every size 1 but that axis's. A size-1 bias broadcast along the
+/// axis is a scalar, not one value per feature.
+bool PerFeature(const Shape& bias, const std::vector<int64_t>& axes, const Shape& result, int64_t axis) {
+  const int64_t features = result.Dimensions()[static_cast<size_t>(axis)];
+  if (bias.Rank() == 1) return axes == std::vector<int64_t>{axis} && bias.Dimensions()[0] == features;
+  if (bias.Rank() != result.Rank()) return false;
+  for (int64_t a = 0; a < bias.Rank(); ++a) {
+    if (axes[static_cast<size_t>(a)] != a) return false;
+    if (bias.Dimensions()[static_cast<size_t>(a)] != (a == axis ? features : 1)) return false;
+  }
+  return true;
 }
 
 class EpiloguePass {
@@ -143,10 +159,8 @@ class EpiloguePass {
       const int bias = bcast.operands[0];
       const Shape& bias_shape = m_.nodes[static_cast<size_t>(bias)].inst.shape;
       const std::optional<int64_t> axis = FeatureAxis(m_, con.inst);
-      // A size-1 bias broadcast along the axis is a scalar, not one value per feature.
-      if (!axis || bias_shape.Rank() != 1 || bias_shape.dtype() != DType::Float32 ||
-          bcast.attrs.axes != std::vector<int64_t>{*axis} ||
-          bias_shape.Dimensions()[0] != con.inst.shape.Dimensions()[static_cast<size_t>(*axis)])
+      if (!axis || bias_shape.dtype() != DType::Float32 ||
+          !PerFeature(bias_shape, bcast.attrs.axes, con.inst.shape, *axis))
         continue;
       Node fused{con.inst, nullptr};
       fused.inst.operands.push_back(bias);
