@@ -59,7 +59,7 @@ constexpr uint64_t kMaxConvertedNodes = uint64_t{1} << 20;
 struct Walk {
   const ::onnx::ModelProto* model = nullptr;
   int64_t opset = 0;                    // Of the default domain.
-  std::string where, dir;               // For messages; the model's directory (external data).
+  std::string dir;                      // The model's directory (external data).
   std::optional<uint64_t> random_seed;  // Model::WithRandomSeed.
   uint64_t nodes = 0;                   // Nodes converted so far (the random operators' seeds).
 };

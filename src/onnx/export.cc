@@ -537,13 +537,11 @@ void Export(const model::Store& store, const ExportFn& fn, const std::vector<Sha
       case OpType::Acosh:
       case OpType::Atanh:
       case OpType::IsNaN:
+      case OpType::Round:
         out = w.Node(op, {in(0)});
         break;
       case OpType::Logistic:
         out = w.Node("Sigmoid", {in(0)});
-        break;
-      case OpType::Round:
-        out = w.Node("Round", {in(0)});
         break;
       case OpType::Rsqrt:
         out = w.Node("Reciprocal", {w.Node("Sqrt", {in(0)})});
@@ -730,9 +728,7 @@ void Export(const model::Store& store, const ExportFn& fn, const std::vector<Sha
     n->add_output(out_name);
     SetValueInfo(gp.add_output(), out_name, outputs[k].shape());
   }
-  const std::string bytes = model.SerializeAsString();
-  io::WriteFileAtomically(
-      path, [&](std::ostream& out) { out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())); });
+  internal::WriteMessage(model, path, "onnx::Export");
 }
 
 }  // namespace kiln::onnx

@@ -141,8 +141,7 @@ const std::optional<Tensor>& Context::Constant(int i) const {
 }
 
 std::vector<int64_t> Context::Ints(int i, const char* what) const {
-  const std::optional<Tensor>& t = Constant(i);
-  if (!t) Fail(fmt::format("its {} (input {}) must be known when the model is imported", what, i));
+  const Tensor* t = &KnownInput(*this, i, what);
   if (!IsInt(t->dtype()))
     Fail(fmt::format("its {} (input {}) must be integers, got {}", what, i, t->shape()));
   if (t->dtype() == DType::Int64) return t->ToVector<int64_t>();  // Exact beyond 2^53.
@@ -548,11 +547,7 @@ void Model::Write(const std::string& path) const {
   g->clear_initializer();
   for (const std::string& name : impl_->initializer_order)
     *g->add_initializer() = internal::TensorToProto(impl_->initializers.at(name), name);
-  if (proto.ByteSizeLong() > static_cast<size_t>(std::numeric_limits<int>::max()))
-    detail::Throw("onnx::Model::Write: {}: the model is over protobuf's 2 GiB limit", path);
-  const std::string bytes = proto.SerializeAsString();
-  io::WriteFileAtomically(
-      path, [&](std::ostream& out) { out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())); });
+  internal::WriteMessage(proto, path, "onnx::Model::Write");
 }
 
 std::vector<graph::Node> Model::Build(graph::Graph& g, const std::vector<graph::Node>& inputs,
@@ -589,7 +584,6 @@ std::vector<graph::Node> Model::Build(graph::Graph& g, const std::vector<graph::
   internal::Walk walk;
   walk.model = &m.proto();
   walk.opset = m.opset;
-  walk.where = where;
   walk.dir = m.dir;
   walk.random_seed = m.random_seed;
   // The main graph's initializers are the model's (read once, possibly replaced by variables).

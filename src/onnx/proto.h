@@ -23,6 +23,10 @@ int OnnxFromDType(DType dtype);
 Tensor TensorFromProto(const ::onnx::TensorProto& proto, const std::string& dir, const std::string& where);
 /// `tensor` as a TensorProto named `name` (raw_data).
 ::onnx::TensorProto TensorToProto(const Tensor& tensor, const std::string& name);
+/// Writes a protobuf message (a model or a tensor) to `path` atomically; kiln::Error naming `who`
+/// and the path when it is over protobuf's 2 GiB limit (a file nothing could read back).
+void WriteMessage(const google::protobuf::MessageLite& message, const std::string& path,
+                  const std::string& who);
 
 /// The shape of a ValueInfoProto's tensor type: symbolic dimensions become dynamic axes of that
 /// name, missing ones dynamic axes named "<value>.<axis>". kiln::Error for non-tensor types.

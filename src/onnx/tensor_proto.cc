@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "core/check.h"
 #include "core/checked.h"
@@ -251,9 +252,20 @@ Tensor ReadTensorProto(const std::string& path) {
 
 void WriteTensorProto(const std::string& path, const Tensor& tensor, const std::string& name) {
   if (!tensor.Ok()) detail::Throw("onnx::WriteTensorProto: {}: the tensor has no data", path);
-  const std::string bytes = internal::TensorToProto(tensor, name).SerializeAsString();
+  internal::WriteMessage(internal::TensorToProto(tensor, name), path, "onnx::WriteTensorProto");
+}
+
+namespace internal {
+
+void WriteMessage(const google::protobuf::MessageLite& message, const std::string& path,
+                  const std::string& who) {
+  if (message.ByteSizeLong() > static_cast<size_t>(std::numeric_limits<int>::max()))
+    detail::Throw("{}: {}: over protobuf's 2 GiB limit", who, path);
+  const std::string bytes = message.SerializeAsString();
   io::WriteFileAtomically(
       path, [&](std::ostream& out) { out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())); });
 }
+
+}  // namespace internal
 
 }  // namespace kiln::onnx
