@@ -152,6 +152,23 @@ TEST(OnnxModel, FineTunedWeightsAreWrittenBack) {
     });
     v.SetValue(t);
   }
+  // The graph reads the variables: y = x·W' + b with every weight and bias up by one is the old
+  // output plus the row's sum of x, plus one.
+  {
+    ASSERT_EQ(x.shape().Rank(), 2);
+    const int64_t rows = x.shape().Dimensions()[0], in = x.shape().Dimensions()[1];
+    const int64_t outs = want.shape().Size() / rows;
+    const std::vector<double> xs = x.ToDoubles(), tuned = exec.Call(x)[0].ToDoubles();
+    ASSERT_EQ(tuned.size(), w.size());
+    for (int64_t r = 0; r < rows; ++r) {
+      double sum = 0;
+      for (int64_t j = 0; j < in; ++j) sum += xs[static_cast<size_t>(r * in + j)];
+      for (int64_t o = 0; o < outs; ++o) {
+        const size_t i = static_cast<size_t>(r * outs + o);
+        EXPECT_NEAR(tuned[i], w[i] + sum + 1, 1e-4 + 1e-4 * std::abs(w[i] + sum + 1)) << i;
+      }
+    }
+  }
   m.StoreToOnnx(store.RootScope().In("onnx"));
   kiln::test::TempDir tmp;
   m.Write(tmp / "tuned.onnx");
@@ -159,6 +176,7 @@ TEST(OnnxModel, FineTunedWeightsAreWrittenBack) {
   for (const std::string& name : m.InitializerNames()) {
     const std::vector<double> a = back.Initializer(name).ToDoubles(),
                               b = ReadFile(dir + "model.onnx").Initializer(name).ToDoubles();
+    ASSERT_EQ(a.size(), b.size()) << name;
     for (size_t i = 0; i < a.size(); ++i)
       EXPECT_FLOAT_EQ(static_cast<float>(a[i]), static_cast<float>(b[i] + 1)) << name;
   }

@@ -82,14 +82,17 @@ std::vector<Tensor> RunInOrt(const std::filesystem::path& model, const std::vect
   return result;
 }
 
-void ExpectNear(const std::vector<Tensor>& got, const std::vector<Tensor>& want, double tol) {
+/// Every element within atol + rtol·|want| (the atol a floor for values near zero, far below the
+/// small probabilities a softmax over thousands of classes gives).
+void ExpectNear(const std::vector<Tensor>& got, const std::vector<Tensor>& want, double rtol,
+                double atol = 1e-6) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t k = 0; k < got.size(); ++k) {
     EXPECT_EQ(got[k].shape().Dimensions(), want[k].shape().Dimensions()) << "output " << k;
     const std::vector<double> g = got[k].ToDoubles(), w = want[k].ToDoubles();
     ASSERT_EQ(g.size(), w.size());
     for (size_t i = 0; i < g.size(); ++i)
-      EXPECT_NEAR(g[i], w[i], tol * (1 + std::abs(w[i]))) << k << " " << i;
+      EXPECT_NEAR(g[i], w[i], atol + rtol * std::abs(w[i])) << k << " " << i;
   }
 }
 
