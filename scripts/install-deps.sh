@@ -6,8 +6,9 @@
 #   scripts/install-deps.sh           the build, the tests, the main job and the docs
 #   scripts/install-deps.sh --bench   also the benchmark peers (PyTorch on OpenBLAS)
 #   scripts/install-deps.sh --peers   also Node.js and the npm packages that
-#                                     tools/npm/package-lock.json pins (independent parsers the
-#                                     `peers` tests check kiln's files with), into tools/npm
+#                                     tools/npm/package-lock.json pins (a GGUF parser, ONNX
+#                                     Runtime and published ONNX models the `peers` tests check
+#                                     kiln against), into tools/npm
 #
 # Idempotent: runs `apt-get update` and `apt-get install` only when something is missing.
 set -euo pipefail
