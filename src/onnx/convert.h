@@ -191,6 +191,8 @@ int64_t CheckedProduct(const Context& c, int64_t a, int64_t b, const char* what,
 /// Input i's value, which must be known when the model is imported (the context fails with that
 /// phrase, naming `what`, when it is not).
 const Tensor& KnownInput(const Context& c, int i, const char* what);
+/// Static dimensions of x (the context fails on a dynamic one: `what` says who needed it).
+std::vector<int64_t> StaticDims(const Context& c, Node x, const char* what);
 /// An Int64 constant of `dims` holding `values`.
 Node Int64Const(Graph& g, const std::vector<int64_t>& values, std::vector<int64_t> dims);
 /// Activations shared by their ONNX operators and the recurrent layers' `activations`

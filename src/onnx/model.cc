@@ -222,6 +222,12 @@ const Tensor& KnownInput(const Context& c, int i, const char* what) {
   return *t;
 }
 
+std::vector<int64_t> StaticDims(const Context& c, Node x, const char* what) {
+  for (int64_t d : x.shape().Dimensions())
+    if (d == Shape::kDynamic) c.Fail(fmt::format("{} needs static dimensions, got {}", what, x.shape()));
+  return x.shape().Dimensions();
+}
+
 Node Int64Const(Graph& g, const std::vector<int64_t>& values, std::vector<int64_t> dims) {
   return graph::Const(g, Tensor::FromFlat(Shape(DType::Int64, std::move(dims)), values));
 }

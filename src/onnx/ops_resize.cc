@@ -169,9 +169,7 @@ Node ResizeAxis(const Context& c, Node x, int axis, int64_t out, double scale,
 V Resize(const Context& c) {
   Node x = c.In(0);
   const int rank = x.rank();
-  const std::vector<int64_t> in_dims = x.shape().Dimensions();
-  for (int64_t d : in_dims)
-    if (d == Shape::kDynamic) c.Fail("Resize needs static dimensions");
+  const std::vector<int64_t> in_dims = StaticDims(c, x, "Resize");
   // Opset 18's attributes: antialiasing is not supported; `axes` names the axes the scales, sizes
   // and roi are given for (the others are kept).
   if (c.Int("antialias", 0) != 0) c.Fail("antialias=1 is not supported");

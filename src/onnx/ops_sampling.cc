@@ -54,10 +54,8 @@ V GridSample(const Context& c) {
   if (grid.rank() != rank || grid.shape().Dimensions().back() != nd)
     c.Fail(fmt::format("X {} and grid {} do not fit: grid must be [N, out..., {}]", x.shape(), grid.shape(),
                        nd));
-  for (int64_t d : x.shape().Dimensions())
-    if (d == Shape::kDynamic) c.Fail("GridSample needs static input dimensions");
-  for (int64_t d : grid.shape().Dimensions())
-    if (d == Shape::kDynamic) c.Fail("GridSample needs static grid dimensions");
+  StaticDims(c, x, "GridSample's input");
+  StaticDims(c, grid, "GridSample's grid");
   if (!IsFloat(x.dtype()) || !IsFloat(grid.dtype()))
     c.Fail(fmt::format("X ({}) and grid ({}) must be floats", x.dtype(), grid.dtype()));
   const std::vector<int64_t> xd = x.shape().Dimensions(), gd = grid.shape().Dimensions();
@@ -176,8 +174,7 @@ V RoiAlign(const Context& c) {
   if (x.rank() != 4 || rois.rank() != 2 || rois.shape().Dimensions()[1] != 4 || batch.rank() != 1)
     c.Fail(fmt::format("X {}, rois {} and batch_indices {} must be [N, C, H, W], [R, 4] and [R]", x.shape(),
                        rois.shape(), batch.shape()));
-  for (int64_t d : x.shape().Dimensions())
-    if (d == Shape::kDynamic) c.Fail("RoiAlign needs static input dimensions");
+  StaticDims(c, x, "RoiAlign's input");
   const int64_t num = rois.shape().Dimensions()[0];
   if (num == Shape::kDynamic || batch.shape().Dimensions()[0] != num)
     c.Fail(

@@ -20,13 +20,6 @@ namespace {
 using V = std::vector<Node>;
 using namespace kiln::graph;  // NOLINT
 
-/// Static dimensions of x (the context fails on a dynamic one: `what` says who needed it).
-std::vector<int64_t> StaticDims(const Context& c, Node x, const char* what) {
-  for (int64_t d : x.shape().Dimensions())
-    if (d == Shape::kDynamic) c.Fail(fmt::format("{} needs static dimensions, got {}", what, x.shape()));
-  return x.shape().Dimensions();
-}
-
 V Constant(const Context& c) {
   if (c.HasAttr("value")) return {Const(c.graph(), c.TensorAttr("value"))};
   if (c.HasAttr("value_float")) return {Const(c.graph(), Tensor::FromScalar(c.Float("value_float", 0)))};

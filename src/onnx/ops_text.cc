@@ -28,8 +28,7 @@ V TfIdfVectorizer(const Context& c) {
   if (x.dtype() != DType::Int32 && x.dtype() != DType::Int64)
     c.Fail(fmt::format("X must be Int32 or Int64, got {}", x.dtype()));
   if (x.rank() > 2) c.Fail(fmt::format("X {} must be [C] or [N, C]", x.shape()));
-  for (int64_t d : x.shape().Dimensions())
-    if (d == Shape::kDynamic) c.Fail("TfIdfVectorizer needs static input dimensions");
+  StaticDims(c, x, "TfIdfVectorizer's input");
   const bool batched = x.rank() == 2;
   x = ConvertDType(Reshape(x, {batched ? x.shape().Dimensions()[0] : 1, x.rank() == 0 ? 1 : -1}),
                    DType::Int64);
