@@ -5,6 +5,7 @@
 #include <array>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,27 @@ struct Walk {
 /// unless `skip_initializers`), then returns its outputs. `where` names the graph in messages.
 std::vector<Value> ConvertGraph(Walk& walk, const ::onnx::GraphProto& graph, ValueScope& scope,
                                 const std::string& where, bool skip_initializers = false);
+
+/// Adds to `out` the names `graph` reads that it does not define (its inputs, initializers and
+/// node outputs), through its nested subgraphs too: the values it takes from enclosing scopes.
+void OuterNames(const ::onnx::GraphProto& graph, std::set<std::string>& out);
+
+/// How many times each value of `graph` is read: by its nodes (a subgraph reading it counts
+/// once) and as a graph output.
+std::map<std::string, int> CountReaders(const ::onnx::GraphProto& graph);
+
+/// A Conv with the BatchNormalization after it folded in (fold_batchnorm.cc).
+struct FoldedConv {
+  ::onnx::NodeProto node;  ///< The Conv, writing the BatchNormalization's output.
+  int skip = -1;           ///< The BatchNormalization node, which then converts to nothing.
+};
+
+/// When node `i` of `graph` is a Conv whose kernel and bias are known, read only by an inference
+/// BatchNormalization whose parameters are known: the Conv with the normalisation folded into its
+/// kernel and bias (new constants, bound in `scope`). Nothing otherwise.
+std::optional<FoldedConv> FoldBatchNormIntoConv(const ::onnx::GraphProto& graph, int i,
+                                                const std::map<std::string, int>& readers, ValueScope& scope,
+                                                int64_t opset);
 
 /// What a converter sees of one node.
 class Context {

@@ -290,6 +290,8 @@ std::vector<Tensor> Fold(const ::onnx::NodeProto& node, Converter convert, int64
   });
 }
 
+}  // namespace
+
 /// Adds to `out` the names `graph` reads that it does not define (its inputs, initializers and
 /// node outputs), through its nested subgraphs too: the values it takes from enclosing scopes.
 void OuterNames(const ::onnx::GraphProto& graph, std::set<std::string>& out) {
@@ -311,8 +313,6 @@ void OuterNames(const ::onnx::GraphProto& graph, std::set<std::string>& out) {
   }
   for (const auto& o : graph.output()) read(o.name());
 }
-
-}  // namespace
 
 // ---- ValueScope ---------------------------------------------------------------------------------
 
@@ -382,7 +382,22 @@ std::vector<Value> ConvertGraph(Walk& walk, const ::onnx::GraphProto& graph, Val
     }
   }
   const auto& converters = Converters();
-  for (const ::onnx::NodeProto& node : graph.node()) {
+  // Import-time fusions need each value's readers; only graphs with a BatchNormalization have any.
+  std::map<std::string, int> readers;
+  const bool has_bn = std::any_of(graph.node().begin(), graph.node().end(),
+                                  [](const auto& n) { return n.op_type() == "BatchNormalization"; });
+  if (has_bn) readers = CountReaders(graph);
+  std::set<int> skipped;
+  for (int index = 0; index < graph.node_size(); ++index) {
+    if (skipped.count(index) != 0) {
+      ++walk.nodes;  // Folded into the node before it; counted, so later nodes' seeds stay put.
+      continue;
+    }
+    std::optional<FoldedConv> folded_conv;
+    if (has_bn && IsDefaultDomain(graph.node(index).domain()))
+      folded_conv = FoldBatchNormIntoConv(graph, index, readers, scope, walk.opset);
+    if (folded_conv) skipped.insert(folded_conv->skip);
+    const ::onnx::NodeProto& node = folded_conv ? folded_conv->node : graph.node(index);
     const uint64_t node_index = ++walk.nodes;
     // Unrolled loops (nested ones multiply) are bounded as a whole.
     if (walk.nodes > kMaxConvertedNodes)
