@@ -24,7 +24,7 @@ PassReport EliminateDeadCode(Module& m);
 PassReport EliminateCommonSubexpressions(Module& m);
 
 /// Constant folding and algebraic simplification (simplify.cc): never materialises a folded
-/// value over 64 KiB (broadcasts of scalars stay symbolic), never looks through an
+/// value over 64 KiB (broadcasts stay symbolic: elementwise ops move past them), never looks through an
 /// OptimizationBarrier. Counts the nodes rewritten.
 PassReport Simplify(Module& m);
 

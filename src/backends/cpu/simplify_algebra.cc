@@ -196,12 +196,61 @@ Rewrite SimplifyPad(const Instruction& inst) {
   return Rewrite::To(inst.operands[0]);
 }
 
+/// An elementwise op whose operands are all broadcasts of values of one shape along the same
+/// axes (or splats) is the broadcast of the op on those values: Add(BroadcastInDim(a),
+/// BroadcastInDim(b)) = BroadcastInDim(Add(a, b)). The op then runs (or folds, for constants) at
+/// the operands' size, and the broadcast stays one a fused loop or a bias epilogue reads.
+Rewrite SinkBroadcasts(Builder& b, const Instruction& inst) {
+  if (!IsElementwise(inst.op) || inst.shape.IsDynamic()) return Rewrite::None();
+  const Instruction* lead = nullptr;  // The first operand that is a broadcast of more than one element.
+  for (int o : inst.operands) {
+    if (SplatSource(b, o) >= 0) continue;
+    const Instruction& d = b.Def(o);
+    if (d.op != OpType::BroadcastInDim) return Rewrite::None();
+    const Instruction& src = b.Def(d.operands[0]);
+    if (lead == nullptr) {
+      lead = &d;
+      if (src.shape.IsDynamic() || src.shape.Size() >= d.shape.Size()) return Rewrite::None();
+    } else if (d.attrs.axes != lead->attrs.axes ||
+               src.shape.Dimensions() != b.Def(lead->operands[0]).shape.Dimensions()) {
+      return Rewrite::None();
+    }
+  }
+  if (lead == nullptr) return Rewrite::None();
+  const std::vector<int64_t> small = b.Def(lead->operands[0]).shape.Dimensions();
+  std::vector<int64_t> axes = lead->attrs.axes;
+  std::vector<int> operands;
+  for (int o : inst.operands) {
+    const int splat = SplatSource(b, o);
+    if (splat < 0) {
+      operands.push_back(b.Def(o).operands[0]);
+      continue;
+    }
+    const Shape s(b.Def(splat).shape.dtype(), small);
+    Rewrite r = SplatTo(ScalarConstant(b, splat), s);
+    operands.push_back(r.kind == Rewrite::Kind::kRedirect ? r.target : b.Emit(std::move(r.inst)));
+  }
+  Instruction op = inst;
+  op.operands = std::move(operands);
+  op.shape = Shape(inst.shape.dtype(), small);
+  // Folded here when the values are constants, so a chain of such ops folds in one pass.
+  Rewrite folded = FoldConstants(b, op);
+  const int inner = folded.kind == Rewrite::Kind::kRedirect  ? folded.target
+                    : folded.kind == Rewrite::Kind::kReplace ? b.Emit(std::move(folded.inst))
+                                                             : b.Emit(std::move(op));
+  Instruction bc = MakeInstruction(OpType::BroadcastInDim, {inner}, inst.shape);
+  bc.attrs.shape = inst.shape;
+  bc.attrs.axes = std::move(axes);
+  return Rewrite::With(std::move(bc));
+}
+
 }  // namespace
 
 Rewrite SimplifyAlgebra(Builder& b, const Instruction& inst) {
   const std::vector<int>& ops = inst.operands;
   const DType dtype = inst.shape.dtype();
   const OpType op = inst.op;
+  if (Rewrite r = SinkBroadcasts(b, inst); r.kind != Rewrite::Kind::kNone) return r;
   if (op == OpType::Add) {
     if (IsAdditiveIdentity(b, ops[1], dtype)) return Rewrite::To(ops[0]);
     if (IsAdditiveIdentity(b, ops[0], dtype)) return Rewrite::To(ops[1]);

@@ -1,8 +1,9 @@
 // Constant folding for the cpu compiler's Simplify pass: an instruction whose operands are all
 // constants is computed at compile time with the reference kernels and becomes a Constant,
-// unless its result is over 64 KiB. Splats (broadcasts of a one-element constant) are never
-// materialised: elementwise ops and data movement over splats fold to a splat of the folded
-// scalar, so they stay symbolic and fuse.
+// unless its result is over 64 KiB. Broadcasts of constants are never materialised: elementwise
+// ops and data movement over splats (broadcasts of one element) fold to a splat of the folded
+// scalar, and elementwise ops over broadcasts of larger constants move after the broadcast
+// (simplify_algebra.cc) and fold at the constants' size.
 
 #include <cstring>
 #include <optional>
@@ -24,20 +25,6 @@ constexpr int64_t kMaxHeavyOperandBytes = int64_t{256} << 10;
 
 /// Whether `inst` may ever be computed at compile time.
 bool Foldable(const Instruction& inst) { return !Opaque(inst) && inst.shape.Ok() && !inst.shape.IsDynamic(); }
-
-/// Elementwise ops: a splat in gives a splat out.
-bool IsElementwise(OpType op) {
-  switch (GetOpCategory(op)) {
-    case OpCategory::Unary:
-    case OpCategory::UnaryPredicate:
-    case OpCategory::Binary:
-    case OpCategory::Compare:
-    case OpCategory::Select:
-      return true;
-    default:
-      return op == OpType::ConvertDType;
-  }
-}
 
 /// Data movement that turns a splat into a splat of another shape.
 bool IsSplatMovement(OpType op) {
@@ -116,6 +103,19 @@ Rewrite FoldSplats(Builder& b, const Instruction& inst) {
 
 }  // namespace
 
+bool IsElementwise(OpType op) {
+  switch (GetOpCategory(op)) {
+    case OpCategory::Unary:
+    case OpCategory::UnaryPredicate:
+    case OpCategory::Binary:
+    case OpCategory::Compare:
+    case OpCategory::Select:
+      return true;
+    default:
+      return op == OpType::ConvertDType;
+  }
+}
+
 int SplatSource(const Builder& b, int id) {
   const Instruction& d = b.Def(id);
   if (d.op == OpType::BroadcastInDim) id = d.operands[0];
@@ -161,7 +161,9 @@ Rewrite FoldConstants(Builder& b, const Instruction& inst) {
       return src.shape.IsScalar() ? Rewrite::None()
                                   : SplatTo(ScalarConstant(b, inst.operands[0]), inst.shape);
     }
-    if (bytes > src.shape.ByteSize() && bytes >= kMaxFoldBytes) return Rewrite::None();
+    // A broadcast that repeats values stays symbolic: the kernels that read it (fused loops,
+    // a contraction's bias) take the small constant, not a copy the size of the result.
+    if (bytes > src.shape.ByteSize()) return Rewrite::None();
   }
   // Splats of packed dtypes do not exist: no kernel broadcasts them.
   if (!all_constant && all_splat && !inst.shape.IsScalar() && !IsStorageOnly(inst.shape.dtype()) &&
@@ -169,6 +171,11 @@ Rewrite FoldConstants(Builder& b, const Instruction& inst) {
     return FoldSplats(b, inst);
   }
   if (bytes > kMaxFoldBytes) return Rewrite::None();
+  // Elementwise ops over broadcasts of arrays fold after the broadcast moves past them, at the
+  // arrays' size (SimplifyAlgebra).
+  if (IsElementwise(inst.op))
+    for (int o : inst.operands)
+      if (b.Def(o).op == OpType::BroadcastInDim && SplatSource(b, o) < 0) return Rewrite::None();
   if ((inst.op == OpType::DotGeneral || inst.op == OpType::ConvGeneral) &&
       operand_bytes > kMaxHeavyOperandBytes)
     return Rewrite::None();

@@ -81,6 +81,9 @@ Rewrite SimplifyAlgebra(Builder& b, const Instruction& inst);
 
 // ---- Helpers shared by the rule sets --------------------------------------------------------
 
+/// Whether `op` is elementwise (unary, binary, compare, select or a dtype conversion).
+bool IsElementwise(OpType op);
+
 /// The one-element Constant behind value `id` when `id` is a splat: that Constant itself (one
 /// element) or a BroadcastInDim of it. -1 otherwise.
 int SplatSource(const Builder& b, int id);
