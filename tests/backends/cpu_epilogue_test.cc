@@ -12,6 +12,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -511,6 +512,92 @@ TEST(CpuEpilogue, ReluReadTwiceStaysBeforeThePooling) {
   std::string log;
   Commuted(*program, &log);
   EXPECT_EQ(log, "");
+}
+/// HardSwish as exported CNNs write it, x * Min(Max(x + 3, 0), 6) / 6, or as ONNX's HardSwish
+/// converts, x * Min(Max(x * (1/6) + 0.5, 0), 1).
+Node HardSwishWritten(Node x, bool onnx_form) {
+  if (onnx_form) {
+    Node y = x * graph::ScalarLike(x, 1.0 / 6) + graph::ScalarLike(x, 0.5);
+    return x * graph::Min(graph::Max(y, graph::ZerosLike(y)), graph::OnesLike(y));
+  }
+  Node y = x + graph::ScalarLike(x, 3.0);
+  Node gate = graph::Min(graph::Max(y, graph::ZerosLike(y)), graph::ScalarLike(y, 6.0));
+  return (x * gate) / graph::ScalarLike(x, 6.0);
+}
+
+TEST(CpuEpilogue, HardSwishInBothWrittenFormsFolds) {
+  for (bool onnx_form : {false, true}) {
+    Graph g;
+    Node x = g.Parameter(Shape(DType::Float32, {2, 10, 10, 3}));
+    Node k = g.Parameter(Shape(DType::Float32, {3, 3, 3, 16}));
+    Node b = g.Parameter(Shape(DType::Float32, {16}));
+    Node y = graph::Convolve(x, k).PadSame().Done() + graph::Reshape(b, {1, 1, 1, 16});
+    auto program = g.Build({HardSwishWritten(y, onnx_form)});
+    const Module m = Epilogued(*program);
+    ASSERT_EQ(WithEpilogue(m).size(), 1u) << m.ToString();
+    EXPECT_EQ(WithEpilogue(m)[0]->epilogue->activation, Activation::kHardSwish);
+    EXPECT_TRUE(WithEpilogue(m)[0]->epilogue->bias);
+    EXPECT_EQ(Count(m, OpType::Min) + Count(m, OpType::Max) + Count(m, OpType::Div), 0) << m.ToString();
+    const std::vector<std::string> names = KernelNames(m);
+    ASSERT_EQ(names.size(), 1u);
+    EXPECT_EQ(names[0].rfind("dnnl.conv[", 0), 0u) << names[0];
+    // Inputs scaled so that the pre-activations reach past -3 and +3.
+    Tensor xs = Random({2, 10, 10, 3}, 51);
+    xs.MutableFlatData<float>([](std::span<float> v) {
+      for (float& e : v) e *= 4;
+    });
+    CheckAllBackends(program, {xs, Random({3, 3, 3, 16}, 52), Random({16}, 53)}, 27);
+  }
+}
+
+TEST(CpuEpilogue, HardSwishMapsSpecialValuesAsWritten) {
+  // A 1x1 identity convolution passes each value through to the activation: NaN stays NaN, +inf
+  // stays +inf, -inf gives NaN (-inf * 0), as the written form computes them.
+  const std::vector<float> values = {-std::numeric_limits<float>::infinity(),
+                                     std::numeric_limits<float>::infinity(),
+                                     std::numeric_limits<float>::quiet_NaN(),
+                                     -3.0f,
+                                     3.0f,
+                                     -0.0f,
+                                     0.0f,
+                                     1.5f,
+                                     -1.5f,
+                                     1e30f,
+                                     -1e30f,
+                                     2.9999998f};
+  const int64_t n = static_cast<int64_t>(values.size());
+  for (bool onnx_form : {false, true}) {
+    Graph g;
+    Node x = g.Parameter(Shape(DType::Float32, {1, n, 1, 1}));
+    Node k = g.Parameter(Shape(DType::Float32, {1, 1, 1, 1}));
+    auto program = g.Build({HardSwishWritten(graph::Convolve(x, k).Done(), onnx_form)});
+    ASSERT_EQ(WithEpilogue(Epilogued(*program)).size(), 1u);
+    const std::vector<Tensor> in = {
+        Tensor::FromFlat(Shape(DType::Float32, {1, n, 1, 1}), values),
+        Tensor::FromFlat(Shape(DType::Float32, {1, 1, 1, 1}), std::vector<float>{1})};
+    const std::vector<float> got = RunProgram(Cpu(), program, in)[0].ToVector<float>();
+    const std::vector<float> want = RunProgram(Ref(), program, in)[0].ToVector<float>();
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (std::isnan(want[i])) {
+        EXPECT_TRUE(std::isnan(got[i])) << values[i] << " -> " << got[i];
+      } else if (std::isinf(want[i])) {
+        EXPECT_EQ(got[i], want[i]) << values[i];
+      } else {
+        EXPECT_NEAR(got[i], want[i], 1e-6 * (1 + std::abs(want[i]))) << values[i];
+      }
+    }
+  }
+}
+
+TEST(CpuEpilogue, HardSwishInputReadElsewhereIsNotFused) {
+  Graph g;
+  Node x = g.Parameter(Shape(DType::Float32, {2, 6, 6, 3}));
+  Node k = g.Parameter(Shape(DType::Float32, {3, 3, 3, 4}));
+  Node y = graph::Convolve(x, k).PadSame().Done();
+  auto program = g.Build({HardSwishWritten(y, false), y});
+  const Module m = Epilogued(*program);
+  EXPECT_TRUE(WithEpilogue(m).empty()) << m.ToString();
+  CheckAllBackends(program, {Random({2, 6, 6, 3}, 61), Random({3, 3, 3, 4}, 62)}, 27);
 }
 
 }  // namespace

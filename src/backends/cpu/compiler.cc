@@ -18,6 +18,13 @@ CompiledModule CompileModule(const Program& program, const Options& options) {
   const PassReport widened = WidenHalfContractions(m);
   std::string fusion;
   if (options.fusion) {
+    const PassReport layout = ConvolutionsChannelsLast(m);
+    if (layout.count > 0) {
+      fusion += layout.log;
+      // The transposes it made of constants fold, and transposes of size-1 axes become reshapes.
+      Simplify(m);
+      EliminateDeadCode(m);
+    }
     // Epilogues first: the elementwise pass would otherwise take the bias and activation.
     fusion += CommuteReluWithMaxPool(m).log;
     EliminateDeadCode(m);

@@ -13,7 +13,7 @@
 // its own layout); when that only finds the reference implementation, or (forward) its im2col
 // gemm, it picks every layout and the kernel reorders in and out per call. A forward
 // convolution takes a contraction epilogue (epilogue.cc): the bias as oneDNN's bias argument,
-// Logistic as a post-op, Relu as a loop.
+// Logistic and HardSwish as post-ops, Relu as a loop.
 
 #include <algorithm>
 #include <cstring>

@@ -26,6 +26,8 @@ float Activate(Activation a, float x) {
       return common::MaxOf(x, 0.0f);  // Max(x, +0), as the graph wrote it.
     case Activation::kLogistic:
       return common::Logistic(x);
+    case Activation::kHardSwish:  // x * Min(Max(x + 3, 0), 6) / 6, as the graph wrote it.
+      return x * common::MinOf(common::MaxOf(x + 3.0f, 0.0f), 6.0f) / 6.0f;
     case Activation::kNone:
       break;
   }
@@ -89,6 +91,9 @@ dnnl::post_ops ActivationPostOps(const Epilogue& epilogue) {
   switch (epilogue.activation) {
     case Activation::kLogistic:
       ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_logistic, 0.0f, 0.0f);
+      break;
+    case Activation::kHardSwish:
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_hardswish, 0.0f, 0.0f);
       break;
     default:
       break;

@@ -9,7 +9,9 @@
 //    ConvGeneral) becomes the contraction with a bias operand; the bias is a vector, or of the
 //    result's rank with size 1 on every other axis (as imported models write [1, C, 1, 1]);
 //  - Max(that, +0) or Logistic(that) becomes its activation (not Tanh: oneDNN's gives +0 for -0,
-//    the reference -0).
+//    the reference -0), and so does HardSwish written out, x * Min(Max(x + 3, 0), 6) / 6 (as
+//    exported CNNs write it) or x * Min(Max(x * (1/6) + 0.5, 0), 1) (ONNX's HardSwish): every
+//    value, NaN and infinities included, maps as the written form maps it, within rounding.
 // Each step needs the value it absorbs to have no other reader (and not to be an output), so no
 // intermediate has to be materialised anyway. Only Float32 contractions carry epilogues (oneDNN
 // runs them; the kernel applies them in a loop when oneDNN declines).
@@ -19,6 +21,7 @@
 #include <cmath>
 #include <cstring>
 #include <optional>
+#include <span>
 
 #include "backends/cpu/passes.h"
 
@@ -27,9 +30,10 @@ namespace kiln::compute::cpu {
 std::string Epilogue::ToString() const {
   std::string s;
   if (bias) s = fmt::format("bias(axis {})", axis);
-  const char* act = activation == Activation::kRelu       ? "Relu"
-                    : activation == Activation::kLogistic ? "Logistic"
-                                                          : nullptr;
+  const char* act = activation == Activation::kRelu        ? "Relu"
+                    : activation == Activation::kLogistic  ? "Logistic"
+                    : activation == Activation::kHardSwish ? "HardSwish"
+                                                           : nullptr;
   if (act != nullptr) s += fmt::format("{}{}", s.empty() ? "" : ", ", act);
   return s;
 }
@@ -65,6 +69,19 @@ bool IsZero(const std::vector<Node>& nodes, int v) {
   return value == 0.0f && !std::signbit(value);
 }
 
+/// Whether `v` is a Float32 Constant of one element equal to `value`, possibly broadcast.
+bool IsSplatOf(const std::vector<Node>& nodes, int v, float value) {
+  const Instruction* inst = &nodes[static_cast<size_t>(v)].inst;
+  if (inst->op == OpType::BroadcastInDim) inst = &nodes[static_cast<size_t>(inst->operands[0])].inst;
+  if (inst->op != OpType::Constant || inst->shape.Size() != 1 || inst->shape.dtype() != DType::Float32)
+    return false;
+  float x = std::nanf("");
+  inst->attrs.literal.ConstBytes([&](std::span<const uint8_t> b) {
+    if (b.size() >= sizeof(float)) std::memcpy(&x, b.data(), sizeof(float));
+  });
+  return x == value;
+}
+
 /// Whether `bias`, broadcast by BroadcastInDim `axes` to `result`, holds one value per element of
 /// result axis `axis` laid out contiguously: a vector along that axis, or (as imported models add
 /// biases) the result's rank with every size 1 but that axis's. A size-1 bias broadcast along the
@@ -92,6 +109,7 @@ class EpiloguePass {
     for (size_t i = 0; i < m_.nodes.size(); ++i) {
       if (FoldTranspose(static_cast<int>(i))) continue;
       if (FoldBias(static_cast<int>(i))) continue;
+      if (FoldHardSwish(static_cast<int>(i))) continue;
       FoldActivation(static_cast<int>(i));
     }
     if (log_.empty()) return {};
@@ -173,6 +191,82 @@ class EpiloguePass {
       return true;
     }
     return false;
+  }
+
+  /// The node defining `v` when it is `op` and read only here (by the pattern being matched).
+  const Instruction* Inner(int v, OpType op) const {
+    const Node& n = m_.nodes[static_cast<size_t>(v)];
+    return n.kind == NodeKind::kPrimitive && n.inst.op == op && SoleUse(v) ? &n.inst : nullptr;
+  }
+
+  /// For binary `inst`, the operand that is not a splat of `value` (-1 when neither is one).
+  int OtherThanSplat(const Instruction& inst, float value) const {
+    for (int side = 0; side < 2; ++side)
+      if (IsSplatOf(m_.nodes, inst.operands[static_cast<size_t>(1 - side)], value))
+        return inst.operands[static_cast<size_t>(side)];
+    return -1;
+  }
+
+  /// Min(Max(y, 0), hi) read only here: y, else -1.
+  int ClampedFromZeroTo(int v, float hi) const {
+    const Instruction* min = Inner(v, OpType::Min);
+    const int max_v = min != nullptr ? OtherThanSplat(*min, hi) : -1;
+    const Instruction* max = max_v >= 0 ? Inner(max_v, OpType::Max) : nullptr;
+    return max != nullptr ? OtherThanSplat(*max, 0.0f) : -1;
+  }
+
+  /// HardSwish of a contraction t, in either written form (see the file comment), becomes its
+  /// activation when t is read only by the pattern.
+  bool FoldHardSwish(int i) {
+    const Instruction& root = m_.nodes[static_cast<size_t>(i)].inst;
+    if (root.shape.dtype() != DType::Float32) return false;
+    int t = -1, gate = -1;  // root = t * gate (/ 6), gate = clamp of an affine map of t.
+    if (root.op == OpType::Div && IsSplatOf(m_.nodes, root.operands[1], 6.0f)) {
+      // x * Min(Max(x + 3, 0), 6) / 6.
+      const Instruction* mul = Inner(root.operands[0], OpType::Mul);
+      if (mul == nullptr) return false;
+      for (int side = 0; side < 2 && t < 0; ++side) {
+        const int g = mul->operands[static_cast<size_t>(1 - side)];
+        const int y = ClampedFromZeroTo(g, 6.0f);
+        const Instruction* add = y >= 0 ? Inner(y, OpType::Add) : nullptr;
+        if (add != nullptr && OtherThanSplat(*add, 3.0f) == mul->operands[static_cast<size_t>(side)]) {
+          t = mul->operands[static_cast<size_t>(side)];
+          gate = g;
+        }
+      }
+    } else if (root.op == OpType::Mul) {
+      // x * Min(Max(x * (1/6) + 0.5, 0), 1).
+      for (int side = 0; side < 2 && t < 0; ++side) {
+        const int g = root.operands[static_cast<size_t>(1 - side)];
+        const int y = ClampedFromZeroTo(g, 1.0f);
+        const Instruction* add = y >= 0 ? Inner(y, OpType::Add) : nullptr;
+        const int scaled = add != nullptr ? OtherThanSplat(*add, 0.5f) : -1;
+        const Instruction* scale = scaled >= 0 ? Inner(scaled, OpType::Mul) : nullptr;
+        if (scale != nullptr &&
+            OtherThanSplat(*scale, static_cast<float>(1.0 / 6)) == root.operands[static_cast<size_t>(side)]) {
+          t = root.operands[static_cast<size_t>(side)];
+          gate = g;
+        }
+      }
+    }
+    if (t < 0 || gate < 0) return false;
+    const Node& con = m_.nodes[static_cast<size_t>(t)];
+    // t is read twice, both times by the pattern: by the product and by the gate's first op.
+    if (!IsContraction(con) || con.inst.shape.dtype() != DType::Float32 ||
+        uses_[static_cast<size_t>(t)] != 2 || is_output_[static_cast<size_t>(t)])
+      return false;
+    if (con.epilogue && con.epilogue->activation != Activation::kNone) return false;
+    Epilogue e = con.epilogue ? *con.epilogue : Epilogue();
+    e.activation = Activation::kHardSwish;
+    Node fused{con.inst, nullptr};
+    fused.epilogue = std::make_shared<const Epilogue>(e);
+    // The contraction moves to the root; the pattern's other nodes are left without readers.
+    for (int o : root.operands) --uses_[static_cast<size_t>(o)];
+    for (int o : fused.inst.operands) ++uses_[static_cast<size_t>(o)];
+    m_.nodes[static_cast<size_t>(i)] = std::move(fused);
+    ++count_;
+    log_ += fmt::format("  epilogue %{}: HardSwish into {} %{}\n", i, OpName(con.inst.op), t);
+    return true;
   }
 
   void FoldActivation(int i) {

@@ -15,7 +15,7 @@ namespace kiln::compute::cpu {
 struct FusedSpec;  // fused_program.h: a group of elementwise ops run as one kernel.
 
 /// The activation a contraction's epilogue applies last.
-enum class Activation : uint8_t { kNone, kRelu, kLogistic };
+enum class Activation : uint8_t { kNone, kRelu, kLogistic, kHardSwish };
 
 /// What a DotGeneral or ConvGeneral node computes after its sum (epilogue.cc): a bias added
 /// along one result axis, then an activation; the contraction's kernel applies both.

@@ -33,6 +33,13 @@ PassReport Simplify(Module& m);
 /// that it runs on the Float32 kernels. Counts the contractions rewritten.
 PassReport WidenHalfContractions(Module& m);
 
+/// Channels-last layout (layout.cc): Float32 convolutions with NCHW input and result run on NHWC
+/// values; elementwise ops, reductions, windowed reductions, pads, slices and concatenations of
+/// rank-4 values follow their operands' layout, and a Transpose is made where a value is needed
+/// in the other layout (once per value), so consecutive convolutions pass NHWC values without
+/// reordering. Counts the convolutions moved; the log line counts the transposes.
+PassReport ConvolutionsChannelsLast(Module& m);
+
 /// ReduceWindow-max(Max(x, +0)) -> Max(ReduceWindow-max(x), +0) when the relu has no other
 /// reader (epilogue.cc): the relu then runs on the pooled values (a quarter of them for 2x2
 /// pooling), and the contraction before it keeps its bias epilogue. Max and relu commute (NaN
@@ -42,7 +49,8 @@ PassReport CommuteReluWithMaxPool(Module& m);
 
 /// Contraction epilogues (epilogue.cc): a Transpose that only swaps a DotGeneral's free axes
 /// becomes the DotGeneral with its operands swapped; an Add of a bias broadcast along the result's
-/// feature axis and then Max(x, +0) or Logistic move into the DotGeneral or ConvGeneral before them,
+/// feature axis and then Max(x, +0), Logistic or HardSwish (written out) move into the DotGeneral or
+/// ConvGeneral before them,
 /// when the intermediate values have no other reader. Float32 only. Returns a readable account
 /// of the rewrites (for KILN_CPU_DUMP).
 PassReport FuseEpilogues(Module& m);

@@ -79,11 +79,29 @@ bool IsIdentityPermutation(const std::vector<int64_t>& p) {
   return true;
 }
 
-/// Transpose(Transpose(x, inner), outer) = Transpose(x, composed); identity permutations vanish.
+/// Whether permutation `p` of `dims` keeps the axes longer than 1 in their order (it only moves
+/// axes of size 1: a reshape).
+bool MovesOnlyUnitAxes(const std::vector<int64_t>& p, const std::vector<int64_t>& dims) {
+  int64_t previous = -1;
+  for (int64_t a : p) {
+    if (dims[static_cast<size_t>(a)] == 1) continue;
+    if (a < previous) return false;
+    previous = a;
+  }
+  return true;
+}
+
+/// Transpose(Transpose(x, inner), outer) = Transpose(x, composed); identity permutations vanish;
+/// a transpose that only moves axes of size 1 is a Reshape.
 Rewrite SimplifyTranspose(const Builder& b, const Instruction& inst) {
   const int x = inst.operands[0];
   if (IsIdentityPermutation(inst.attrs.permutation)) return Rewrite::To(x);
   const Instruction& d = b.Def(x);
+  if (!inst.shape.IsDynamic() && MovesOnlyUnitAxes(inst.attrs.permutation, d.shape.Dimensions())) {
+    Instruction r = MakeInstruction(OpType::Reshape, {x}, inst.shape);
+    r.attrs.shape = inst.shape;
+    return Rewrite::With(std::move(r));
+  }
   if (d.op != OpType::Transpose) return Rewrite::None();
   std::vector<int64_t> composed;
   for (int64_t p : inst.attrs.permutation) composed.push_back(d.attrs.permutation[static_cast<size_t>(p)]);
