@@ -152,6 +152,42 @@ TEST(CpuLayout, ConcatenationPadAndSliceFollowTheLayout) {
                    81);
 }
 
+TEST(CpuLayout, UpsamplingBetweenConvolutionsStaysNhwc) {
+  // A nearest-neighbour 2x upsampling written as BroadcastInDim to [N, C, H, 2, W, 2] and a Reshape
+  // (as imported Resize nodes build it), added to a convolution of a larger input, convolved
+  // again: transposes only for the two inputs and the output.
+  Graph g;
+  Node x = g.Parameter(Shape(DType::Float32, {2, 3, 5, 6}));
+  Node big = g.Parameter(Shape(DType::Float32, {2, 3, 10, 12}));
+  Node k1 = g.Parameter(Shape(DType::Float32, {4, 3, 3, 3}));
+  Node k2 = g.Parameter(Shape(DType::Float32, {4, 4, 3, 3}));
+  Node a = graph::Convolve(x, k1).ChannelsFirst().PadSame().Done();
+  Node up = graph::Reshape(graph::BroadcastToDims(graph::Reshape(a, {2, 4, 5, 1, 6, 1}), {2, 4, 5, 2, 6, 2}),
+                           {2, 4, 10, 12});
+  Node b = graph::Convolve(big, k1).ChannelsFirst().PadSame().Done();
+  auto program = g.Build({graph::Convolve(up + b, k2).ChannelsFirst().PadSame().Done()});
+  const Module m = Laid(*program);
+  EXPECT_EQ(Count(m, OpType::Transpose), 3) << m.ToString();
+  CheckAllBackends(program,
+                   {Random({2, 3, 5, 6}, 14), Random({2, 3, 10, 12}, 15), Random({4, 3, 3, 3}, 16),
+                    Random({4, 4, 3, 3}, 17)},
+                   36);
+}
+
+TEST(CpuLayout, TransposeOfAHeldValueMovesNothing) {
+  // The model transposes the NCHW result to NHWC itself: that is how the value is held already.
+  Graph g;
+  Node x = g.Parameter(Shape(DType::Float32, {2, 3, 6, 6}));
+  Node k = g.Parameter(Shape(DType::Float32, {4, 3, 3, 3}));
+  Node y = graph::Convolve(x, k).ChannelsFirst().PadSame().Done();
+  auto program =
+      g.Build({graph::TransposeAllAxes(y, {0, 2, 3, 1}), graph::TransposeAllAxes(y, {0, 3, 2, 1})});
+  const Module m = Laid(*program);
+  // The input's, and one for the second output (NWHC).
+  EXPECT_EQ(Count(m, OpType::Transpose), 2) << m.ToString();
+  CheckAllBackends(program, {Random({2, 3, 6, 6}, 18), Random({4, 3, 3, 3}, 19)}, 27);
+}
+
 TEST(CpuLayout, ChannelsLastConvolutionsAreLeftAlone) {
   Graph g;
   Node x = g.Parameter(Shape(DType::Float32, {2, 8, 8, 3}));

@@ -26,22 +26,68 @@ BoxCopy Gather(const std::vector<int64_t>& out_dims, std::vector<int64_t> src_st
   return BoxCopy{out_dims, std::move(src_strides), RowMajorStrides(out_dims), base, 0, 0};
 }
 
+/// `box` with its axes of size 1 dropped and neighbouring axes merged where both sides are
+/// contiguous across them (the same copy, in fewer and longer rows).
+BoxCopy Merged(const BoxCopy& box) {
+  BoxCopy m;
+  m.src_base = box.src_base;
+  m.dst_base = box.dst_base;
+  m.operand = box.operand;
+  for (size_t k = 0; k < box.dims.size(); ++k) {
+    if (box.dims[k] == 1) continue;
+    if (!m.dims.empty() && m.src_strides.back() == box.src_strides[k] * box.dims[k] &&
+        m.dst_strides.back() == box.dst_strides[k] * box.dims[k]) {
+      m.dims.back() *= box.dims[k];
+      m.src_strides.back() = box.src_strides[k];
+      m.dst_strides.back() = box.dst_strides[k];
+      continue;
+    }
+    m.dims.push_back(box.dims[k]);
+    m.src_strides.push_back(box.src_strides[k]);
+    m.dst_strides.push_back(box.dst_strides[k]);
+  }
+  if (m.dims.empty() && NumElements(box.dims) == 1) {  // One element.
+    m.dims = {1};
+    m.src_strides = {1};
+    m.dst_strides = {1};
+  }
+  return m;
+}
+
 /// Runs the copies in order, after filling the result with operand `fill_operand`'s scalar
 /// when it is >= 0 (Pad). E is an unsigned type of the element's size: elements are copied as bits.
+/// Each box copies rows along its last (merged) axis: contiguous rows with memcpy, a repeated
+/// element (source stride 0) with a fill, others element by element.
 template <typename E>
 Kernel CopyBoxes(std::shared_ptr<const std::vector<BoxCopy>> boxes, int fill_operand, int64_t out_size) {
-  return [boxes, fill_operand, out_size](Operands in, uint8_t* out) {
+  auto merged = std::make_shared<std::vector<BoxCopy>>();
+  for (const BoxCopy& box : *boxes)
+    if (NumElements(box.dims) > 0) merged->push_back(Merged(box));
+  return [merged, fill_operand, out_size](Operands in, uint8_t* out) {
     E* y = reinterpret_cast<E*>(out);
     if (fill_operand >= 0) {
       const E fill = *reinterpret_cast<const E*>(in[static_cast<size_t>(fill_operand)]);
       std::fill(y, y + out_size, fill);
     }
-    for (const BoxCopy& box : *boxes) {
+    for (const BoxCopy& box : *merged) {
       const E* x = reinterpret_cast<const E*>(in[static_cast<size_t>(box.operand)]);
-      const int64_t count = NumElements(box.dims);
-      IndexWalk walk(box.dims, box.src_strides, box.dst_strides);
+      const int64_t row = box.dims.back(), xs = box.src_strides.back(), ys = box.dst_strides.back();
+      const std::vector<int64_t> outer_dims(box.dims.begin(), box.dims.end() - 1);
+      const int64_t rows = NumElements(outer_dims);
+      IndexWalk walk(outer_dims, std::vector<int64_t>(box.src_strides.begin(), box.src_strides.end() - 1),
+                     std::vector<int64_t>(box.dst_strides.begin(), box.dst_strides.end() - 1));
       walk.Reset(box.src_base, box.dst_base);
-      for (int64_t i = 0; i < count; ++i, walk.Next()) y[walk.b()] = x[walk.a()];
+      for (int64_t r = 0; r < rows; ++r, walk.Next()) {
+        const E* from = x + walk.a();
+        E* to = y + walk.b();
+        if (xs == 1 && ys == 1) {
+          if (to != from) std::memcpy(to, from, static_cast<size_t>(row) * sizeof(E));
+        } else if (xs == 0 && ys == 1) {
+          std::fill(to, to + row, *from);
+        } else {
+          for (int64_t i = 0; i < row; ++i) to[i * ys] = from[i * xs];
+        }
+      }
     }
   };
 }
