@@ -34,6 +34,9 @@ CompiledModule CompileModule(const Program& program, const Options& options) {
     EliminateDeadCode(m);
     fusion += MergeFusedOutputs(m).log;
   }
+  for (Node& n : m.nodes)
+    n.constant_kernel = n.kind == NodeKind::kPrimitive && n.inst.op == OpType::ConvGeneral &&
+                        m.nodes[static_cast<size_t>(n.inst.operands[1])].inst.op == OpType::Constant;
   out.report = fmt::format(
       "program ({} nodes after cleanups; {} common subexpressions merged, {} nodes simplified, {} "
       "half-precision contractions widened to Float32)\n{}{}",

@@ -11,13 +11,16 @@
 // diff_dst, result as diff_weights; strides and dilations trade places). Batch groups and other
 // forms stay with the reference kernel. oneDNN first gets the user's data layouts (weights in
 // its own layout); when that only finds the reference implementation, or (forward) its im2col
-// gemm, it picks every layout and the kernel reorders in and out per call. A forward
+// gemm, it picks every layout and the kernel reorders in and out per call (a constant kernel
+// only on the first call: its reordered copy is kept). A forward
 // convolution takes a contraction epilogue (epilogue.cc): the bias as oneDNN's bias argument,
 // Logistic and HardSwish as post-ops, Relu as a loop.
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <unordered_map>
 
 #include "backends/cpu/dnnl_common.h"
@@ -41,6 +44,14 @@ struct ConvArg {
   int64_t offset = 0;  ///< Element offset of the view's origin in the user's buffer (cropping).
 };
 
+/// A constant kernel in oneDNN's layout, reordered on the first call (and again only if the
+/// constant's buffer moves).
+struct WeightCache {
+  std::mutex mu;
+  const void* source = nullptr;
+  std::unique_ptr<uint8_t, decltype(&std::free)> data{nullptr, &std::free};
+};
+
 /// The kernel's compiled state.
 struct ConvPlan {
   dnnl::primitive primitive;
@@ -57,6 +68,8 @@ struct ConvPlan {
   /// Forward convolutions only: the bias (operand 2) and the activation post-op.
   Epilogue epilogue;
   memory::desc bias;
+  /// Set for a constant kernel that is reordered (forward and backward-data alike).
+  std::shared_ptr<WeightCache> weight_cache;
 };
 
 /// The oneDNN-side description of the convolution before layouts are chosen.
@@ -283,6 +296,23 @@ const void* ReorderIn(const ConvArg& a, const void* user, uint8_t* buffer, uint8
   return buffer;
 }
 
+/// The constant kernel `w` in the primitive's layout, from `cache` (reordered now if not yet).
+const void* CachedWeights(const ConvArg& a, WeightCache& cache, const void* w, uint8_t* pad,
+                          dnnl::stream& stream) {
+  std::lock_guard<std::mutex> lock(cache.mu);
+  if (cache.source != w) {
+    if (!cache.data) {
+      const size_t bytes = (a.primitive.get_size() + 63) / 64 * 64;
+      cache.data.reset(static_cast<uint8_t*>(std::aligned_alloc(64, std::max<size_t>(bytes, 64))));
+      if (!cache.data) throw std::bad_alloc();
+    }
+    ReorderIn(a, w, cache.data.get(), pad, stream);
+    stream.wait();
+    cache.source = w;
+  }
+  return cache.data.get();
+}
+
 /// Runs one call: weight copy, reorders in, the convolution, the reorder out.
 void RunConv(const ConvPlan& p, ref::Operands in, uint8_t* out) {
   SetThreads(p.threads);
@@ -293,7 +323,7 @@ void RunConv(const ConvPlan& p, ref::Operands in, uint8_t* out) {
   const size_t pad = layout.Add(pad_bytes);
   const size_t copy_at = p.copy_weights ? layout.Add(p.weights.user.get_size()) : 0;
   const size_t in_at = p.input.reordered ? layout.Add(p.input.primitive.get_size()) : 0;
-  const size_t w_at = p.weights.reordered ? layout.Add(p.weights.primitive.get_size()) : 0;
+  const size_t w_at = p.weights.reordered && !p.weight_cache ? layout.Add(p.weights.primitive.get_size()) : 0;
   const size_t out_at = p.output.reordered ? layout.Add(p.output.primitive.get_size()) : 0;
   uint8_t* scratch = Scratch(layout.total);
   const float* x = reinterpret_cast<const float*>(in[0]) + p.input.offset;
@@ -304,7 +334,8 @@ void RunConv(const ConvPlan& p, ref::Operands in, uint8_t* out) {
   }
   dnnl::stream stream(Engine());
   const void* x_ready = ReorderIn(p.input, x, scratch + in_at, scratch + pad, stream);
-  const void* w_ready = ReorderIn(p.weights, w, scratch + w_at, scratch + pad, stream);
+  const void* w_ready = p.weight_cache ? CachedWeights(p.weights, *p.weight_cache, w, scratch + pad, stream)
+                                       : ReorderIn(p.weights, w, scratch + w_at, scratch + pad, stream);
   if (p.zero_output) std::memset(out, 0, static_cast<size_t>(p.output_bytes));
   float* y_user = reinterpret_cast<float*>(out) + p.output.offset;
   void* y = p.output.reordered ? static_cast<void*>(scratch + out_at) : static_cast<void*>(y_user);
@@ -351,7 +382,7 @@ bool KernelOutgrowsResult(const ConvDims& c, const Shape& k, const Shape& y) {
 }  // namespace
 
 KernelChoice MakeDnnlConv(int threads, const Instruction& inst, const std::vector<Shape>& operands,
-                          const Epilogue* epilogue) {
+                          const Epilogue* epilogue, bool constant_kernel) {
   const OpAttributes& at = inst.attrs;
   const Shape &x = operands.at(0), &k = operands.at(1), &y = inst.shape;
   const size_t n = at.conv.input_spatial.size();
@@ -416,6 +447,9 @@ KernelChoice MakeDnnlConv(int threads, const Instruction& inst, const std::vecto
     Finish(plan->input, pd.query_md(dnnl::query::exec_arg_md, plan->input.arg), false);
     Finish(plan->weights, pd.query_md(dnnl::query::exec_arg_md, plan->weights.arg), false);
     Finish(plan->output, pd.query_md(dnnl::query::exec_arg_md, plan->output.arg), true);
+    // The copied (reversed) kernel of the backward-data form is rebuilt per call: not cached.
+    if (constant_kernel && plan->weights.reordered && !plan->copy_weights)
+      plan->weight_cache = std::make_shared<WeightCache>();
     plan->scratchpad = pd.scratchpad_desc();
     plan->primitive = dnnl::primitive(pd);
     std::string name = std::string(bwd_data      ? "dnnl.conv_bwd_data["

@@ -131,7 +131,7 @@ KernelChoice TryDnnlKernel(int threads, const Node& node, const std::vector<Shap
   if (node.inst.op == OpType::DotGeneral) {
     k = MakeDnnlMatmul(threads, node.inst, operands, e);
   } else if (node.inst.op == OpType::ConvGeneral) {
-    k = MakeDnnlConv(threads, node.inst, operands, e);
+    k = MakeDnnlConv(threads, node.inst, operands, e, node.constant_kernel);
   } else {
     return {};
   }

@@ -18,8 +18,9 @@ KernelChoice MakeDnnlMatmul(int threads, const Instruction& inst, const std::vec
 
 /// ConvGeneral in Float32 as a oneDNN forward convolution, or, for input-dilated convolutions, a
 /// backward-data convolution (dnnl_conv.cc); `epilogue` (when not null) only on forward ones.
+/// With `constant_kernel` (operand 1 never changes) the weights are reordered once.
 KernelChoice MakeDnnlConv(int threads, const Instruction& inst, const std::vector<Shape>& operands,
-                          const Epilogue* epilogue);
+                          const Epilogue* epilogue, bool constant_kernel = false);
 
 /// The oneDNN post-ops of an epilogue's activation: Logistic only. oneDNN's relu turns NaN into 0
 /// where Max(x, 0) keeps it, so Relu runs as ReluInPlace right after the contraction instead,
