@@ -78,18 +78,19 @@ void OuterNames(const ::onnx::GraphProto& graph, std::set<std::string>& out);
 /// once) and as a graph output.
 std::map<std::string, int> CountReaders(const ::onnx::GraphProto& graph);
 
-/// A Conv with the BatchNormalization after it folded in (fold_batchnorm.cc).
+/// A Conv with the nodes after it folded in (fold_conv.cc).
 struct FoldedConv {
-  ::onnx::NodeProto node;  ///< The Conv, writing the BatchNormalization's output.
-  int skip = -1;           ///< The BatchNormalization node, which then converts to nothing.
+  ::onnx::NodeProto node;  ///< The Conv, writing the last folded node's output.
+  std::vector<int> skip;   ///< The folded nodes, which then convert to nothing.
 };
 
-/// When node `i` of `graph` is a Conv whose kernel and bias are known, read only by an inference
-/// BatchNormalization whose parameters are known: the Conv with the normalisation folded into its
-/// kernel and bias (new constants, bound in `scope`). Nothing otherwise.
-std::optional<FoldedConv> FoldBatchNormIntoConv(const ::onnx::GraphProto& graph, int i,
-                                                const std::map<std::string, int>& readers, ValueScope& scope,
-                                                int64_t opset);
+/// When node `i` of `graph` is a Conv whose kernel and bias are known, followed by a chain of
+/// inference BatchNormalizations and Muls and Adds by known scalars or per-channel values, each
+/// the only reader of the value before it: the Conv with the chain folded into its kernel and
+/// bias (new constants, bound in `scope`). Nothing otherwise.
+std::optional<FoldedConv> FoldIntoConv(const ::onnx::GraphProto& graph, int i,
+                                       const std::map<std::string, int>& readers, ValueScope& scope,
+                                       int64_t opset);
 
 /// What a converter sees of one node.
 class Context {

@@ -382,11 +382,11 @@ std::vector<Value> ConvertGraph(Walk& walk, const ::onnx::GraphProto& graph, Val
     }
   }
   const auto& converters = Converters();
-  // Import-time fusions need each value's readers; only graphs with a BatchNormalization have any.
+  // Import-time fusions into convolutions need each value's readers.
   std::map<std::string, int> readers;
-  const bool has_bn = std::any_of(graph.node().begin(), graph.node().end(),
-                                  [](const auto& n) { return n.op_type() == "BatchNormalization"; });
-  if (has_bn) readers = CountReaders(graph);
+  const bool has_conv = std::any_of(graph.node().begin(), graph.node().end(),
+                                    [](const auto& n) { return n.op_type() == "Conv"; });
+  if (has_conv) readers = CountReaders(graph);
   std::set<int> skipped;
   for (int index = 0; index < graph.node_size(); ++index) {
     if (skipped.count(index) != 0) {
@@ -394,9 +394,9 @@ std::vector<Value> ConvertGraph(Walk& walk, const ::onnx::GraphProto& graph, Val
       continue;
     }
     std::optional<FoldedConv> folded_conv;
-    if (has_bn && IsDefaultDomain(graph.node(index).domain()))
-      folded_conv = FoldBatchNormIntoConv(graph, index, readers, scope, walk.opset);
-    if (folded_conv) skipped.insert(folded_conv->skip);
+    if (has_conv && IsDefaultDomain(graph.node(index).domain()))
+      folded_conv = FoldIntoConv(graph, index, readers, scope, walk.opset);
+    if (folded_conv) skipped.insert(folded_conv->skip.begin(), folded_conv->skip.end());
     const ::onnx::NodeProto& node = folded_conv ? folded_conv->node : graph.node(index);
     const uint64_t node_index = ++walk.nodes;
     // Unrolled loops (nested ones multiply) are bounded as a whole.

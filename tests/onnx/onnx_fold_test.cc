@@ -1,6 +1,7 @@
-// Import-time fusions: a BatchNormalization after a Conv folds into the Conv's kernel and bias
-// when both are known (the graph then has no normalisation left), and stays a node of its own
-// when the Conv's output has another reader or the weights are variables (fine-tuning).
+// Import-time fusions: a BatchNormalization, and Mul and Add by known scalars or per-channel
+// values, after a Conv fold into the Conv's kernel and bias when all are known (the graph then
+// has no normalisation or product left), and stay nodes of their own when the Conv's output has
+// another reader or the weights are variables (fine-tuning).
 
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
@@ -161,6 +162,57 @@ TEST(OnnxFold, ConvOutputReadTwiceKeepsTheNormalization) {
     const double s = p.scale[k] / std::sqrt(p.var[k] + 1e-5);
     EXPECT_NEAR(c[i], (r[i] - p.beta[k]) / s + p.mean[k], 1e-4) << i;
   }
+}
+
+TEST(OnnxFold, ScalarAndPerChannelMulAndAddFoldIntoTheConv) {
+  // conv -> BatchNormalization -> Mul by 1.75 -> Add of a [1, C, 1, 1] shift: one convolution.
+  const Weights p = MakeWeights();
+  ::onnx::ModelProto m = ConvBn(p, false);
+  ::onnx::GraphProto* g = m.mutable_graph();
+  g->mutable_node(1)->set_output(0, "bn");
+  AddInitializer(g, "k", {}, {1.75f});
+  AddInitializer(g, "shift", {1, kOut, 1, 1}, {0.5f, -0.25f, 1.0f, 2.0f});
+  ::onnx::NodeProto* mul = g->add_node();
+  mul->set_op_type("Mul");
+  mul->add_input("k");  // The constant first: either order folds.
+  mul->add_input("bn");
+  mul->add_output("scaled");
+  ::onnx::NodeProto* add = g->add_node();
+  add->set_op_type("Add");
+  add->add_input("scaled");
+  add->add_input("shift");
+  add->add_output("y");
+  const Model model = ReadBytes(m.SerializeAsString(), "conv_bn.onnx");
+  const Tensor x = Input();
+  int muls = -1;
+  const std::vector<Tensor> y = RunCounting(model, x, compute::OpType::Mul, &muls);
+  EXPECT_EQ(muls, 0) << "the scale should have folded into the convolution";
+  std::vector<double> want = Reference(p, x);
+  const std::vector<double> shift = {0.5, -0.25, 1.0, 2.0};
+  for (size_t i = 0; i < want.size(); ++i) want[i] = want[i] * 1.75 + shift[(i / (kSize * kSize)) % kOut];
+  ExpectNear(y[0].ToDoubles(), want);
+}
+
+TEST(OnnxFold, AddThatBroadcastsTheConvOutputStaysANode) {
+  // An Add of a [kSize] vector varies along the width, not per channel: it does not fold.
+  const Weights p = MakeWeights();
+  ::onnx::ModelProto m = ConvBn(p, false);
+  ::onnx::GraphProto* g = m.mutable_graph();
+  g->mutable_node(1)->set_output(0, "bn");
+  AddInitializer(g, "row", {kSize}, {1, 2, 3, 4, 5});
+  ::onnx::NodeProto* add = g->add_node();
+  add->set_op_type("Add");
+  add->add_input("bn");
+  add->add_input("row");
+  add->add_output("y");
+  const Model model = ReadBytes(m.SerializeAsString(), "conv_bn.onnx");
+  const Tensor x = Input();
+  int rsqrt = -1;
+  const std::vector<Tensor> y = RunCounting(model, x, compute::OpType::Rsqrt, &rsqrt);
+  EXPECT_EQ(rsqrt, 0);  // The normalisation before it still folds.
+  std::vector<double> want = Reference(p, x);
+  for (size_t i = 0; i < want.size(); ++i) want[i] += static_cast<double>(i % kSize + 1);
+  ExpectNear(y[0].ToDoubles(), want);
 }
 
 TEST(OnnxFold, WeightsAsVariablesStayUnfolded) {
