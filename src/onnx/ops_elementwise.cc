@@ -156,6 +156,12 @@ V Reciprocal(const Context& c) { return {graph::Reciprocal(c.In(0))}; }
 
 V Pow(const Context& c) {
   Node x = c.In(0);
+  // A known exponent of 2 (LayerNorm's variance, as exporters write it) is x * x, as ONNX
+  // Runtime computes it: correctly rounded, and an elementwise product instead of powf.
+  if (const std::optional<Tensor>& e = c.Constant(1); e && e->shape().Size() == 1 && IsFloat(x.dtype()) &&
+                                                      e->shape().Rank() <= x.rank() &&
+                                                      e->ToDoubles()[0] == 2.0)
+    return {x * x};
   Node y = c.In(1);
   if (y.dtype() != x.dtype()) y = ConvertDType(y, x.dtype());
   auto [a, b] = BinaryOperands(c, x, y);
