@@ -83,11 +83,41 @@ TEST(CpuFusion, GroupsDoNotHoldInputsAcrossOtherWork) {
         }
         return outs;
       },
-      {Shape(DType::Float32, {4096})}, &report);
-  EXPECT_EQ(CountFused(m), 4) << m.ToString() << report;  // Mul + Tanh per term; the Adds alone.
+      {Shape(DType::Float32, {65536})}, &report);
+  // Mul + Tanh per term; each Add alone (a lone op of 65536 floats runs as a fused kernel too).
+  EXPECT_EQ(CountFused(m), 8) << m.ToString() << report;
   int adds = 0;
-  for (const compute::cpu::Node& node : m.nodes) adds += !node.fused && node.inst.op == compute::OpType::Add;
-  EXPECT_EQ(adds, 4) << m.ToString();
+  for (const compute::cpu::Node& node : m.nodes)
+    adds += node.fused && node.inst.op == compute::OpType::Add && node.fused->ops.size() == 1;
+  EXPECT_EQ(adds, 4) << m.ToString() << report;
+}
+
+TEST(CpuFusion, LoneLargeFloatOpRunsAsAFusedKernel) {
+  // A lone Add (a residual connection) of 65536 floats or more runs in the fused kernel's vector
+  // loop; of fewer, or of integers, on the plain kernel.
+  for (int64_t n : {int64_t{65535}, int64_t{65536}}) {
+    for (DType dtype : {DType::Float32, DType::Int32}) {
+      std::string report;
+      const compute::cpu::Module m =
+          Fused([](Graph&, const std::vector<Node>& p) { return std::vector<Node>{p[0] + p[1]}; },
+                {Shape(dtype, {n}), Shape(dtype, {n})}, &report);
+      const bool fused = n >= 65536 && dtype == DType::Float32;
+      EXPECT_EQ(CountFused(m), fused ? 1 : 0) << n << " " << m.ToString();
+      if (dtype == DType::Float32) {
+        std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
+        for (size_t i = 0; i < a.size(); ++i) {
+          a[i] = static_cast<float>(i) * 0.25f - 3.0f;
+          b[i] = i % 7 == 0 ? -0.0f : 1.0f / static_cast<float>(i + 1);
+        }
+        ExpectMatchesRef(
+            "cpu:threads=2,serial_work=0",
+            [](Graph&, const std::vector<Node>& p) { return std::vector<Node>{p[0] + p[1]}; },
+            {Tensor::FromFlat(Shape(DType::Float32, {n}), a),
+             Tensor::FromFlat(Shape(DType::Float32, {n}), b)},
+            0);
+      }
+    }
+  }
 }
 
 TEST(CpuFusion, BroadcastsBecomeStridedLoads) {

@@ -65,6 +65,9 @@ bool CloseEnough(const Module& m, const std::vector<int>& group, int v, int u, i
 
 }  // namespace
 
+/// A lone Float32 elementwise op of this many elements or more runs as a fused kernel.
+constexpr int64_t kLoneOpElements = int64_t{1} << 16;
+
 // Groups (reverse topological order), then one fused node per group of 2+ ops at its root.
 PassReport FuseElementwise(Module& m) {
   const size_t n = m.nodes.size();
@@ -117,13 +120,16 @@ PassReport FuseElementwise(Module& m) {
     std::vector<int> operands;
     FusedSpec spec = BuildFusedSpec(m, group_members, operands);
     const int reduce = reduce_of[g];
-    // One op (its broadcasts counted): the plain kernel does as well, unless a reduction takes it
-    // or it is a conversion (the fused kernel's are vectorised; a widened half-precision
-    // contraction's operands and result are such lone conversions).
-    const bool lone_convert =
-        spec.ops.size() == 1 &&
-        m.nodes[static_cast<size_t>(group_members.back())].inst.op == OpType::ConvertDType;
-    if (spec.ops.size() < 2 && reduce < 0 && !lone_convert) continue;
+    // One op (its broadcasts counted): the plain kernel does as well on small values, unless a
+    // reduction takes it or it is a conversion (the fused kernel's are vectorised; a widened
+    // half-precision contraction's operands and result are such lone conversions). On Float32
+    // values of kLoneOpElements or more the fused kernel's vector loop over the team wins (a
+    // residual Add of a transformer block).
+    const Instruction& last = m.nodes[static_cast<size_t>(group_members.back())].inst;
+    const bool lone_convert = spec.ops.size() == 1 && last.op == OpType::ConvertDType;
+    const bool lone_large =
+        spec.ops.size() == 1 && last.shape.dtype() == DType::Float32 && last.shape.Size() >= kLoneOpElements;
+    if (spec.ops.size() < 2 && reduce < 0 && !lone_convert && !lone_large) continue;
     const int root = reduce >= 0 ? reduce : group_members.back();
     Node& node = m.nodes[static_cast<size_t>(root)];
     if (reduce >= 0) {
