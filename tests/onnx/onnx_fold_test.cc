@@ -215,6 +215,35 @@ TEST(OnnxFold, AddThatBroadcastsTheConvOutputStaysANode) {
   ExpectNear(y[0].ToDoubles(), want);
 }
 
+TEST(OnnxFold, PowByTwoImportsAsAProduct) {
+  // Pow(x, 2), as exporters write a LayerNorm's variance: x * x (no Pow left), the same values.
+  ::onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  ::onnx::GraphProto* g = m.mutable_graph();
+  g->set_name("pow");
+  ::onnx::ValueInfoProto* x = g->add_input();
+  x->set_name("x");
+  ::onnx::TypeProto_Tensor* t = x->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(::onnx::TensorProto::FLOAT);
+  t->mutable_shape()->add_dim()->set_dim_value(5);
+  AddInitializer(g, "two", {}, {2.0f});
+  ::onnx::NodeProto* pow = g->add_node();
+  pow->set_op_type("Pow");
+  pow->add_input("x");
+  pow->add_input("two");
+  pow->add_output("y");
+  AddOutput(g, "y");
+  const Model model = ReadBytes(m.SerializeAsString(), "pow.onnx");
+  const std::vector<float> v = {-3.0f, -0.5f, 0.0f, 1.5f, 1e20f};
+  int pows = -1;
+  const std::vector<Tensor> y =
+      RunCounting(model, Tensor::FromFlat(Shape(DType::Float32, {5}), v), compute::OpType::Pow, &pows);
+  EXPECT_EQ(pows, 0);
+  const std::vector<double> got = y[0].ToDoubles();
+  for (size_t i = 0; i < v.size(); ++i) EXPECT_EQ(got[i], static_cast<double>(v[i] * v[i])) << v[i];
+}
+
 TEST(OnnxFold, WeightsAsVariablesStayUnfolded) {
   // Fine-tuning trains the initializers: the kernel and the statistics stay variables of their own.
   const Weights p = MakeWeights();
