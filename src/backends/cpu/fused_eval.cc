@@ -81,8 +81,30 @@ FusedEvaluator::FusedEvaluator(std::shared_ptr<const FusedSpec> spec, bool simd)
   }
 }
 
-FusedEvaluator::Scratch FusedEvaluator::NewScratch() const {
-  Scratch s;
+namespace {
+
+/// The calling thread's spare Scratch objects (their buffers keep their capacity).
+std::vector<std::unique_ptr<FusedEvaluator::Scratch>>& ScratchPool() {
+  thread_local std::vector<std::unique_ptr<FusedEvaluator::Scratch>> pool;
+  return pool;
+}
+
+}  // namespace
+
+FusedEvaluator::ScratchLease::~ScratchLease() {
+  if (s_) ScratchPool().push_back(std::move(s_));
+}
+
+FusedEvaluator::ScratchLease FusedEvaluator::NewScratch() const {
+  std::vector<std::unique_ptr<Scratch>>& pool = ScratchPool();
+  std::unique_ptr<Scratch> held;
+  if (pool.empty()) {
+    held = std::make_unique<Scratch>();
+  } else {
+    held = std::move(pool.back());
+    pool.pop_back();
+  }
+  Scratch& s = *held;
   s.regs.resize(static_cast<size_t>(std::max(spec_->num_regs, 1) * kTile));
   s.filled.assign(spec_->inputs.size(), 0);
   s.extras.assign(spec_->extra.size(), nullptr);
@@ -98,7 +120,7 @@ FusedEvaluator::Scratch FusedEvaluator::NewScratch() const {
     s.in.assign(inputs, nullptr);
     s.tail_in.assign(inputs, nullptr);
   }
-  return s;
+  return ScratchLease(std::move(held));
 }
 
 void FusedEvaluator::Op(FOp op, const float* a, const float* b, const float* c, float* out,

@@ -41,7 +41,23 @@ class FusedEvaluator {
     std::vector<const float*> in, tail_in;
     std::vector<const float*> extras;  ///< Where Eval left each extra result of the piece.
   };
-  Scratch NewScratch() const;
+  /// A Scratch set up for this program, from the calling thread's pool, back to it when the
+  /// lease ends: a kernel called over and over reuses the buffers (allocating and zeroing them
+  /// per call cost more than small kernels' work).
+  class ScratchLease {
+   public:
+    explicit ScratchLease(std::unique_ptr<Scratch> s) : s_(std::move(s)) {}
+    ScratchLease(ScratchLease&&) = default;
+    ScratchLease& operator=(ScratchLease&&) = delete;
+    ScratchLease(const ScratchLease&) = delete;
+    ScratchLease& operator=(const ScratchLease&) = delete;
+    ~ScratchLease();
+    Scratch& operator*() const { return *s_; }
+
+   private:
+    std::unique_ptr<Scratch> s_;
+  };
+  ScratchLease NewScratch() const;
   /// Computes result elements [start, start + len) (len <= kTile) into float32 and returns where
   /// they are: `direct` when it is not null and the program can write there, else a register.
   const float* Eval(std::span<const uint8_t* const> in, int64_t start, int64_t len, Scratch& scratch,

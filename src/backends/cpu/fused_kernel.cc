@@ -42,7 +42,8 @@ struct FusedRunner {
            int64_t last) const {
     const FusedEvaluator& e = *eval;
     const FusedSpec& s = e.spec();
-    FusedEvaluator::Scratch scratch = e.NewScratch();
+    const FusedEvaluator::ScratchLease lease = e.NewScratch();
+    FusedEvaluator::Scratch& scratch = *lease;
     const int64_t inner = e.inner(), per_row = (inner + FusedEvaluator::kTile - 1) / FusedEvaluator::kTile;
     const bool f32 = s.out_dtype == DType::Float32;
     for (int64_t p = first; p < last; ++p) {

@@ -207,15 +207,15 @@ struct FusedReduce {
   void Split(int64_t units, bool parallel, B body) const {
     const int team = parallel ? static_cast<int>(std::min<int64_t>(threads, units)) : 1;
     if (team <= 1) {
-      FusedEvaluator::Scratch regs = eval->NewScratch();
-      body(0, units, regs);
+      const FusedEvaluator::ScratchLease lease = eval->NewScratch();
+      body(0, units, *lease);
       return;
     }
 #pragma omp parallel num_threads(team)
     {
       const int64_t id = omp_get_thread_num(), count = omp_get_num_threads();
-      FusedEvaluator::Scratch regs = eval->NewScratch();
-      body(units * id / count, units * (id + 1) / count, regs);
+      const FusedEvaluator::ScratchLease lease = eval->NewScratch();
+      body(units * id / count, units * (id + 1) / count, *lease);
     }
   }
 
