@@ -230,6 +230,49 @@ TEST(CpuSimplify, ElementwiseOpsOfBroadcastsRunAtTheOperandsSize) {
   ExpectSameOnCpuAndRef(fn, in);
 }
 
+/// Values of `dims` varying with their index and `seed`.
+Tensor Varied(const std::vector<int64_t>& dims, int seed) {
+  const Shape shape(DType::Float32, dims);
+  std::vector<float> v(static_cast<size_t>(shape.Size()));
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = std::sin(0.7f * static_cast<float>(i) + static_cast<float>(seed));
+  return Tensor::FromFlat(shape, v);
+}
+
+/// Runs `fn` on cpu and on ref: the outputs agree to float32 rounding of short sums.
+void ExpectCloseOnCpuAndRef(const graph::GraphFn& fn, const std::vector<Tensor>& inputs) {
+  graph::Exec cpu(Cpu(), fn, static_cast<int>(inputs.size()));
+  graph::Exec ref(Ref(), fn, static_cast<int>(inputs.size()));
+  const std::vector<Tensor> a = cpu.Call(inputs), b = ref.Call(inputs);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    const std::vector<double> x = a[i].ToDoubles(), y = b[i].ToDoubles();
+    ASSERT_EQ(x.size(), y.size());
+    for (size_t k = 0; k < x.size(); ++k) EXPECT_NEAR(x[k], y[k], 1e-5) << "output " << i << " element " << k;
+  }
+}
+
+TEST(CpuSimplify, TransposedDotOperandIsReadInPlace) {
+  // Attention's scores q·kᵀ with kᵀ a transpose of k's last two axes: the product reads k.
+  // A transpose that would reorder the result's free axes stays.
+  auto fn = [](Graph&, const std::vector<Node>& p) -> std::vector<Node> {
+    Node kt = graph::TransposeAllAxes(p[1], {0, 2, 1});        // [2, 5, 4]
+    return {graph::DotGeneral(p[0], {2}, {0}, kt, {1}, {0})};  // [2, 3, 5] x [2, 5, 4] -> [2, 3, 4]
+  };
+  const std::vector<Tensor> in = {Varied({2, 3, 5}, 1), Varied({2, 4, 5}, 2)};
+  const Module m = Simplified(fn, in);
+  EXPECT_EQ(Ops(m), "Parameter Parameter DotGeneral") << m.ToString();
+  ExpectCloseOnCpuAndRef(fn, in);
+  auto swapped = [](Graph&, const std::vector<Node>& p) -> std::vector<Node> {
+    // Free axes 1 and 2 of [2, 3, 4, 6] swapped: the result's order depends on the transpose.
+    Node t = graph::TransposeAllAxes(p[1], {0, 3, 2, 1});  // [2, 6, 4, 3]
+    return {graph::DotGeneral(p[0], {1}, {0}, t, {1}, {0})};
+  };
+  const std::vector<Tensor> in2 = {Varied({2, 6}, 3), Varied({2, 3, 4, 6}, 4)};
+  EXPECT_EQ(Ops(Simplified(swapped, in2)), "Parameter Parameter Transpose DotGeneral");
+  ExpectCloseOnCpuAndRef(swapped, in2);
+}
+
 TEST(CpuSimplify, DoesNotFoldThroughOptimizationBarrier) {
   auto fn = [](Graph& g, const std::vector<Node>& p) -> std::vector<Node> {
     Node c = graph::Const(g, std::vector<float>{1, 2, 3});

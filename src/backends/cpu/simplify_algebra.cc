@@ -214,6 +214,48 @@ Rewrite SimplifyPad(const Instruction& inst) {
   return Rewrite::To(inst.operands[0]);
 }
 
+/// DotGeneral(Transpose(a, p), b) (or with b transposed) is the DotGeneral of a itself with that
+/// side's batch and contracting axes renumbered through p, when its free axes keep their order
+/// (the result's axes then stay where they were): the contraction reads the transposed view
+/// instead of a transposed copy (attention's Q·Kᵀ).
+Rewrite AbsorbTransposeIntoDot(const Builder& b, const Instruction& inst) {
+  for (size_t side = 0; side < 2; ++side) {
+    const Instruction& t = b.Def(inst.operands[side]);
+    if (t.op != OpType::Transpose) continue;
+    const std::vector<int64_t>& p = t.attrs.permutation;
+    const std::vector<int64_t>& batch = side == 0 ? inst.attrs.lhs_batch : inst.attrs.rhs_batch;
+    const std::vector<int64_t>& contracting =
+        side == 0 ? inst.attrs.lhs_contracting : inst.attrs.rhs_contracting;
+    std::vector<bool> bound(p.size(), false);
+    for (int64_t a : batch) bound[static_cast<size_t>(a)] = true;
+    for (int64_t a : contracting) bound[static_cast<size_t>(a)] = true;
+    int64_t previous = -1;
+    bool ordered = true;
+    for (size_t a = 0; a < p.size() && ordered; ++a) {
+      if (bound[a]) continue;
+      ordered = p[a] > previous;
+      previous = p[a];
+    }
+    if (!ordered) continue;
+    auto renumber = [&](const std::vector<int64_t>& axes) {
+      std::vector<int64_t> out;
+      for (int64_t a : axes) out.push_back(p[static_cast<size_t>(a)]);
+      return out;
+    };
+    Instruction d = inst;
+    d.operands[side] = t.operands[0];
+    if (side == 0) {
+      d.attrs.lhs_batch = renumber(batch);
+      d.attrs.lhs_contracting = renumber(contracting);
+    } else {
+      d.attrs.rhs_batch = renumber(batch);
+      d.attrs.rhs_contracting = renumber(contracting);
+    }
+    return Rewrite::With(std::move(d));
+  }
+  return Rewrite::None();
+}
+
 /// An elementwise op whose operands are all broadcasts of values of one shape along the same
 /// axes (or splats) is the broadcast of the op on those values: Add(BroadcastInDim(a),
 /// BroadcastInDim(b)) = BroadcastInDim(Add(a, b)). The op then runs (or folds, for constants) at
@@ -290,6 +332,7 @@ Rewrite SimplifyAlgebra(Builder& b, const Instruction& inst) {
     return b.Def(ops[0]).op == OpType::Neg ? Rewrite::To(b.Def(ops[0]).operands[0]) : Rewrite::None();
   if (op == OpType::StopGradient) return Rewrite::To(ops[0]);  // No gradients here: the identity at run time.
   if (op == OpType::Transpose) return SimplifyTranspose(b, inst);
+  if (op == OpType::DotGeneral) return AbsorbTransposeIntoDot(b, inst);
   if (op == OpType::Reshape) return SimplifyReshape(b, inst);
   if (op == OpType::BroadcastInDim) return SimplifyBroadcast(b, inst);
   if (op == OpType::ConvertDType)
