@@ -22,23 +22,9 @@ using compute::OpType;
 using compute::cpu::Module;
 using graph::Graph;
 using graph::Node;
-using kiln::test::Close;
-using kiln::test::RunProgram;
-
-const compute::BackendPtr& Cpu() { return kiln::test::Backend("cpu:threads=2,serial_work=0"); }
-const compute::BackendPtr& CpuPlain() {
-  return kiln::test::Backend("cpu:threads=2,fusion=false,serial_work=0");
-}
-const compute::BackendPtr& Ref() { return kiln::test::Backend("ref"); }
-
-Tensor Random(const std::vector<int64_t>& dims, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  const Shape shape(DType::Float32, dims);
-  std::vector<float> v(static_cast<size_t>(shape.Size()));
-  for (float& x : v) x = u(rng);
-  return Tensor::FromFlat(shape, v);
-}
+using kiln::test::CountOps;
+using kiln::test::ExpectCpuMatchesRefAndPlain;
+using kiln::test::RandomUniform;
 
 /// The module after the cleanups, the layout pass and the cleanups again (as the compiler runs
 /// them); `convs` gets the pass's count.
@@ -49,23 +35,6 @@ Module Laid(const compute::Program& program, int* convs = nullptr) {
   compute::cpu::Simplify(m);
   compute::cpu::EliminateDeadCode(m);
   return m;
-}
-
-int Count(const Module& m, OpType op) {
-  return static_cast<int>(std::count_if(m.nodes.begin(), m.nodes.end(),
-                                        [&](const compute::cpu::Node& n) { return n.inst.op == op; }));
-}
-
-void CheckAllBackends(const std::shared_ptr<const compute::Program>& program,
-                      const std::vector<Tensor>& inputs, int64_t terms) {
-  const std::vector<Tensor> want = RunProgram(Ref(), program, inputs);
-  const std::vector<Tensor> got = RunProgram(Cpu(), program, inputs);
-  const std::vector<Tensor> plain = RunProgram(CpuPlain(), program, inputs);
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    EXPECT_TRUE(Close(got[i], want[i], terms)) << "output " << i << " vs ref";
-    EXPECT_TRUE(Close(got[i], plain[i], terms)) << "output " << i << " vs fusion=false";
-  }
 }
 
 /// conv(x, k) on NCHW with a [1, C, 1, 1] bias, as imported models write it.
@@ -87,16 +56,17 @@ TEST(CpuLayout, ConsecutiveConvolutionsPassNhwcValues) {
   int convs = 0;
   const Module m = Laid(*program, &convs);
   EXPECT_EQ(convs, 2);
-  EXPECT_EQ(Count(m, OpType::Transpose), 1) << m.ToString();
+  EXPECT_EQ(CountOps(m, OpType::Transpose), 1) << m.ToString();
   for (const compute::cpu::Node& n : m.nodes) {
     if (n.inst.op == OpType::ConvGeneral) {
       EXPECT_EQ(n.inst.attrs.conv.input_feature, 3) << m.ToString();
     }
   }
-  CheckAllBackends(program,
-                   {Random({2, 3, 12, 12}, 1), Random({8, 3, 3, 3}, 2), Random({1, 8, 1, 1}, 3),
-                    Random({8, 8, 3, 3}, 4), Random({1, 8, 1, 1}, 5)},
-                   72);
+  ExpectCpuMatchesRefAndPlain(
+      program,
+      {RandomUniform({2, 3, 12, 12}, 1), RandomUniform({8, 3, 3, 3}, 2), RandomUniform({1, 8, 1, 1}, 3),
+       RandomUniform({8, 8, 3, 3}, 4), RandomUniform({1, 8, 1, 1}, 5)},
+      72);
 }
 
 TEST(CpuLayout, ValueNeededInNchwIsTransposedOnce) {
@@ -107,8 +77,8 @@ TEST(CpuLayout, ValueNeededInNchwIsTransposedOnce) {
   Node y = graph::Convolve(x, k).ChannelsFirst().PadSame().Done();
   auto program = g.Build({y, graph::Reshape(y, {2, 4 * 8 * 8})});
   const Module m = Laid(*program);
-  EXPECT_EQ(Count(m, OpType::Transpose), 2) << m.ToString();  // The input's, and the result's.
-  CheckAllBackends(program, {Random({2, 3, 8, 8}, 6), Random({4, 3, 3, 3}, 7)}, 27);
+  EXPECT_EQ(CountOps(m, OpType::Transpose), 2) << m.ToString();  // The input's, and the result's.
+  ExpectCpuMatchesRefAndPlain(program, {RandomUniform({2, 3, 8, 8}, 6), RandomUniform({4, 3, 3, 3}, 7)}, 27);
 }
 
 TEST(CpuLayout, ReductionsGiveNchwOrderedResults) {
@@ -120,10 +90,10 @@ TEST(CpuLayout, ReductionsGiveNchwOrderedResults) {
   Node y = graph::Convolve(x, k).ChannelsFirst().PadSame().Done();
   auto program = g.Build({graph::ReduceSum(y, {0}), graph::ReduceMax(y, {1}), graph::ReduceSum(y, {0, 2})});
   const Module m = Laid(*program);
-  EXPECT_EQ(Count(m, OpType::ConvGeneral), 1);
+  EXPECT_EQ(CountOps(m, OpType::ConvGeneral), 1);
   // The input's, and those of the sums over the batch ((H, W, C)) and over N and H ((W, C)).
-  EXPECT_EQ(Count(m, OpType::Transpose), 3) << m.ToString();
-  CheckAllBackends(program, {Random({2, 3, 6, 5}, 8), Random({4, 3, 3, 3}, 9)}, 27);
+  EXPECT_EQ(CountOps(m, OpType::Transpose), 3) << m.ToString();
+  ExpectCpuMatchesRefAndPlain(program, {RandomUniform({2, 3, 6, 5}, 8), RandomUniform({4, 3, 3, 3}, 9)}, 27);
 }
 
 TEST(CpuLayout, ConcatenationPadAndSliceFollowTheLayout) {
@@ -145,11 +115,11 @@ TEST(CpuLayout, ConcatenationPadAndSliceFollowTheLayout) {
   int convs = 0;
   const Module m = Laid(*program, &convs);
   EXPECT_EQ(convs, 3);
-  EXPECT_EQ(Count(m, OpType::Transpose), 2) << m.ToString();
-  CheckAllBackends(program,
-                   {Random({2, 3, 8, 8}, 10), Random({4, 3, 3, 3}, 11), Random({5, 3, 1, 1}, 12),
-                    Random({6, 9, 3, 3}, 13)},
-                   81);
+  EXPECT_EQ(CountOps(m, OpType::Transpose), 2) << m.ToString();
+  ExpectCpuMatchesRefAndPlain(program,
+                              {RandomUniform({2, 3, 8, 8}, 10), RandomUniform({4, 3, 3, 3}, 11),
+                               RandomUniform({5, 3, 1, 1}, 12), RandomUniform({6, 9, 3, 3}, 13)},
+                              81);
 }
 
 TEST(CpuLayout, UpsamplingBetweenConvolutionsStaysNhwc) {
@@ -167,11 +137,11 @@ TEST(CpuLayout, UpsamplingBetweenConvolutionsStaysNhwc) {
   Node b = graph::Convolve(big, k1).ChannelsFirst().PadSame().Done();
   auto program = g.Build({graph::Convolve(up + b, k2).ChannelsFirst().PadSame().Done()});
   const Module m = Laid(*program);
-  EXPECT_EQ(Count(m, OpType::Transpose), 3) << m.ToString();
-  CheckAllBackends(program,
-                   {Random({2, 3, 5, 6}, 14), Random({2, 3, 10, 12}, 15), Random({4, 3, 3, 3}, 16),
-                    Random({4, 4, 3, 3}, 17)},
-                   36);
+  EXPECT_EQ(CountOps(m, OpType::Transpose), 3) << m.ToString();
+  ExpectCpuMatchesRefAndPlain(program,
+                              {RandomUniform({2, 3, 5, 6}, 14), RandomUniform({2, 3, 10, 12}, 15),
+                               RandomUniform({4, 3, 3, 3}, 16), RandomUniform({4, 4, 3, 3}, 17)},
+                              36);
 }
 
 TEST(CpuLayout, TransposeOfAHeldValueMovesNothing) {
@@ -184,8 +154,9 @@ TEST(CpuLayout, TransposeOfAHeldValueMovesNothing) {
       g.Build({graph::TransposeAllAxes(y, {0, 2, 3, 1}), graph::TransposeAllAxes(y, {0, 3, 2, 1})});
   const Module m = Laid(*program);
   // The input's, and one for the second output (NWHC).
-  EXPECT_EQ(Count(m, OpType::Transpose), 2) << m.ToString();
-  CheckAllBackends(program, {Random({2, 3, 6, 6}, 18), Random({4, 3, 3, 3}, 19)}, 27);
+  EXPECT_EQ(CountOps(m, OpType::Transpose), 2) << m.ToString();
+  ExpectCpuMatchesRefAndPlain(program, {RandomUniform({2, 3, 6, 6}, 18), RandomUniform({4, 3, 3, 3}, 19)},
+                              27);
 }
 
 TEST(CpuLayout, ChannelsLastConvolutionsAreLeftAlone) {
@@ -196,7 +167,7 @@ TEST(CpuLayout, ChannelsLastConvolutionsAreLeftAlone) {
   int convs = -1;
   const Module m = Laid(*program, &convs);
   EXPECT_EQ(convs, 0);
-  EXPECT_EQ(Count(m, OpType::Transpose), 0) << m.ToString();
+  EXPECT_EQ(CountOps(m, OpType::Transpose), 0) << m.ToString();
 }
 
 }  // namespace

@@ -5,10 +5,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <random>
 #include <vector>
 
 #include "backends/cpu/passes.h"
 #include "kiln/kiln.h"
+#include "test_util.h"
 
 namespace kiln::test {
 
@@ -35,6 +38,37 @@ inline ::testing::AssertionResult Close(const Tensor& got, const Tensor& want, i
     }
   }
   return ::testing::AssertionSuccess();
+}
+
+/// Uniform values in [-1, 1] of the given dims (Float32), from `seed`.
+inline Tensor RandomUniform(const std::vector<int64_t>& dims, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  const Shape shape(DType::Float32, dims);
+  std::vector<float> v(static_cast<size_t>(shape.Size()));
+  for (float& x : v) x = u(rng);
+  return Tensor::FromFlat(shape, v);
+}
+
+/// How many nodes of `m` compute `op`.
+inline int CountOps(const compute::cpu::Module& m, compute::OpType op) {
+  return static_cast<int>(std::count_if(m.nodes.begin(), m.nodes.end(),
+                                        [&](const compute::cpu::Node& n) { return n.inst.op == op; }));
+}
+
+/// Runs `program` on cpu (two threads), on ref and on cpu with `fusion=false` (no optimising
+/// passes): the cpu results must be Close to both over `terms` products.
+inline void ExpectCpuMatchesRefAndPlain(const std::shared_ptr<const compute::Program>& program,
+                                        const std::vector<Tensor>& inputs, int64_t terms) {
+  const std::vector<Tensor> want = RunProgram(Backend("ref"), program, inputs);
+  const std::vector<Tensor> got = RunProgram(Backend("cpu:threads=2,serial_work=0"), program, inputs);
+  const std::vector<Tensor> plain =
+      RunProgram(Backend("cpu:threads=2,fusion=false,serial_work=0"), program, inputs);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_TRUE(Close(got[i], want[i], terms)) << "output " << i << " vs ref";
+    EXPECT_TRUE(Close(got[i], plain[i], terms)) << "output " << i << " vs fusion=false";
+  }
 }
 
 }  // namespace kiln::test
