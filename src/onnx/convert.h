@@ -74,9 +74,13 @@ std::vector<Value> ConvertGraph(Walk& walk, const ::onnx::GraphProto& graph, Val
 /// node outputs), through its nested subgraphs too: the values it takes from enclosing scopes.
 void OuterNames(const ::onnx::GraphProto& graph, std::set<std::string>& out);
 
-/// How many times each value of `graph` is read: by its nodes (a subgraph reading it counts
-/// once) and as a graph output.
-std::map<std::string, int> CountReaders(const ::onnx::GraphProto& graph);
+/// Who reads a value of a graph.
+struct Readers {
+  int count = 0;   ///< Reads by its nodes (a subgraph reading it counts once) and as a graph output.
+  int first = -1;  ///< The first node taking it as an input, or -1.
+};
+/// The readers of each value of `graph`.
+std::map<std::string, Readers> CountReaders(const ::onnx::GraphProto& graph);
 
 /// A Conv with the nodes after it folded in (fold_conv.cc).
 struct FoldedConv {
@@ -89,7 +93,7 @@ struct FoldedConv {
 /// the only reader of the value before it: the Conv with the chain folded into its kernel and
 /// bias (new constants, bound in `scope`). Nothing otherwise.
 std::optional<FoldedConv> FoldIntoConv(const ::onnx::GraphProto& graph, int i,
-                                       const std::map<std::string, int>& readers, ValueScope& scope,
+                                       const std::map<std::string, Readers>& readers, ValueScope& scope,
                                        int64_t opset);
 
 /// What a converter sees of one node.

@@ -53,20 +53,24 @@ bool IsDefault(const ::onnx::NodeProto& n) { return n.domain().empty() || n.doma
 
 }  // namespace
 
-std::map<std::string, int> CountReaders(const ::onnx::GraphProto& graph) {
-  std::map<std::string, int> readers;
-  for (const auto& node : graph.node()) {
-    for (const std::string& name : node.input())
-      if (!name.empty()) ++readers[name];
+std::map<std::string, Readers> CountReaders(const ::onnx::GraphProto& graph) {
+  std::map<std::string, Readers> readers;
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const ::onnx::NodeProto& node = graph.node(i);
+    for (const std::string& name : node.input()) {
+      if (name.empty()) continue;
+      Readers& r = readers[name];
+      if (r.count++ == 0) r.first = i;
+    }
     // A subgraph reading a value counts as a reader too (it may read it many times).
     for (const auto& a : node.attribute()) {
       std::set<std::string> inner;
       if (a.has_g()) OuterNames(a.g(), inner);
       for (const auto& sub : a.graphs()) OuterNames(sub, inner);
-      for (const std::string& name : inner) ++readers[name];
+      for (const std::string& name : inner) ++readers[name].count;
     }
   }
-  for (const auto& o : graph.output()) ++readers[o.name()];
+  for (const auto& o : graph.output()) ++readers[o.name()].count;
   return readers;
 }
 
@@ -92,7 +96,7 @@ std::optional<std::vector<double>> PerChannel(const Tensor& t, DType dtype, int6
 }  // namespace
 
 std::optional<FoldedConv> FoldIntoConv(const ::onnx::GraphProto& graph, int i,
-                                       const std::map<std::string, int>& readers, ValueScope& scope,
+                                       const std::map<std::string, Readers>& readers, ValueScope& scope,
                                        int64_t opset) {
   const ::onnx::NodeProto& conv = graph.node(i);
   if (conv.op_type() != "Conv" || !IsDefault(conv) || conv.output_size() != 1 || conv.input_size() < 2)
@@ -117,15 +121,12 @@ std::optional<FoldedConv> FoldIntoConv(const ::onnx::GraphProto& graph, int i,
   std::vector<double> scale(static_cast<size_t>(oc), 1.0), shift = bias;
   FoldedConv f;
   std::string y = conv.output(0);
-  for (int k = i + 1; k < graph.node_size(); ++k) {
+  for (int last = i;;) {
     auto r = readers.find(y);
-    if (y.empty() || r == readers.end() || r->second != 1) break;
-    // The one reader: the first later node that takes y.
-    int j = -1;
-    for (int n = k; n < graph.node_size() && j < 0; ++n)
-      for (const std::string& name : graph.node(n).input())
-        if (name == y) j = n;
-    if (j < 0) break;
+    // The one reader, a later node of this graph (not a subgraph, not an output; a malformed
+    // graph's node reading what it writes ends the chain).
+    if (y.empty() || r == readers.end() || r->second.count != 1 || r->second.first <= last) break;
+    const int j = last = r->second.first;
     const ::onnx::NodeProto& next = graph.node(j);
     if (!IsDefault(next) || next.output_size() < 1 || next.output(0).empty()) break;
     if (next.op_type() == "BatchNormalization") {

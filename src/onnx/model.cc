@@ -383,7 +383,7 @@ std::vector<Value> ConvertGraph(Walk& walk, const ::onnx::GraphProto& graph, Val
   }
   const auto& converters = Converters();
   // Import-time fusions into convolutions need each value's readers.
-  std::map<std::string, int> readers;
+  std::map<std::string, Readers> readers;
   const bool has_conv = std::any_of(graph.node().begin(), graph.node().end(),
                                     [](const auto& n) { return n.op_type() == "Conv"; });
   if (has_conv) readers = CountReaders(graph);
