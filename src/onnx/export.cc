@@ -17,6 +17,7 @@
 #include "kiln/graph/exec.h"
 #include "kiln/graph/ops.h"
 #include "kiln/onnx/onnx.h"
+#include "model/model_internal.h"
 #include "onnx/proto.h"
 
 namespace kiln::onnx {
@@ -456,11 +457,17 @@ void Export(const model::Store& store, const ExportFn& fn, const std::vector<Sha
   std::vector<graph::Node> params;
   for (const Shape& s : input_shapes) params.push_back(g.Parameter(s));
   const std::vector<graph::Node> outputs = fn(store.RootScope(), std::any(), params);
-  // Which parameters are variables: each variable's value node in this graph.
+  // Which parameters are variables: those the function read, as the model package recorded them.
+  // A function that updates variables (training-mode statistics) has no ONNX inference form.
   std::map<int, model::Variable> variable_of;
-  for (const model::Variable& v : store.Variables()) {
-    const graph::Node n = v.NodeValue(g);
-    if (g.instruction(n.id()).op == OpType::Parameter) variable_of.emplace(n.id(), v);
+  if (const model::detail::GraphState* state = model::detail::FindState(g)) {
+    if (!state->updates.empty())
+      detail::Throw(
+          "onnx::Export: {}: the model function updates variable {} (SetNodeValue); export the inference "
+          "form (training off)",
+          path, state->updates.front().first->path);
+    for (size_t i = 0; i < state->inputs.size() && i < state->input_nodes.size(); ++i)
+      variable_of.emplace(state->input_nodes[i].id(), model::Variable(state->inputs[i]));
   }
   // The nodes the outputs need, in order.
   std::vector<bool> needed(static_cast<size_t>(g.NumNodes()), false);

@@ -517,5 +517,28 @@ TEST(OnnxRandom, WithRandomSeedMakesUnseededDrawsReproducible) {
   EXPECT_TRUE(differs);
 }
 
+TEST(OnnxExport, AModelThatUpdatesVariablesIsAnErrorAndUnusedVariablesAreLeftOut) {
+  kiln::test::TempDir dir;
+  model::Store store;
+  store.RootScope().VariableWithValue("unused", Tensor::FromValue(std::vector<float>{1, 2, 3}));
+  store.RootScope().VariableWithValue("scale", Tensor::FromValue(std::vector<float>{2, 3}));
+  // Reads "scale" only: the file holds it as its one initializer; "unused" is not in it.
+  const ExportFn reads = [](model::Scope scope, const std::any&, std::vector<graph::Node> in) {
+    return std::vector<graph::Node>{in[0] * scope.InspectVariable("scale").NodeValue(in[0].graph())};
+  };
+  const std::filesystem::path file = dir / "reads.onnx";
+  Export(store, reads, {Shape(DType::Float32, {2})}, file);
+  const Model m = ReadFile(file);
+  EXPECT_EQ(m.InitializerNames(), std::vector<std::string>{"scale"});
+  // Updates a variable (as training-mode statistics do): refused, naming it.
+  const ExportFn updates = [](model::Scope scope, const std::any&, std::vector<graph::Node> in) {
+    model::Variable v = scope.InspectVariable("scale");
+    v.SetNodeValue(v.NodeValue(in[0].graph()) + in[0]);
+    return std::vector<graph::Node>{in[0]};
+  };
+  EXPECT_TRUE(Throws([&] { Export(store, updates, {Shape(DType::Float32, {2})}, dir / "u.onnx"); },
+                     {"updates variable", "scale", "inference"}));
+}
+
 }  // namespace
 }  // namespace kiln::onnx
