@@ -205,6 +205,20 @@ TEST(CpuSimplify, BroadcastOfArrayStaysSymbolic) {
   }
 }
 
+TEST(CpuSimplify, BroadcastMeetingAFullConstantFolds) {
+  // bcast(c) + d with d a constant of the result's shape: folded to one constant (nothing to sink).
+  auto fn = [](Graph& g, const std::vector<Node>& p) -> std::vector<Node> {
+    std::vector<float> c(8), d(4 * 8);
+    for (size_t i = 0; i < c.size(); ++i) c[i] = static_cast<float>(i);
+    for (size_t i = 0; i < d.size(); ++i) d[i] = 0.5f * static_cast<float>(i);
+    Node full = graph::Reshape(graph::Const(g, d), {4, 8});
+    return {p[0] * (graph::BroadcastPrefix(graph::Const(g, c), {4}) + full)};
+  };
+  const std::vector<Tensor> in = {Tensor::FromShape(Shape(DType::Float32, {4, 8}))};
+  EXPECT_EQ(Ops(Simplified(fn, in)), "Parameter Constant Mul");
+  ExpectSameOnCpuAndRef(fn, in);
+}
+
 TEST(CpuSimplify, ElementwiseOpsOfBroadcastsRunAtTheOperandsSize) {
   // (bcast(c) + 1) * bcast(d) folds to bcast(a constant of c's size); Sqrt(bcast(q)) of a
   // parameter q runs on q's 1000 elements, then broadcasts.

@@ -171,11 +171,18 @@ Rewrite FoldConstants(Builder& b, const Instruction& inst) {
     return FoldSplats(b, inst);
   }
   if (bytes > kMaxFoldBytes) return Rewrite::None();
-  // Elementwise ops over broadcasts of arrays fold after the broadcast moves past them, at the
-  // arrays' size (SimplifyAlgebra).
-  if (IsElementwise(inst.op))
-    for (int o : inst.operands)
-      if (b.Def(o).op == OpType::BroadcastInDim && SplatSource(b, o) < 0) return Rewrite::None();
+  // Elementwise ops whose operands are all broadcasts (one at least of an array) fold after the
+  // broadcast moves past them, at the arrays' size (SimplifyAlgebra); with a full-size constant
+  // operand they fold here.
+  if (IsElementwise(inst.op)) {
+    bool array_broadcast = false, all_broadcasts = true;
+    for (int o : inst.operands) {
+      const bool splat = SplatSource(b, o) >= 0;
+      array_broadcast = array_broadcast || (b.Def(o).op == OpType::BroadcastInDim && !splat);
+      all_broadcasts = all_broadcasts && (splat || b.Def(o).op == OpType::BroadcastInDim);
+    }
+    if (array_broadcast && all_broadcasts) return Rewrite::None();
+  }
   if ((inst.op == OpType::DotGeneral || inst.op == OpType::ConvGeneral) &&
       operand_bytes > kMaxHeavyOperandBytes)
     return Rewrite::None();
