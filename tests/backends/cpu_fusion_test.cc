@@ -120,6 +120,27 @@ TEST(CpuFusion, LoneLargeFloatOpRunsAsAFusedKernel) {
   }
 }
 
+TEST(CpuFusion, CentredValuesAreComputedInsideEachReader) {
+  // LayerNorm's x - mean is read by the variance's reduction and by the normalisation: each
+  // computes it again rather than one pass writing it and two reading it back.
+  const graph::GraphFn layer_norm = [](Graph&, const std::vector<Node>& p) {
+    Node mean = graph::ReduceSum(p[0], {1}) / 128.0f;
+    Node d = p[0] - graph::BroadcastToDims(graph::Reshape(mean, {64, 1}), {64, 128});
+    Node var = graph::ReduceSum(d * d, {1}) / 128.0f;
+    return std::vector<Node>{
+        d * graph::BroadcastToDims(graph::Reshape(graph::Rsqrt(var + 1e-5f), {64, 1}), {64, 128})};
+  };
+  std::string report;
+  const compute::cpu::Module m = Fused(layer_norm, {Shape(DType::Float32, {64, 128})}, &report);
+  int sub_nodes = 0;
+  for (const compute::cpu::Node& node : m.nodes) sub_nodes += node.inst.op == compute::OpType::Sub;
+  EXPECT_EQ(sub_nodes, 0) << "x - mean written out:\n" << m.ToString() << report;
+  std::vector<float> x(64 * 128);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.3f * static_cast<float>(i)) * 3.0f + 1.0f;
+  ExpectMatchesRef("cpu:threads=2,serial_work=0", layer_norm,
+                   {Tensor::FromFlat(Shape(DType::Float32, {64, 128}), x)}, 8);
+}
+
 TEST(CpuFusion, BroadcastsBecomeStridedLoads) {
   std::string report;
   const compute::cpu::Module m =

@@ -63,6 +63,76 @@ bool CloseEnough(const Module& m, const std::vector<int>& group, int v, int u, i
   return true;
 }
 
+/// Whether node `v` is cheap arithmetic worth computing again in each of its readers' groups:
+/// LayerNorm's centred values x - mean, read by the variance's reduction and by the
+/// normalisation, then cost a subtraction per read instead of a pass writing them and passes
+/// reading them back. Float32 Add/Sub/Mul/Div/Max/Min/Neg, not an output, read only by same-shape
+/// elementwise ops and by reductions the fused reduce kernel runs.
+bool CloneIntoReaders(const Module& m, int v, const std::vector<std::set<int>>& users,
+                      const std::vector<bool>& is_output) {
+  const Node& node = m.nodes[static_cast<size_t>(v)];
+  const Instruction& inst = node.inst;
+  if (is_output[static_cast<size_t>(v)] || users[static_cast<size_t>(v)].size() < 2 ||
+      inst.shape.dtype() != DType::Float32 || !IsComputeNode(m, node))
+    return false;
+  const OpType op = inst.op;
+  if (op != OpType::Add && op != OpType::Sub && op != OpType::Mul && op != OpType::Div && op != OpType::Max &&
+      op != OpType::Min && op != OpType::Neg)
+    return false;
+  for (int u : users[static_cast<size_t>(v)]) {
+    const Node& reader = m.nodes[static_cast<size_t>(u)];
+    const Instruction& r = reader.inst;
+    if (GetOpCategory(r.op) == OpCategory::Reduce && r.operands.size() == 1) {
+      if (!FusesIntoReduce(r.op, inst.shape, r.attrs.axes)) return false;
+      continue;
+    }
+    if (!IsComputeNode(m, reader) || r.shape.Dimensions() != inst.shape.Dimensions()) return false;
+  }
+  return true;
+}
+
+/// Gives each reader but the first of a node CloneIntoReaders accepts a copy of its own, placed
+/// just before it, so that the grouping below can take the node into every reader's group.
+void CloneCheapSharedValues(Module& m) {
+  const size_t n = m.nodes.size();
+  std::vector<std::set<int>> users(n);
+  std::vector<bool> is_output(n, false);
+  for (size_t v = 0; v < n; ++v)
+    for (int o : m.nodes[v].inst.operands) users[static_cast<size_t>(o)].insert(static_cast<int>(v));
+  for (int o : m.outputs) is_output[static_cast<size_t>(o)] = true;
+  std::vector<bool> clone(n, false);
+  bool any = false;
+  for (size_t v = 0; v < n; ++v) {
+    clone[v] = CloneIntoReaders(m, static_cast<int>(v), users, is_output);
+    any = any || clone[v];
+  }
+  if (!any) return;
+  std::vector<bool> first_taken(n, false);  // By old id: the original went to its first reader.
+  RebuildModule(m, [&](Node& node, const std::vector<int>& old_operands, std::vector<Node>& nodes) {
+    std::vector<std::pair<int, int>> copies;  // (old operand, new copy) made for this reader.
+    for (size_t k = 0; k < old_operands.size(); ++k) {
+      const int v = old_operands[k];
+      if (!clone[static_cast<size_t>(v)]) continue;
+      auto made = std::find_if(copies.begin(), copies.end(), [&](const auto& c) { return c.first == v; });
+      if (made != copies.end()) {
+        node.inst.operands[k] = made->second;
+        continue;
+      }
+      if (!first_taken[static_cast<size_t>(v)]) {
+        first_taken[static_cast<size_t>(v)] = true;
+        copies.emplace_back(v, node.inst.operands[k]);
+        continue;
+      }
+      Node copy = nodes[static_cast<size_t>(node.inst.operands[k])];
+      nodes.push_back(std::move(copy));
+      const int id = static_cast<int>(nodes.size()) - 1;
+      copies.emplace_back(v, id);
+      node.inst.operands[k] = id;
+    }
+    return -1;
+  });
+}
+
 }  // namespace
 
 /// A lone Float32 elementwise op of this many elements or more runs as a fused kernel.
@@ -70,6 +140,7 @@ constexpr int64_t kLoneOpElements = int64_t{1} << 16;
 
 // Groups (reverse topological order), then one fused node per group of 2+ ops at its root.
 PassReport FuseElementwise(Module& m) {
+  CloneCheapSharedValues(m);
   const size_t n = m.nodes.size();
   std::vector<std::set<int>> users(n);
   std::vector<bool> is_output(n, false);
