@@ -464,6 +464,24 @@ TEST(CpuFusion, FusedReductionsFollowRefOnSpecialValues) {
   for (const char* config : kConfigs) ExpectMatchesRef(config, fn, {x}, 0);
 }
 
+TEST(CpuFusion, MaxAndMinOfRowsLongerThanAVectorWithATail) {
+  // Rows of 40 (two AVX-512 vectors and a tail of 8, a softmax's keys): NaN, infinities and
+  // zeros of both signs in the vector part and in the tail give ref's results.
+  std::vector<float> v(6 * 40);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(0.37f * static_cast<float>(i)) * 5.0f;
+  v[0 * 40 + 37] = kNaN;   // In the tail.
+  v[1 * 40 + 3] = kNaN;    // In the vector part.
+  v[2 * 40 + 39] = kInf;   // Tail.
+  v[3 * 40 + 35] = -kInf;  // Tail.
+  for (size_t i = 0; i < 40; ++i) v[4 * 40 + i] = i % 2 == 0 ? -0.0f : 0.0f;
+  for (size_t i = 0; i < 40; ++i) v[5 * 40 + i] = -0.0f;
+  const Tensor x = Tensor::FromFlat(Shape(DType::Float32, {6, 40}), v);
+  auto fn = [](Graph&, const std::vector<Node>& p) {
+    return std::vector<Node>{graph::ReduceMax(p[0] * 1.0f, {1}), graph::ReduceMin(p[0] * 1.0f, {1})};
+  };
+  for (const char* config : kConfigs) ExpectMatchesRef(config, fn, {x}, 0);
+}
+
 // ---- Multi-output fusion ----------------------------------------------------------------------
 
 /// One Adam step as graph ops: (p, m, v, g) -> (p', m', v').

@@ -620,6 +620,16 @@ float ExtremeF32(bool is_max, const float* v, size_t n, float init) {
     for (; i + lanes <= n; i += lanes) acc = MinOf(acc, hn::LoadU(d, v + i));
   }
   HWY_ALIGN float lane[kMaxLanes];
+  if (i > 0 && i < n) {
+    // The tail (shorter than a vector) in one more vector step, its missing lanes `init` (what
+    // every lane started from, so folding it again changes nothing): the same extreme as a scalar
+    // tail, NaN when any value is (a short row, a softmax over 40 keys, spent most of its time
+    // in the scalar tail).
+    for (size_t k = 0; k < lanes; ++k) lane[k] = i + k < n ? v[i + k] : init;
+    const V t = hn::Load(d, lane);
+    acc = is_max ? MaxOf(acc, t) : MinOf(acc, t);
+    i = n;
+  }
   hn::Store(acc, d, lane);
   float r = init;
   for (size_t k = 0; k < lanes && i > 0; ++k)
