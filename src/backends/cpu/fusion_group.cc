@@ -63,6 +63,16 @@ bool CloseEnough(const Module& m, const std::vector<int>& group, int v, int u, i
   return true;
 }
 
+/// Each node's readers, and which nodes are program outputs.
+void Readers(const Module& m, std::vector<std::set<int>>& users, std::vector<bool>& is_output) {
+  const size_t n = m.nodes.size();
+  users.assign(n, {});
+  is_output.assign(n, false);
+  for (size_t v = 0; v < n; ++v)
+    for (int o : m.nodes[v].inst.operands) users[static_cast<size_t>(o)].insert(static_cast<int>(v));
+  for (int o : m.outputs) is_output[static_cast<size_t>(o)] = true;
+}
+
 /// Whether node `v` is cheap arithmetic worth computing again in each of its readers' groups:
 /// LayerNorm's centred values x - mean, read by the variance's reduction and by the
 /// normalisation, then cost a subtraction per read instead of a pass writing them and passes
@@ -95,11 +105,9 @@ bool CloneIntoReaders(const Module& m, int v, const std::vector<std::set<int>>& 
 /// just before it, so that the grouping below can take the node into every reader's group.
 void CloneCheapSharedValues(Module& m) {
   const size_t n = m.nodes.size();
-  std::vector<std::set<int>> users(n);
-  std::vector<bool> is_output(n, false);
-  for (size_t v = 0; v < n; ++v)
-    for (int o : m.nodes[v].inst.operands) users[static_cast<size_t>(o)].insert(static_cast<int>(v));
-  for (int o : m.outputs) is_output[static_cast<size_t>(o)] = true;
+  std::vector<std::set<int>> users;
+  std::vector<bool> is_output;
+  Readers(m, users, is_output);
   std::vector<bool> clone(n, false);
   bool any = false;
   for (size_t v = 0; v < n; ++v) {
@@ -142,11 +150,9 @@ constexpr int64_t kLoneOpElements = int64_t{1} << 16;
 PassReport FuseElementwise(Module& m) {
   CloneCheapSharedValues(m);
   const size_t n = m.nodes.size();
-  std::vector<std::set<int>> users(n);
-  std::vector<bool> is_output(n, false);
-  for (size_t v = 0; v < n; ++v)
-    for (int o : m.nodes[v].inst.operands) users[static_cast<size_t>(o)].insert(static_cast<int>(v));
-  for (int o : m.outputs) is_output[static_cast<size_t>(o)] = true;
+  std::vector<std::set<int>> users;
+  std::vector<bool> is_output;
+  Readers(m, users, is_output);
   // Reverse topological order: a node joins its only user's group when that user is in one.
   std::vector<int> group(n, -1);
   std::vector<std::vector<int>> members;
