@@ -70,6 +70,12 @@ struct Walk {
 std::vector<Value> ConvertGraph(Walk& walk, const ::onnx::GraphProto& graph, ValueScope& scope,
                                 const std::string& where, bool skip_initializers = false);
 
+/// Whether `domain` names ONNX's default operator domain ("" or "ai.onnx").
+inline bool IsDefaultDomain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
+
+/// Attribute `name` of `node`, or nullptr.
+const ::onnx::AttributeProto* FindAttribute(const ::onnx::NodeProto& node, const std::string& name);
+
 /// Adds to `out` the names `graph` reads that it does not define (its inputs, initializers and
 /// node outputs), through its nested subgraphs too: the values it takes from enclosing scopes.
 void OuterNames(const ::onnx::GraphProto& graph, std::set<std::string>& out);

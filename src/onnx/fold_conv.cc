@@ -18,15 +18,8 @@ namespace {
 
 /// The values of float tensor `t` as doubles; nothing for other dtypes.
 std::optional<std::vector<double>> Doubles(const Tensor& t) {
-  std::vector<double> out;
-  if (t.dtype() == DType::Float32) {
-    t.ConstFlatData<float>([&](std::span<const float> xs) { out.assign(xs.begin(), xs.end()); });
-  } else if (t.dtype() == DType::Float64) {
-    t.ConstFlatData<double>([&](std::span<const double> xs) { out.assign(xs.begin(), xs.end()); });
-  } else {
-    return std::nullopt;
-  }
-  return out;
+  if (t.dtype() != DType::Float32 && t.dtype() != DType::Float64) return std::nullopt;
+  return t.ToDoubles();
 }
 
 /// `values` as a tensor of `shape` (Float32 or Float64).
@@ -38,18 +31,14 @@ Tensor FromDoubles(const Shape& shape, const std::vector<double>& values) {
 
 /// The integer attribute `name` of `node`, or `fallback`.
 int64_t IntAttr(const ::onnx::NodeProto& node, const char* name, int64_t fallback) {
-  for (const auto& a : node.attribute())
-    if (a.name() == name) return a.i();
-  return fallback;
+  const ::onnx::AttributeProto* a = FindAttribute(node, name);
+  return a == nullptr ? fallback : a->i();
 }
 
 float FloatAttr(const ::onnx::NodeProto& node, const char* name, float fallback) {
-  for (const auto& a : node.attribute())
-    if (a.name() == name) return a.f();
-  return fallback;
+  const ::onnx::AttributeProto* a = FindAttribute(node, name);
+  return a == nullptr ? fallback : a->f();
 }
-
-bool IsDefault(const ::onnx::NodeProto& n) { return n.domain().empty() || n.domain() == "ai.onnx"; }
 
 }  // namespace
 
@@ -99,7 +88,8 @@ std::optional<FoldedConv> FoldIntoConv(const ::onnx::GraphProto& graph, int i,
                                        const std::map<std::string, Readers>& readers, ValueScope& scope,
                                        int64_t opset) {
   const ::onnx::NodeProto& conv = graph.node(i);
-  if (conv.op_type() != "Conv" || !IsDefault(conv) || conv.output_size() != 1 || conv.input_size() < 2)
+  if (conv.op_type() != "Conv" || !IsDefaultDomain(conv.domain()) || conv.output_size() != 1 ||
+      conv.input_size() < 2)
     return std::nullopt;
   auto known = [&](const std::string& name) -> std::optional<Tensor> {
     if (name.empty()) return std::nullopt;
@@ -128,7 +118,7 @@ std::optional<FoldedConv> FoldIntoConv(const ::onnx::GraphProto& graph, int i,
     if (y.empty() || r == readers.end() || r->second.count != 1 || r->second.first <= last) break;
     const int j = last = r->second.first;
     const ::onnx::NodeProto& next = graph.node(j);
-    if (!IsDefault(next) || next.output_size() < 1 || next.output(0).empty()) break;
+    if (!IsDefaultDomain(next.domain()) || next.output_size() < 1 || next.output(0).empty()) break;
     if (next.op_type() == "BatchNormalization") {
       // Inference only: one output, no training mode, per-channel statistics.
       bool extra_outputs = false;

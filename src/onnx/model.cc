@@ -35,9 +35,11 @@ struct Model::Impl {
 
 namespace {
 
-/// The operator domains kiln converts: the default one and the training optimizers.
+using internal::IsDefaultDomain;
+
+/// The operator domains kiln converts: the default one (IsDefaultDomain) and the training
+/// optimizers.
 const char* const kTrainingDomain = "ai.onnx.preview.training";
-bool IsDefaultDomain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
 
 /// The version `m` imports of operator domain `domain` (0 when it imports none).
 int64_t DomainOpset(const ::onnx::ModelProto& m, const std::string& domain) {
@@ -158,10 +160,14 @@ std::vector<int64_t> Context::Ints(int i, const char* what) const {
   return v;
 }
 
-const ::onnx::AttributeProto* Context::Find(const std::string& name) const {
-  for (const auto& a : node_.attribute())
+const ::onnx::AttributeProto* FindAttribute(const ::onnx::NodeProto& node, const std::string& name) {
+  for (const auto& a : node.attribute())
     if (a.name() == name) return &a;
   return nullptr;
+}
+
+const ::onnx::AttributeProto* Context::Find(const std::string& name) const {
+  return FindAttribute(node_, name);
 }
 bool Context::HasAttr(const std::string& name) const { return Find(name) != nullptr; }
 const ::onnx::AttributeProto& Context::Attr(const std::string& name) const {

@@ -51,19 +51,26 @@ void AddInitializer(::onnx::GraphProto* g, const std::string& name, const std::v
 
 void AddOutput(::onnx::GraphProto* g, const std::string& name) { g->add_output()->set_name(name); }
 
-/// x -> Conv(W, B, pads 1) -> "c" -> BatchNormalization -> "y"; with `conv_also_output`, "c" is
-/// a graph output too (a second reader).
-::onnx::ModelProto ConvBn(const Weights& p, bool conv_also_output) {
+/// An opset-17 model whose graph `name` has the float input "x" of `dims`.
+::onnx::ModelProto ModelWithInput(const std::string& name, const std::vector<int64_t>& dims) {
   ::onnx::ModelProto m;
   m.set_ir_version(8);
   m.add_opset_import()->set_version(17);
   ::onnx::GraphProto* g = m.mutable_graph();
-  g->set_name("conv_bn");
+  g->set_name(name);
   ::onnx::ValueInfoProto* x = g->add_input();
   x->set_name("x");
   ::onnx::TypeProto_Tensor* t = x->mutable_type()->mutable_tensor_type();
   t->set_elem_type(::onnx::TensorProto::FLOAT);
-  for (int64_t d : {kBatch, kIn, kSize, kSize}) t->mutable_shape()->add_dim()->set_dim_value(d);
+  for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
+  return m;
+}
+
+/// x -> Conv(W, B, pads 1) -> "c" -> BatchNormalization -> "y"; with `conv_also_output`, "c" is
+/// a graph output too (a second reader).
+::onnx::ModelProto ConvBn(const Weights& p, bool conv_also_output) {
+  ::onnx::ModelProto m = ModelWithInput("conv_bn", {kBatch, kIn, kSize, kSize});
+  ::onnx::GraphProto* g = m.mutable_graph();
   AddInitializer(g, "W", {kOut, kIn, 3, 3}, p.w);
   AddInitializer(g, "B", {kOut}, p.b);
   AddInitializer(g, "scale", {kOut}, p.scale);
@@ -217,16 +224,8 @@ TEST(OnnxFold, AddThatBroadcastsTheConvOutputStaysANode) {
 
 TEST(OnnxFold, PowByTwoImportsAsAProduct) {
   // Pow(x, 2), as exporters write a LayerNorm's variance: x * x (no Pow left), the same values.
-  ::onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(17);
+  ::onnx::ModelProto m = ModelWithInput("pow", {5});
   ::onnx::GraphProto* g = m.mutable_graph();
-  g->set_name("pow");
-  ::onnx::ValueInfoProto* x = g->add_input();
-  x->set_name("x");
-  ::onnx::TypeProto_Tensor* t = x->mutable_type()->mutable_tensor_type();
-  t->set_elem_type(::onnx::TensorProto::FLOAT);
-  t->mutable_shape()->add_dim()->set_dim_value(5);
   AddInitializer(g, "two", {}, {2.0f});
   ::onnx::NodeProto* pow = g->add_node();
   pow->set_op_type("Pow");
