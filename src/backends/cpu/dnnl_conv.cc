@@ -68,7 +68,8 @@ struct ConvPlan {
   /// Forward convolutions only: the bias (operand 2) and the activation post-op.
   Epilogue epilogue;
   memory::desc bias;
-  /// Set for a constant kernel that is reordered (forward and backward-data alike).
+  /// Set for a constant kernel that is reordered (not the backward-data form, whose kernel is
+  /// copied reversed on every call).
   std::shared_ptr<WeightCache> weight_cache;
 };
 

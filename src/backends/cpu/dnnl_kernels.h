@@ -22,7 +22,7 @@ KernelChoice MakeDnnlMatmul(int threads, const Instruction& inst, const std::vec
 KernelChoice MakeDnnlConv(int threads, const Instruction& inst, const std::vector<Shape>& operands,
                           const Epilogue* epilogue, bool constant_kernel = false);
 
-/// The oneDNN post-ops of an epilogue's activation: Logistic only. oneDNN's relu turns NaN into 0
+/// The oneDNN post-ops of an epilogue's activation: Logistic and HardSwish. oneDNN's relu turns NaN into 0
 /// where Max(x, 0) keeps it, so Relu runs as ReluInPlace right after the contraction instead,
 /// while the result is still in cache.
 dnnl::post_ops ActivationPostOps(const Epilogue& epilogue);

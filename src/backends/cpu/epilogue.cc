@@ -55,31 +55,33 @@ std::optional<int64_t> FeatureAxis(const Module& m, const Instruction& inst) {
   return inst.shape.Rank() - 1;
 }
 
-/// Whether value `v` is a Float32 +0 scalar Constant, possibly broadcast (Max(x, -0) keeps -0
-/// where a relu gives +0).
-bool IsZero(const std::vector<Node>& nodes, int v) {
+/// The value of `v` when it is a Float32 Constant of one element, possibly broadcast.
+std::optional<float> SplatValue(const std::vector<Node>& nodes, int v) {
   const Instruction* inst = &nodes[static_cast<size_t>(v)].inst;
   if (inst->op == OpType::BroadcastInDim) inst = &nodes[static_cast<size_t>(inst->operands[0])].inst;
-  if (inst->op != OpType::Constant || !inst->shape.IsScalar() || inst->shape.dtype() != DType::Float32)
-    return false;
-  float value = 1;
+  if (inst->op != OpType::Constant || inst->shape.Size() != 1 || inst->shape.dtype() != DType::Float32)
+    return std::nullopt;
+  std::optional<float> value;
   inst->attrs.literal.ConstBytes([&](std::span<const uint8_t> b) {
-    if (b.size() >= sizeof(float)) std::memcpy(&value, b.data(), sizeof(float));
+    float x = 0;
+    if (b.size() < sizeof(float)) return;
+    std::memcpy(&x, b.data(), sizeof(float));
+    value = x;
   });
-  return value == 0.0f && !std::signbit(value);
+  return value;
+}
+
+/// Whether value `v` is a Float32 +0 Constant, possibly broadcast (Max(x, -0) keeps -0 where a
+/// relu gives +0).
+bool IsZero(const std::vector<Node>& nodes, int v) {
+  const std::optional<float> x = SplatValue(nodes, v);
+  return x && *x == 0.0f && !std::signbit(*x);
 }
 
 /// Whether `v` is a Float32 Constant of one element equal to `value`, possibly broadcast.
 bool IsSplatOf(const std::vector<Node>& nodes, int v, float value) {
-  const Instruction* inst = &nodes[static_cast<size_t>(v)].inst;
-  if (inst->op == OpType::BroadcastInDim) inst = &nodes[static_cast<size_t>(inst->operands[0])].inst;
-  if (inst->op != OpType::Constant || inst->shape.Size() != 1 || inst->shape.dtype() != DType::Float32)
-    return false;
-  float x = std::nanf("");
-  inst->attrs.literal.ConstBytes([&](std::span<const uint8_t> b) {
-    if (b.size() >= sizeof(float)) std::memcpy(&x, b.data(), sizeof(float));
-  });
-  return x == value;
+  const std::optional<float> x = SplatValue(nodes, v);
+  return x && *x == value;
 }
 
 /// Whether `bias`, broadcast by BroadcastInDim `axes` to `result`, holds one value per element of

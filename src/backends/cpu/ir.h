@@ -51,8 +51,8 @@ struct Node {
   std::vector<int> writes = {};
   int written_by = -1;  ///< kWrittenBy: the node whose kernel writes it.
   NodeKind kind = NodeKind::kPrimitive;
-  /// A ConvGeneral whose kernel (operand 1) is a Constant (MarkConstantKernels): its kernel
-  /// reorders the weights into oneDNN's layout once, not on every call.
+  /// A ConvGeneral whose kernel (operand 1) is a Constant (set at the end of CompileModule): its
+  /// kernel reorders the weights into oneDNN's layout once, not on every call.
   bool constant_kernel = false;
 };
 

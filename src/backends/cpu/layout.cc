@@ -34,12 +34,6 @@ using Perm = std::vector<int64_t>;  ///< Stored axis i holds written axis perm[i
 
 const Perm kNhwc = {0, 2, 3, 1};
 
-bool IsIdentity(const Perm& p) {
-  for (size_t i = 0; i < p.size(); ++i)
-    if (p[i] != static_cast<int64_t>(i)) return false;
-  return true;
-}
-
 Perm Inverse(const Perm& p) {
   Perm inv(p.size());
   for (size_t i = 0; i < p.size(); ++i) inv[static_cast<size_t>(p[i])] = static_cast<int64_t>(i);
@@ -139,7 +133,7 @@ class LayoutPass {
   /// Records `id` (a new node) as the form of old `old` in layout `p`.
   void Set(int old, int id, const Perm& p) {
     Forms& f = F(old);
-    if (IsIdentity(p)) {
+    if (simplify::IsIdentityPermutation(p)) {
       f.written = id;
     } else {
       f.held = id;
@@ -156,7 +150,7 @@ class LayoutPass {
 
   /// Old value `id` in layout `q`.
   int InLayout(int id, const Perm& q) {
-    if (IsIdentity(q)) return Written(id);
+    if (simplify::IsIdentityPermutation(q)) return Written(id);
     Forms& f = F(id);
     if (f.held >= 0 && f.perm == q) return f.held;
     auto it = extra_.find({id, q});
@@ -211,7 +205,7 @@ class LayoutPass {
     Instruction out = b;
     out.shape = StoredShape(b.shape, q);
     out.attrs.shape = out.shape;
-    if (Old(src).shape.Rank() == b.shape.Rank() && IsIdentity(b.attrs.axes)) {
+    if (Old(src).shape.Rank() == b.shape.Rank() && simplify::IsIdentityPermutation(b.attrs.axes)) {
       out.operands = {InLayout(src, q)};
       return Emit(std::move(out));
     }
@@ -225,7 +219,8 @@ class LayoutPass {
       return pos[static_cast<size_t>(x)] < pos[static_cast<size_t>(y)];
     });
     int s = Written(src);
-    if (!IsIdentity(order)) s = EmitTranspose(s, order, StoredShape(Old(src).shape, order));
+    if (!simplify::IsIdentityPermutation(order))
+      s = EmitTranspose(s, order, StoredShape(Old(src).shape, order));
     std::sort(pos.begin(), pos.end());
     out.operands = {s};
     out.attrs.axes = pos;

@@ -34,10 +34,12 @@ PassReport Simplify(Module& m);
 PassReport WidenHalfContractions(Module& m);
 
 /// Channels-last layout (layout.cc): Float32 convolutions with NCHW input and result run on NHWC
-/// values; elementwise ops, reductions, windowed reductions, pads, slices and concatenations of
-/// rank-4 values follow their operands' layout, and a Transpose is made where a value is needed
-/// in the other layout (once per value), so consecutive convolutions pass NHWC values without
-/// reordering. Counts the convolutions moved; the log line counts the transposes.
+/// values. Each value is held in its written layout or one permuted layout; elementwise ops,
+/// reductions, windowed reductions, pads, slices, concatenations, transposes, broadcasts and
+/// reshapes follow their operands' layout where that costs no copy, and a Transpose is made only
+/// where a value is needed in a layout it lacks (once per value and layout), so consecutive
+/// convolutions pass NHWC values without reordering. Counts the convolutions moved; the log line
+/// counts the transposes.
 PassReport ConvolutionsChannelsLast(Module& m);
 
 /// ReduceWindow-max(Max(x, +0)) -> Max(ReduceWindow-max(x), +0) when the relu has no other

@@ -73,12 +73,6 @@ std::vector<int64_t> EffectiveAxes(const std::vector<int64_t>& axes, const Shape
   return out;
 }
 
-bool IsIdentityPermutation(const std::vector<int64_t>& p) {
-  for (size_t i = 0; i < p.size(); ++i)
-    if (p[i] != static_cast<int64_t>(i)) return false;
-  return true;
-}
-
 /// Whether permutation `p` of `dims` keeps the axes longer than 1 in their order (it only moves
 /// axes of size 1: a reshape).
 bool MovesOnlyUnitAxes(const std::vector<int64_t>& p, const std::vector<int64_t>& dims) {
@@ -305,6 +299,12 @@ Rewrite SinkBroadcasts(Builder& b, const Instruction& inst) {
 }
 
 }  // namespace
+
+bool IsIdentityPermutation(const std::vector<int64_t>& p) {
+  for (size_t i = 0; i < p.size(); ++i)
+    if (p[i] != static_cast<int64_t>(i)) return false;
+  return true;
+}
 
 Rewrite SimplifyAlgebra(Builder& b, const Instruction& inst) {
   const std::vector<int>& ops = inst.operands;

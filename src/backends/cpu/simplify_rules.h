@@ -84,6 +84,9 @@ Rewrite SimplifyAlgebra(Builder& b, const Instruction& inst);
 /// Whether `op` is elementwise (unary, binary, compare, select or a dtype conversion).
 bool IsElementwise(OpType op);
 
+/// Whether `p` maps every axis to itself.
+bool IsIdentityPermutation(const std::vector<int64_t>& p);
+
 /// The one-element Constant behind value `id` when `id` is a splat: that Constant itself (one
 /// element) or a BroadcastInDim of it. -1 otherwise.
 int SplatSource(const Builder& b, int id);
