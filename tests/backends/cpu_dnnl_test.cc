@@ -438,7 +438,8 @@ TEST(CpuDnnl, ConcurrentCalls) {
 
 TEST(CpuDnnl, ConstantKernelsAreReorderedOnceAndStayRight) {
   // Convolutions whose kernels are constants keep the kernel in oneDNN's layout after the first
-  // call: later calls, on other inputs and from several threads at once, still match ref.
+  // call (the kernel's name says so in KILN_CPU_DUMP): later calls, on other inputs and from
+  // several threads at once, still match ref.
   std::mt19937 rng(23);
   Graph g;
   const Shape xs(DType::Float32, {2, 8, 10, 10}), ks(DType::Float32, {16, 8, 3, 3}),
@@ -449,7 +450,17 @@ TEST(CpuDnnl, ConstantKernelsAreReorderedOnceAndStayRight) {
   graph::Node y = graph::Convolve(x, k).ChannelsFirst().PadSame().Done();
   graph::Node z = graph::Convolve(y, d).ChannelsFirst().ChannelGroupCount(16).PadSame().Done();
   std::shared_ptr<const compute::Program> program = g.Build({z});
-  std::unique_ptr<compute::Executable> exe = Cpu()->Compile(program);
+  setenv("KILN_CPU_DUMP", "1", 1);
+  const compute::BackendPtr dumping = compute::NewWithConfig("cpu:threads=2,serial_work=0");
+  unsetenv("KILN_CPU_DUMP");
+  ::testing::internal::CaptureStderr();
+  std::unique_ptr<compute::Executable> exe = dumping->Compile(program);
+  const std::string dump = ::testing::internal::GetCapturedStderr();
+  size_t kept = 0;
+  for (size_t at = dump.find("(weights kept)"); at != std::string::npos;
+       at = dump.find("(weights kept)", at + 1))
+    ++kept;
+  EXPECT_EQ(kept, 2u) << dump;
   std::vector<Tensor> inputs;
   for (int i = 0; i < 4; ++i) inputs.push_back(Random(xs, rng));
   std::vector<Tensor> want;
@@ -461,8 +472,8 @@ TEST(CpuDnnl, ConstantKernelsAreReorderedOnceAndStayRight) {
       for (int i = 0; i < 12; ++i) {
         const size_t which = (t + static_cast<size_t>(i)) % inputs.size();
         std::vector<compute::BufferPtr> out =
-            exe->Execute({inputs[which].DeviceBuffer(Cpu(), 0)}, std::vector<bool>(1, false), 0);
-        const Tensor got = Tensor::FromBuffer(Cpu(), 0, program->OutputShape(0), out[0]);
+            exe->Execute({inputs[which].DeviceBuffer(dumping, 0)}, std::vector<bool>(1, false), 0);
+        const Tensor got = Tensor::FromBuffer(dumping, 0, program->OutputShape(0), out[0]);
         if (!Close(got, want[which], 72 * 9)) ++failures[t];
       }
     });

@@ -458,6 +458,7 @@ KernelChoice MakeDnnlConv(int threads, const Instruction& inst, const std::vecto
                                                  : "dnnl.conv[") +
                        ImplName(pd) + "]";
     if (plan->input.reordered || plan->output.reordered) name += "(reorder)";
+    if (plan->weight_cache) name += "(weights kept)";
     if (epilogue != nullptr) name += "+post[" + epilogue->ToString() + "]";
     return {[plan, name](ref::Operands in, uint8_t* out) {
               try {
