@@ -22,6 +22,7 @@
 #include "cases.h"
 #include "kiln/kiln.h"
 #include "kiln/onnx/onnx.h"
+#include "onnx/proto.h"
 
 namespace kiln::bench {
 namespace {
@@ -95,12 +96,7 @@ void CutModel(const std::string& in, const std::string& input, const std::vector
   y->set_name(output);
   y->mutable_type()->mutable_tensor_type()->set_elem_type(::onnx::TensorProto::FLOAT);
   std::filesystem::create_directories(std::filesystem::path(out).parent_path());
-  const std::string tmp = out + ".tmp";
-  {
-    std::ofstream o(tmp, std::ios::binary);
-    if (!cut.SerializeToOstream(&o)) throw std::runtime_error("cannot write " + tmp);
-  }
-  std::filesystem::rename(tmp, out);
+  onnx::internal::WriteMessage(cut, out, "kiln_bench");
 }
 
 void OnnxInfer(benchmark::State& state, const OnnxCase& c) {
