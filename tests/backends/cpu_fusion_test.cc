@@ -122,13 +122,14 @@ TEST(CpuFusion, LoneLargeFloatOpRunsAsAFusedKernel) {
 
 TEST(CpuFusion, CentredValuesAreComputedInsideEachReader) {
   // LayerNorm's x - mean is read by the variance's reduction and by the normalisation: each
-  // computes it again rather than one pass writing it and two reading it back.
+  // computes it again rather than one pass writing it and two reading it back. (The variance is
+  // an output too, as a training step keeps it, so the chain is not one row normalisation.)
   const graph::GraphFn layer_norm = [](Graph&, const std::vector<Node>& p) {
     Node mean = graph::ReduceSum(p[0], {1}) / 128.0f;
     Node d = p[0] - graph::BroadcastToDims(graph::Reshape(mean, {64, 1}), {64, 128});
     Node var = graph::ReduceSum(d * d, {1}) / 128.0f;
     return std::vector<Node>{
-        d * graph::BroadcastToDims(graph::Reshape(graph::Rsqrt(var + 1e-5f), {64, 1}), {64, 128})};
+        d * graph::BroadcastToDims(graph::Reshape(graph::Rsqrt(var + 1e-5f), {64, 1}), {64, 128}), var};
   };
   std::string report;
   const compute::cpu::Module m = Fused(layer_norm, {Shape(DType::Float32, {64, 128})}, &report);

@@ -28,6 +28,8 @@ CompiledModule CompileModule(const Program& program, const Options& options) {
     // Epilogues first: the elementwise pass would otherwise take the bias and activation.
     fusion += CommuteReluWithMaxPool(m).log;
     EliminateDeadCode(m);
+    fusion += FuseRowNorms(m).log;
+    EliminateDeadCode(m);
     fusion += FuseEpilogues(m).log;
     EliminateDeadCode(m);
     fusion += FuseElementwise(m).log;

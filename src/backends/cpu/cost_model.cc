@@ -30,6 +30,7 @@ int64_t NodeWork(const Module& m, const Node& node) {
     for (int o : inst.operands) w = std::max(w, m.nodes[static_cast<size_t>(o)].inst.shape.Size());
     return w * FusedCost(*node.fused);
   }
+  if (node.kind == NodeKind::kRowNorm) return w * kRowNormCost;
   if (inst.op == OpType::DotGeneral) {
     for (int64_t a : inst.attrs.lhs_contracting) w *= operand0.Dim(static_cast<int>(a));
     return w;

@@ -40,6 +40,9 @@ int64_t FusedCost(const FusedSpec& spec);
 /// from 64-128K elements (0.26-0.52M); below, waking the team costs more than it saves.
 inline constexpr int64_t kFusedParallelWork = int64_t{1} << 18;
 
+/// Work per element of a row normalisation (row_norms.cc), in FusedCost's units.
+inline constexpr int64_t kRowNormCost = 10;
+
 /// Work (result elements times window taps) from which a window kernel splits across the
 /// OpenMP team. Not measured on its own: a tap is a load and a compare or two, about half the
 /// work per element of the fused chain x*3+1 (cost 4), which pays for a second thread from

@@ -161,6 +161,8 @@ BackendPtr NewCpuBackend(BackendOptions& options) {
     detail::Throw("backend \"cpu\": dynamic_cache={} must be at least 1", o.dynamic_cache);
   const char* dump = std::getenv("KILN_CPU_DUMP");
   o.dump = dump != nullptr && std::string(dump) != "0" && std::string(dump) != "";
+  const char* profile = std::getenv("KILN_CPU_PROFILE");
+  o.profile = profile != nullptr && std::string(profile) != "0" && std::string(profile) != "";
   return std::make_shared<cpu::CpuBackend>(o);
 }
 

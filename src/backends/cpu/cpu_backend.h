@@ -27,6 +27,9 @@ struct Options {
   /// The Highway target the SIMD kernels run on (`simd=avx2`...; simd_target.h), 0: the best.
   int64_t simd_target = 0;
   bool dump = false;  ///< Print the optimised program and the fusion decisions ($KILN_CPU_DUMP).
+  /// Time every step of every execution; each executable prints its table when destroyed
+  /// ($KILN_CPU_PROFILE).
+  bool profile = false;
   /// Programs with less work (multiply-adds plus elements, see ProgramWork) per sizeable kernel
   /// run every kernel on the calling thread (`serial_work=N`; 0: never).
   int64_t serial_work = kSmallProgramWork;

@@ -2,6 +2,7 @@
 // pre-planned memory, then runs it: intermediates in one arena per execution (from the pool),
 // outputs in pool buffers or in donated inputs.
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -10,6 +11,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/plan.h"
 #include "backends/cpu/simd_target.h"
+#include "backends/cpu/step_profile.h"
 #include "core/check.h"
 
 namespace kiln::compute::cpu {
@@ -74,7 +76,20 @@ class CpuExecutable final : public Executable {
     PlanDonors(m, last_use);
     PlanArena(m, last_use);
     if (backend_->options().dump) std::cerr << "KILN_CPU_DUMP: " << compiled.report << DescribeSteps();
+    if (backend_->options().profile) {
+      std::vector<std::string> labels;
+      for (const Step& st : steps_) {
+        labels.push_back(
+            fmt::format("%{} {} {}", st.value, st.name, m.nodes[static_cast<size_t>(st.value)].inst.shape));
+      }
+      profile_ = std::make_unique<StepProfile>(std::move(labels));
+    }
   }
+  ~CpuExecutable() override {
+    if (profile_ != nullptr && profile_->executions() > 0) std::cerr << profile_->Report();
+  }
+  CpuExecutable(const CpuExecutable&) = delete;
+  CpuExecutable& operator=(const CpuExecutable&) = delete;
 
   const Program& program() const override { return *program_; }
 
@@ -111,7 +126,8 @@ class CpuExecutable final : public Executable {
   std::vector<int> root_;  ///< Per value: the value whose bytes it is (itself if none).
   int64_t arena_bytes_ = 0;
   int in_place_ = 0;
-  int threads_ = 1;  ///< The team size the kernels may use (1 for small programs).
+  int threads_ = 1;                       ///< The team size the kernels may use (1 for small programs).
+  std::unique_ptr<StepProfile> profile_;  ///< $KILN_CPU_PROFILE: per-step times.
 };
 
 /// The operands' shapes of a node.
@@ -377,12 +393,22 @@ std::vector<BufferPtr> CpuExecutable::Execute(const std::vector<BufferPtr>& inpu
   }
   std::vector<std::vector<BufferPtr>> tuples(static_cast<size_t>(num_tuples_));
   std::vector<const uint8_t*> operand_data;
-  for (const Step& st : steps_) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = profile_ != nullptr ? Clock::now() : Clock::time_point();
+  for (size_t step = 0; step < steps_.size(); ++step) {
+    const Step& st = steps_[step];
     switch (st.kind) {
       case StepKind::kKernel:
         operand_data.clear();
         for (int o : st.operands) operand_data.push_back(ptr[static_cast<size_t>(o)]);
-        st.kernel(operand_data, ptr[static_cast<size_t>(st.value)]);
+        if (profile_ != nullptr) {
+          const Clock::time_point t0 = Clock::now();
+          st.kernel(operand_data, ptr[static_cast<size_t>(st.value)]);
+          profile_->AddStep(step,
+                            std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+        } else {
+          st.kernel(operand_data, ptr[static_cast<size_t>(st.value)]);
+        }
         break;
       case StepKind::kAlias:
         ptr[static_cast<size_t>(st.value)] = ptr[static_cast<size_t>(st.source)];
@@ -419,6 +445,9 @@ std::vector<BufferPtr> CpuExecutable::Execute(const std::vector<BufferPtr>& inpu
     if (bytes > 0) std::memcpy(copy->data(), ptr[static_cast<size_t>(v)], static_cast<size_t>(bytes));
     outputs.push_back(std::move(copy));
   }
+  if (profile_ != nullptr)
+    profile_->AddExecution(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
   return outputs;
 }
 

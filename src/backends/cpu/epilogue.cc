@@ -23,6 +23,7 @@
 #include <optional>
 #include <span>
 
+#include "backends/cpu/match_util.h"
 #include "backends/cpu/passes.h"
 
 namespace kiln::compute::cpu {
@@ -55,22 +56,6 @@ std::optional<int64_t> FeatureAxis(const Module& m, const Instruction& inst) {
   return inst.shape.Rank() - 1;
 }
 
-/// The value of `v` when it is a Float32 Constant of one element, possibly broadcast.
-std::optional<float> SplatValue(const std::vector<Node>& nodes, int v) {
-  const Instruction* inst = &nodes[static_cast<size_t>(v)].inst;
-  if (inst->op == OpType::BroadcastInDim) inst = &nodes[static_cast<size_t>(inst->operands[0])].inst;
-  if (inst->op != OpType::Constant || inst->shape.Size() != 1 || inst->shape.dtype() != DType::Float32)
-    return std::nullopt;
-  std::optional<float> value;
-  inst->attrs.literal.ConstBytes([&](std::span<const uint8_t> b) {
-    float x = 0;
-    if (b.size() < sizeof(float)) return;
-    std::memcpy(&x, b.data(), sizeof(float));
-    value = x;
-  });
-  return value;
-}
-
 /// Whether value `v` is a Float32 +0 Constant, possibly broadcast (Max(x, -0) keeps -0 where a
 /// relu gives +0).
 bool IsZero(const std::vector<Node>& nodes, int v) {
@@ -84,21 +69,6 @@ bool IsSplatOf(const std::vector<Node>& nodes, int v, float value) {
   return x && *x == value;
 }
 
-/// Whether `bias`, broadcast by BroadcastInDim `axes` to `result`, holds one value per element of
-/// result axis `axis` laid out contiguously: a vector along that axis, or (as imported models add
-/// biases) the result's rank with every size 1 but that axis's. A size-1 bias broadcast along the
-/// axis is a scalar, not one value per feature.
-bool PerFeature(const Shape& bias, const std::vector<int64_t>& axes, const Shape& result, int64_t axis) {
-  const int64_t features = result.Dimensions()[static_cast<size_t>(axis)];
-  if (bias.Rank() == 1) return axes == std::vector<int64_t>{axis} && bias.Dimensions()[0] == features;
-  if (bias.Rank() != result.Rank()) return false;
-  for (int64_t a = 0; a < bias.Rank(); ++a) {
-    if (axes[static_cast<size_t>(a)] != a) return false;
-    if (bias.Dimensions()[static_cast<size_t>(a)] != (a == axis ? features : 1)) return false;
-  }
-  return true;
-}
-
 class EpiloguePass {
  public:
   explicit EpiloguePass(Module& m) : m_(m), uses_(m.nodes.size(), 0), is_output_(m.nodes.size(), false) {
@@ -109,6 +79,7 @@ class EpiloguePass {
 
   PassReport Run() {
     for (size_t i = 0; i < m_.nodes.size(); ++i) {
+      if (m_.nodes[i].kind != NodeKind::kPrimitive) continue;  // A row normalisation, say.
       if (FoldTranspose(static_cast<int>(i))) continue;
       if (FoldBias(static_cast<int>(i))) continue;
       if (FoldHardSwish(static_cast<int>(i))) continue;

@@ -27,6 +27,21 @@ struct Epilogue {
   std::string ToString() const;
 };
 
+/// A normalisation over the last axis that the cpu compiler recognised in its written-out form
+/// (row_norms.cc) and runs as one kernel per row.
+struct RowNorm {
+  enum class Kind : uint8_t {
+    kSoftmax,    ///< exp(x - max) / sum over the row; operand 0 is x.
+    kLayerNorm,  ///< (x - mean) / sqrt(variance + epsilon) [* gamma] [+ beta]; operands x, then
+                 ///< gamma and beta when present (vectors as long as the row).
+  };
+  Kind kind = Kind::kSoftmax;
+  float epsilon = 0;
+  bool scale = false, shift = false;
+  /// "Softmax", "LayerNorm{epsilon=1e-05, scale, shift}", for listings.
+  std::string ToString() const;
+};
+
 /// What a node stands for; the fields that go with each kind are set with it.
 enum class NodeKind : uint8_t {
   kPrimitive,    ///< One instruction (a contraction may carry an `epilogue`).
@@ -36,6 +51,8 @@ enum class NodeKind : uint8_t {
                  ///< `inst.operands`.
   kWrittenBy,    ///< An extra result of the multi-output kernel of node `written_by`: no
                  ///< operands and no kernel of its own.
+  kRowNorm,      ///< A normalisation over the last axis (`row_norm`); `inst.op` is the op of
+                 ///< the written-out form's last node.
 };
 
 /// One node of the module.
@@ -49,7 +66,8 @@ struct Node {
   /// kFused: the values its kernel also writes (node ids, in the order of its spec's extra
   /// results), each a kWrittenBy node.
   std::vector<int> writes = {};
-  int written_by = -1;  ///< kWrittenBy: the node whose kernel writes it.
+  int written_by = -1;                                ///< kWrittenBy: the node whose kernel writes it.
+  std::shared_ptr<const RowNorm> row_norm = nullptr;  ///< kRowNorm: what it computes.
   NodeKind kind = NodeKind::kPrimitive;
   /// A ConvGeneral whose kernel (operand 1) is a Constant (set at the end of CompileModule): its
   /// kernel reorders the weights into oneDNN's layout once, not on every call.

@@ -8,6 +8,7 @@
 
 #include "backends/cpu/fused_program.h"
 #include "backends/cpu/pool_kernels.h"
+#include "backends/cpu/row_kernels.h"
 
 namespace kiln::compute::cpu {
 
@@ -35,6 +36,9 @@ bool WritesEveryElement(OpCategory c) {
 
 bool WritesInPlace(const Node& node, const std::vector<Shape>& operands) {
   if (node.kind == NodeKind::kFused) return true;
+  // A softmax row is read whole before it is written; oneDNN's layer normalisation promises no
+  // such thing.
+  if (node.kind == NodeKind::kRowNorm) return node.row_norm->kind == RowNorm::Kind::kSoftmax;
   // A fused reduction reads its inputs all along while writing a smaller result.
   if (node.kind == NodeKind::kFusedReduce) return false;
   switch (GetOpCategory(node.inst.op)) {
@@ -59,6 +63,7 @@ KernelChoice ChooseKernel(CpuBackend& backend, int threads, const Node& node,
                           const std::vector<Shape>& operands) {
   if (node.kind == NodeKind::kFused || node.kind == NodeKind::kFusedReduce)
     return MakeFusedKernel(backend, threads, node, operands);
+  if (node.kind == NodeKind::kRowNorm) return MakeRowNormKernel(backend, threads, node, operands);
   if (KernelChoice p = TryPoolKernel(backend, threads, node, operands); p.kernel) return p;
   if (KernelChoice d = TryDnnlKernel(threads, node, operands); d.kernel) return d;
   const Instruction& inst = node.inst;

@@ -28,9 +28,11 @@ std::string Module::ToString() const {
         inst.IsTuple() ? fmt::format("tuple of {}", inst.tuple_shapes.size()) : inst.shape.ToString();
     const std::string epilogue =
         nodes[i].epilogue ? fmt::format("+Epilogue[{}]", nodes[i].epilogue->ToString()) : "";
-    s += fmt::format("  %{} = {}{}{}({}) : {}\n", i,
-                     nodes[i].kind == NodeKind::kPrimitive ? "" : "Fused:", FormatOp(inst.op, inst.attrs),
-                     epilogue, fmt::join(ops, ", "), shape);
+    const std::string what =
+        nodes[i].kind == NodeKind::kRowNorm
+            ? "RowNorm:" + nodes[i].row_norm->ToString()
+            : (nodes[i].kind == NodeKind::kPrimitive ? "" : "Fused:") + FormatOp(inst.op, inst.attrs);
+    s += fmt::format("  %{} = {}{}({}) : {}\n", i, what, epilogue, fmt::join(ops, ", "), shape);
   }
   std::vector<std::string> outs;
   for (int o : outputs) outs.push_back(fmt::format("%{}", o));

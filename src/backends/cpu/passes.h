@@ -49,6 +49,11 @@ PassReport ConvolutionsChannelsLast(Module& m);
 /// element (no window only of padding). Float32. Returns a readable account of the rewrites.
 PassReport CommuteReluWithMaxPool(Module& m);
 
+/// Row normalisations (row_norms.cc): a softmax or a layer normalisation over the last axis,
+/// written out in primitives, becomes one kRowNorm node when the values it computes on the way
+/// have no other reader. Float32 only.
+PassReport FuseRowNorms(Module& m);
+
 /// Contraction epilogues (epilogue.cc): a Transpose that only swaps a DotGeneral's free axes
 /// becomes the DotGeneral with its operands swapped; an Add of a bias broadcast along the result's
 /// feature axis and then Max(x, +0), Logistic or HardSwish (written out) move into the DotGeneral or
