@@ -2,6 +2,7 @@
 // allocation once warm), memory accounting, the arena plan, donation, options, KILN_CPU_DUMP,
 // concurrent calls, control flow and outputs that alias inputs or each other.
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -410,7 +411,9 @@ TEST(CpuThreads, SmallProgramsRunOnTheCallingThreadLargeOnesOnTheTeam) {
   // The dump says which; both compute the same.
   for (int64_t m : {int64_t{1}, rows - 1, rows}) {
     setenv("KILN_CPU_DUMP", "1", 1);
-    compute::BackendPtr backend = Cpu(m == 1 ? "cpu:threads=2,serial_work=0" : "cpu:threads=2");
+    compute::BackendPtr backend =
+        Cpu(m == 1 ? "cpu:threads=2,serial_work=0"
+                   : fmt::format("cpu:threads=2,serial_work={}", kSmallProgramWork));
     unsetenv("KILN_CPU_DUMP");
     Exec exec = NewExec(backend, [](Node a, Node b) { return MatMul(a, b); });
     std::vector<float> a(static_cast<size_t>(m * 256), 0.5f), b(256 * 256, 0.25f);
@@ -423,6 +426,34 @@ TEST(CpuThreads, SmallProgramsRunOnTheCallingThreadLargeOnesOnTheTeam) {
     const std::vector<float> v = out.ToVector<float>();
     EXPECT_TRUE(std::all_of(v.begin(), v.end(), [](float x) { return x == 32.0f; }));
   }
+}
+
+TEST(CpuThreads, TheGatesDefaultFollowsOpenMPsWaitPolicy) {
+  // Sleeping threads (PASSIVE, or no spinning) make every parallel region a wake-up: the high
+  // threshold; a spinning team (the default policy, ACTIVE) the low one.
+  using compute::cpu::DefaultSerialWork;
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  const char* spin = std::getenv("GOMP_SPINCOUNT");
+  const std::string saved_policy = policy == nullptr ? "" : policy, saved_spin = spin == nullptr ? "" : spin;
+  unsetenv("GOMP_SPINCOUNT");
+  setenv("OMP_WAIT_POLICY", "passive", 1);
+  EXPECT_EQ(DefaultSerialWork(), compute::cpu::kSmallProgramWork);
+  setenv("OMP_WAIT_POLICY", "ACTIVE", 1);
+  EXPECT_EQ(DefaultSerialWork(), compute::cpu::kSpinningProgramWork);
+  unsetenv("OMP_WAIT_POLICY");
+  EXPECT_EQ(DefaultSerialWork(), compute::cpu::kSpinningProgramWork);
+  setenv("GOMP_SPINCOUNT", "0", 1);
+  EXPECT_EQ(DefaultSerialWork(), compute::cpu::kSmallProgramWork);
+  EXPECT_LT(compute::cpu::kSpinningProgramWork, compute::cpu::kSmallProgramWork);
+  auto restore = [](const char* name, const char* had, const std::string& value) {
+    if (had == nullptr) {
+      unsetenv(name);
+    } else {
+      setenv(name, value.c_str(), 1);
+    }
+  };
+  restore("OMP_WAIT_POLICY", policy, saved_policy);
+  restore("GOMP_SPINCOUNT", spin, saved_spin);
 }
 
 // ---- Execution --------------------------------------------------------------------------------

@@ -4,6 +4,9 @@
 #include "backends/cpu/cost_model.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <string>
 
 namespace kiln::compute::cpu {
 
@@ -53,6 +56,17 @@ ProgramLoad ProgramWork(const Module& m) {
     load.sizeable += w >= kSizeableKernelWork ? 1 : 0;
   }
   return load;
+}
+
+int64_t DefaultSerialWork() {
+  auto env = [](const char* name) {
+    const char* v = std::getenv(name);
+    std::string s = v == nullptr ? "" : v;
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  };
+  const bool sleeps = env("OMP_WAIT_POLICY") == "passive" || env("GOMP_SPINCOUNT") == "0";
+  return sleeps ? kSmallProgramWork : kSpinningProgramWork;
 }
 
 int ProgramThreads(const Module& m, int threads, int64_t serial_work) {

@@ -20,6 +20,19 @@ namespace kiln::compute::cpu {
 /// (15.7M).
 inline constexpr int64_t kSmallProgramWork = int64_t{1} << 23;
 
+/// The same threshold when the team spins between parallel regions (OpenMP's default wait
+/// policy, or ACTIVE): a region then costs a few microseconds, not a wake-up. Measured with
+/// `kiln_bench --benchmark_filter='^onnx/ppocr_(svtr|cls)_b1/'` at serial_work 2^23, 2^21, 2^19
+/// and 0 (three runs each): PP-OCRv4's transformer encoder at batch 1 (10M multiply-adds, 8
+/// sizeable kernels) 0.31-0.32 ms, 0.31-0.32, 0.25 and 0.26-0.38 ms; the mobile classifier at batch
+/// 1 0.74-0.84, 0.72-0.87, 0.66 and 0.72-0.90 ms. Under OMP_WAIT_POLICY=PASSIVE the same 2^19
+/// made them 0.81-0.88 ms (against 0.34-0.36) and 4.3-5.3 ms (against 0.78-0.96).
+inline constexpr int64_t kSpinningProgramWork = int64_t{1} << 19;
+
+/// The default of `serial_work`: kSmallProgramWork when OpenMP's threads sleep between parallel
+/// regions ($OMP_WAIT_POLICY=PASSIVE, or $GOMP_SPINCOUNT=0), else kSpinningProgramWork.
+int64_t DefaultSerialWork();
+
 /// Products this small run on the calling thread: waking the OpenMP team costs more than it
 /// saves (measured on the 2-core bench machine, minimum over 3000 calls of Exec::Call: 32x128x128
 /// takes 6.2 us on one thread and 7.1 us on two, 64x128x128 10.0 and 7.8 us). This includes

@@ -132,7 +132,7 @@ BackendInfo CpuBackendInfo() {
            {"simd", SimdOptionText()},
            {"serial_work",
             "programs with less work than this per sizeable kernel (multiply-adds plus elements; default "
-            "8388608, 0: none) run on the calling thread"},
+            "8388608 under OMP_WAIT_POLICY=PASSIVE, else 524288; 0: none) run on the calling thread"},
            {"dynamic_cache",
             "concrete executables a program with dynamic axes keeps, one per input signature (default 32)"}},
           variants};
@@ -154,7 +154,7 @@ BackendPtr NewCpuBackend(BackendOptions& options) {
                     simd, SimdTargetNames());
     o.simd_target = it->bits;
   }
-  o.serial_work = options.TakeInt("serial_work", static_cast<int>(o.serial_work));
+  o.serial_work = options.TakeInt("serial_work", static_cast<int>(cpu::DefaultSerialWork()));
   if (o.serial_work < 0) detail::Throw("backend \"cpu\": serial_work={} must be at least 0", o.serial_work);
   o.dynamic_cache = options.TakeInt("dynamic_cache", kDefaultDynamicCache);
   if (o.dynamic_cache < 1)

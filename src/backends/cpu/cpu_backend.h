@@ -31,7 +31,8 @@ struct Options {
   /// ($KILN_CPU_PROFILE).
   bool profile = false;
   /// Programs with less work (multiply-adds plus elements, see ProgramWork) per sizeable kernel
-  /// run every kernel on the calling thread (`serial_work=N`; 0: never).
+  /// run every kernel on the calling thread (`serial_work=N`; 0: never; the backend's default is
+  /// DefaultSerialWork(), which follows OpenMP's wait policy).
   int64_t serial_work = kSmallProgramWork;
   /// Concrete executables a program with dynamic axes keeps, one per input signature, the least
   /// recently used dropped first (`dynamic_cache=N`).
