@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "backends/cpu/passes.h"
@@ -49,16 +50,25 @@ std::vector<RowNorm> RowNorms(const Module& m) {
   return r;
 }
 
-/// ExpectCpuMatchesRefAndPlain, and the same against cpu with `simd=scalar` (the kernels' scalar
-/// forms).
+/// The cpu configurations besides the default: the kernels' scalar forms and every other SIMD
+/// target this machine runs (AVX2, the portable one: their partial vectors take other paths).
+std::vector<std::string> OtherCpuConfigs() {
+  std::vector<std::string> configs = {"cpu:threads=2,simd=scalar,serial_work=0"};
+  for (const compute::BackendInfo& info : compute::RegisteredBackends())
+    for (const std::string& v : info.variants) configs.push_back(v + ",threads=2,serial_work=0");
+  return configs;
+}
+
+/// ExpectCpuMatchesRefAndPlain, and the same against each of OtherCpuConfigs.
 void ExpectMatches(const std::shared_ptr<const compute::Program>& program, const std::vector<Tensor>& inputs,
                    int64_t terms) {
   ExpectCpuMatchesRefAndPlain(program, inputs, terms);
   const std::vector<Tensor> want = kiln::test::RunProgram(kiln::test::Backend("ref"), program, inputs);
-  const std::vector<Tensor> scalar =
-      kiln::test::RunProgram(kiln::test::Backend("cpu:threads=2,simd=scalar,serial_work=0"), program, inputs);
-  for (size_t i = 0; i < want.size(); ++i)
-    EXPECT_TRUE(kiln::test::Close(scalar[i], want[i], terms)) << "output " << i << " with simd=scalar";
+  for (const std::string& config : OtherCpuConfigs()) {
+    const std::vector<Tensor> got = kiln::test::RunProgram(kiln::test::Backend(config), program, inputs);
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_TRUE(kiln::test::Close(got[i], want[i], terms)) << "output " << i << " with " << config;
+  }
 }
 
 TEST(CpuRowNorms, SoftmaxOverTheLastAxisIsOneNode) {
@@ -108,7 +118,9 @@ TEST(CpuRowNorms, SoftmaxRowsWithInfinitiesAndNaNAreTheReferences) {
   ASSERT_EQ(RowNorms(Normed(*program)).size(), 1u);
   const std::vector<float> want =
       kiln::test::RunProgram(kiln::test::Backend("ref"), program, {x})[0].ToVector<float>();
-  for (const char* config : {"cpu:threads=2,serial_work=0", "cpu:threads=1,simd=scalar"}) {
+  std::vector<std::string> configs = OtherCpuConfigs();
+  configs.push_back("cpu:threads=2,serial_work=0");
+  for (const std::string& config : configs) {
     const std::vector<float> got =
         kiln::test::RunProgram(kiln::test::Backend(config), program, {x})[0].ToVector<float>();
     EXPECT_TRUE(SameOrBothNaN(got, want)) << config;

@@ -1,5 +1,5 @@
 // The SIMD form of the row softmax (row_kernels.h): per row, the maximum, exp(x - max) written
-// out while summed, then the division, each over the row's vectors (the last partial one through a copy)
+// out while summed, then the division, each over the row's vectors (the last partial one under a mask)
 // while the row is in L1. Highway with dynamic dispatch, as fused_simd.cc.
 
 #include "backends/cpu/hwy_targets.h"  // IWYU pragma: keep
@@ -21,6 +21,33 @@ namespace kiln::compute::cpu {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+/// The first `count` (< a vector) floats at p, the other lanes `fill`. AVX2 and AVX-512 load
+/// under a mask (no access past them); the portable targets copy through `buf`.
+template <class D, class V = hn::Vec<D>>
+HWY_INLINE V LoadPart(D d, const float* p, size_t count, V fill, float* buf) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
+  (void)buf;
+  const auto m = hn::FirstN(d, count);
+  return hn::IfThenElse(m, hn::MaskedLoad(m, d, p), fill);
+#else
+  hn::Store(fill, d, buf);
+  std::memcpy(buf, p, count * sizeof(float));
+  return hn::Load(d, buf);
+#endif
+}
+
+/// Stores the first `count` (< a vector) lanes of v at p.
+template <class D, class V = hn::Vec<D>>
+HWY_INLINE void StorePart(D d, V v, float* p, size_t count, float* buf) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
+  (void)buf;
+  hn::BlendedStore(v, hn::FirstN(d, count), d, p);
+#else
+  hn::Store(v, d, buf);
+  std::memcpy(p, buf, count * sizeof(float));
+#endif
+}
+
 void SoftmaxRows(const float* x, float* y, int64_t rows, int64_t n) {
   using D = hn::ScalableTag<float>;
   using V = hn::Vec<D>;
@@ -32,7 +59,7 @@ void SoftmaxRows(const float* x, float* y, int64_t rows, int64_t n) {
   // exp(a) for a below this is under float32's normal range: those lanes give 0 (the reference
   // gives a subnormal of at most 2^-126, then divided by a sum of at least 1).
   const V lowest = hn::Set(d, -87.0f);
-  // The row's last partial vector goes through this copy (no read or write past the row).
+  // The row's last partial vector, on the portable targets (no read or write past the row).
   HWY_ALIGN float part[64];
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * n;
@@ -45,11 +72,7 @@ void SoftmaxRows(const float* x, float* y, int64_t rows, int64_t n) {
       m = hn::Max(m, v);
     }
     V last = neg_inf;
-    if (rest > 0) {
-      hn::Store(neg_inf, d, part);
-      std::memcpy(part, xr + full, rest * sizeof(float));
-      last = hn::Load(d, part);
-    }
+    if (rest > 0) last = LoadPart(d, xr + full, rest, neg_inf, part);
     nan = hn::Or(nan, hn::IsNaN(last));
     m = hn::Max(m, last);
     const float max = hn::GetLane(hn::MaxOfLanes(d, m));
@@ -73,10 +96,7 @@ void SoftmaxRows(const float* x, float* y, int64_t rows, int64_t n) {
     }
     const V total = hn::SumOfLanes(d, sum);
     for (int64_t i = 0; i < full; i += lanes) hn::StoreU(hn::Div(hn::LoadU(d, yr + i), total), d, yr + i);
-    if (rest > 0) {
-      hn::Store(hn::Div(e_last, total), d, part);
-      std::memcpy(yr + full, part, rest * sizeof(float));
-    }
+    if (rest > 0) StorePart(d, hn::Div(e_last, total), yr + full, rest, part);
   }
 }
 
