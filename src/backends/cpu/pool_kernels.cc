@@ -27,8 +27,6 @@
 #define HWY_TARGET_INCLUDE "backends/cpu/pool_kernels.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 // clang-format: the includes below must follow foreach_target.h.
-#include <omp.h>
-
 #include <algorithm>
 #include <bit>
 #include <cstring>
@@ -37,6 +35,7 @@
 
 #include "backends/cpu/buffer_pool.h"
 #include "backends/cpu/pool_kernels.h"
+#include "backends/cpu/team_split.h"
 #include "hwy/highway.h"
 
 #ifndef KILN_POOL_KERNELS_SCALAR_
@@ -213,21 +212,6 @@ struct PoolPlan {
   bool simd = true;
 };
 
-/// Runs body(first, last) over [0, units), split across the team when `parallel`.
-template <class B>
-void Split(int64_t units, int threads, bool parallel, B body) {
-  const int team = parallel ? static_cast<int>(std::min<int64_t>(threads, units)) : 1;
-  if (team <= 1) {
-    body(int64_t{0}, units);
-    return;
-  }
-#pragma omp parallel num_threads(team)
-  {
-    const int64_t id = omp_get_thread_num(), count = omp_get_num_threads();
-    body(units * id / count, units * (id + 1) / count);
-  }
-}
-
 /// Whether the window leaves the axis alone (the axis then needs no tap table).
 bool Untouched(const ref::WindowAxis& ax) {
   return ax.window == 1 && ax.stride == 1 && ax.pad_low == 0 && ax.base_dilation == 1 &&
@@ -257,7 +241,7 @@ void ReduceWindowF32(const PoolPlan& p, ReduceKind kind, const float* x, float* 
   const int64_t m_len = p.middle, inner = p.inner;
   const int64_t* start = p.taps.start.data();
   const int64_t* taps = p.taps.in.data();
-  Split(p.lead * m_len, p.threads, p.parallel, [&](int64_t w0, int64_t w1) {
+  SplitAcrossTeam(p.lead * m_len, p.threads, p.parallel, [&](int64_t w0, int64_t w1) {
     double sum[kLanes];
     for (int64_t w = w0; w < w1; ++w) {
       const float* base = x + (w / m_len) * p.lead_in;
@@ -320,7 +304,7 @@ void SelectAndScatterF32(const PoolPlan& p, bool max, bool overlap, BufferPool* 
     // unless the windows tile the operand.
     const bool tiles = static_cast<int64_t>(p.taps.in.size()) * p.lead * inner == p.operand_size;
     if (!tiles) std::memset(y, 0, static_cast<size_t>(p.operand_size) * sizeof(float));
-    Split(p.lead * m_len, p.threads, p.parallel, [&](int64_t w0, int64_t w1) {
+    SplitAcrossTeam(p.lead * m_len, p.threads, p.parallel, [&](int64_t w0, int64_t w1) {
       int32_t sel[kLanes];
       for (int64_t w = w0; w < w1; ++w) {
         const int64_t l = w / m_len, m = w % m_len, t0 = start[m], n = start[m + 1] - t0;
@@ -347,7 +331,7 @@ void SelectAndScatterF32(const PoolPlan& p, bool max, bool overlap, BufferPool* 
   const int64_t bytes = std::max<int64_t>(p.operand_size, 1) * static_cast<int64_t>(sizeof(double));
   uint8_t* scratch = pool->Allocate(bytes);
   double* acc = reinterpret_cast<double*>(scratch);
-  Split(p.lead, p.threads, p.parallel, [&](int64_t l0, int64_t l1) {
+  SplitAcrossTeam(p.lead, p.threads, p.parallel, [&](int64_t l0, int64_t l1) {
     int32_t sel[kLanes];
     for (int64_t l = l0; l < l1; ++l) {
       const float* base = x + l * p.lead_in;

@@ -6,7 +6,6 @@
 #include "backends/cpu/row_kernels.h"
 
 #include <fmt/format.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -16,6 +15,7 @@
 #include "backends/cpu/cost_model.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/dnnl_common.h"
+#include "backends/cpu/team_split.h"
 #include "core/check.h"
 
 namespace kiln::compute::cpu {
@@ -38,27 +38,12 @@ void SoftmaxRowsScalar(const float* x, float* y, int64_t rows, int64_t n) {
 
 namespace {
 
-/// Runs rows(first, last) over [0, rows) on the calling thread or split across a team of `threads`.
-template <class F>
-void SplitRows(int64_t rows, int64_t row_work, int threads, F body) {
-  const int team =
-      rows * row_work >= kFusedParallelWork ? static_cast<int>(std::min<int64_t>(threads, rows)) : 1;
-  if (team <= 1) {
-    body(int64_t{0}, rows);
-    return;
-  }
-#pragma omp parallel num_threads(team)
-  {
-    const int64_t id = omp_get_thread_num(), count = omp_get_num_threads();
-    body(rows * id / count, rows * (id + 1) / count);
-  }
-}
-
 KernelChoice SoftmaxKernel(bool simd, int threads, int64_t rows, int64_t n) {
   return {[simd, threads, rows, n](ref::Operands in, uint8_t* out) {
             const auto* x = reinterpret_cast<const float*>(in[0]);
             auto* y = reinterpret_cast<float*>(out);
-            SplitRows(rows, n * kRowNormCost, threads, [&](int64_t first, int64_t last) {
+            const bool parallel = rows * n * kRowNormCost >= kFusedParallelWork;
+            SplitAcrossTeam(rows, threads, parallel, [&](int64_t first, int64_t last) {
               if (simd) {
                 SoftmaxRowsSimd(x + first * n, y + first * n, last - first, n);
               } else {
