@@ -72,10 +72,10 @@ void ExpectMatches(const std::shared_ptr<const compute::Program>& program, const
 }
 
 TEST(CpuRowNorms, SoftmaxOverTheLastAxisIsOneNode) {
-  // Rows of 40 (two vectors and a partial one), 3 (shorter than a vector) and 1000; the largest
-  // tensor splits across the team.
+  // Rows of 40 (two vectors and a partial one), 3 (shorter than a vector), 64 (whole vectors,
+  // held in registers) and 1000 (the long-row loop); the largest tensor splits across the team.
   for (const std::vector<int64_t>& dims :
-       std::vector<std::vector<int64_t>>{{3, 7, 40}, {5, 3}, {4, 1000}, {64, 8, 40, 40}}) {
+       std::vector<std::vector<int64_t>>{{3, 7, 40}, {5, 3}, {6, 64}, {4, 1000}, {64, 8, 40, 40}}) {
     Graph g;
     Node x = g.Parameter(Shape(DType::Float32, dims));
     auto program = g.Build({graph::Softmax(x * 8.0f)});

@@ -48,17 +48,75 @@ HWY_INLINE void StorePart(D d, V v, float* p, size_t count, float* buf) {
 #endif
 }
 
+using D = hn::ScalableTag<float>;
+using V = hn::Vec<D>;
+
+/// exp(a) where a >= -87, else 0: below that the result is under float32's normal range (the
+/// reference gives a subnormal of at most 2^-126, then divided by a sum of at least 1).
+HWY_INLINE V ExpOrZero(D d, V a) { return hn::IfThenElseZero(hn::Ge(a, hn::Set(d, -87.0f)), hn::Exp(d, a)); }
+
+/// Rows of n floats that fit in kVecs vectors (the last one holding `rest` values, or full when
+/// rest is 0): each row is loaded once and stays in registers.
+template <int kVecs>
+void ShortRows(D d, const float* x, float* y, int64_t rows, int64_t n, size_t rest) {
+  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
+  const V neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
+  HWY_ALIGN float part[64];
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * n;
+    float* yr = y + r * n;
+    V v[kVecs];
+    for (int k = 0; k < kVecs; ++k) {
+      v[k] = k == kVecs - 1 && rest > 0 ? LoadPart(d, xr + k * lanes, rest, neg_inf, part)
+                                        : hn::LoadU(d, xr + k * lanes);
+    }
+    V m = v[0];
+    auto nan = hn::IsNaN(v[0]);
+    for (int k = 1; k < kVecs; ++k) {
+      m = hn::Max(m, v[k]);
+      nan = hn::Or(nan, hn::IsNaN(v[k]));
+    }
+    const float max = hn::GetLane(hn::MaxOfLanes(d, m));
+    if (!hn::AllFalse(d, nan) || !std::isfinite(max)) {
+      SoftmaxRowsScalar(xr, yr, 1, n);  // NaN, +inf or a row of -inf: as the reference.
+      continue;
+    }
+    const V shift = hn::Set(d, max);
+    V sum = hn::Zero(d);
+    for (int k = 0; k < kVecs; ++k) {
+      v[k] = ExpOrZero(d, hn::Sub(v[k], shift));  // A partial vector's -inf lanes give 0.
+      sum = hn::Add(sum, v[k]);
+    }
+    const V total = hn::SumOfLanes(d, sum);
+    for (int k = 0; k < kVecs; ++k) {
+      const V out = hn::Div(v[k], total);
+      if (k == kVecs - 1 && rest > 0) {
+        StorePart(d, out, yr + k * lanes, rest, part);
+      } else {
+        hn::StoreU(out, d, yr + k * lanes);
+      }
+    }
+  }
+}
+
 void SoftmaxRows(const float* x, float* y, int64_t rows, int64_t n) {
-  using D = hn::ScalableTag<float>;
-  using V = hn::Vec<D>;
   const D d;
   const auto lanes = static_cast<int64_t>(hn::Lanes(d));
   const int64_t full = n / lanes * lanes;
   const auto rest = static_cast<size_t>(n - full);
+  switch ((n + lanes - 1) / lanes) {  // Rows of up to four vectors stay in registers.
+    case 1:
+      return ShortRows<1>(d, x, y, rows, n, rest);
+    case 2:
+      return ShortRows<2>(d, x, y, rows, n, rest);
+    case 3:
+      return ShortRows<3>(d, x, y, rows, n, rest);
+    case 4:
+      return ShortRows<4>(d, x, y, rows, n, rest);
+    default:
+      break;
+  }
   const V neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
-  // exp(a) for a below this is under float32's normal range: those lanes give 0 (the reference
-  // gives a subnormal of at most 2^-126, then divided by a sum of at least 1).
-  const V lowest = hn::Set(d, -87.0f);
   // The row's last partial vector, on the portable targets (no read or write past the row).
   HWY_ALIGN float part[64];
   for (int64_t r = 0; r < rows; ++r) {
@@ -83,15 +141,13 @@ void SoftmaxRows(const float* x, float* y, int64_t rows, int64_t n) {
     const V shift = hn::Set(d, max);
     V sum = hn::Zero(d);
     for (int64_t i = 0; i < full; i += lanes) {
-      const V a = hn::Sub(hn::LoadU(d, xr + i), shift);
-      const V e = hn::IfThenElseZero(hn::Ge(a, lowest), hn::Exp(d, a));
+      const V e = ExpOrZero(d, hn::Sub(hn::LoadU(d, xr + i), shift));
       hn::StoreU(e, d, yr + i);
       sum = hn::Add(sum, e);
     }
     V e_last = hn::Zero(d);
     if (rest > 0) {
-      const V a = hn::Sub(last, shift);
-      e_last = hn::IfThenElseZero(hn::Ge(a, lowest), hn::Exp(d, a));  // -inf lanes: 0.
+      e_last = ExpOrZero(d, hn::Sub(last, shift));  // -inf lanes: 0.
       sum = hn::Add(sum, e_last);
     }
     const V total = hn::SumOfLanes(d, sum);
