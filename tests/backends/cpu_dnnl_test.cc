@@ -10,13 +10,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <random>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/dnnl_kernels.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu_test_util.h"
 #include "kiln/graph/gradient.h"
@@ -480,6 +483,48 @@ TEST(CpuDnnl, ConstantKernelsAreReorderedOnceAndStayRight) {
   }
   for (std::thread& t : threads) t.join();
   for (int f : failures) EXPECT_EQ(f, 0);
+}
+
+TEST(CpuDnnl, LargeTransposesOfFourByteElementsAreReorders) {
+  // An attention head split ([B, T, 3, H, D] -> [3, B, H, T, D]) and a [T, H, D] -> [H, T, D]
+  // transpose: Float32 (NaN payloads and signed zeros kept: the reorder moves Int32s), Int32 and
+  // Uint32 are copied exactly; small ones stay on the reference kernel.
+  std::mt19937 rng(31);
+  struct Case {
+    std::vector<int64_t> dims, perm;
+    DType dtype;
+  };
+  const std::vector<Case> cases = {{{32, 40, 3, 8, 15}, {2, 0, 3, 1, 4}, DType::Float32},
+                                   {{64, 40, 8, 15}, {0, 2, 1, 3}, DType::Int32},
+                                   {{300, 200}, {1, 0}, DType::Uint32},
+                                   {{2, 40, 3, 8, 15}, {2, 0, 3, 1, 4}, DType::Float32}};
+  for (const Case& c : cases) {
+    const Shape shape(c.dtype, c.dims);
+    std::vector<uint32_t> bits(static_cast<size_t>(shape.Size()));
+    for (uint32_t& b : bits) b = static_cast<uint32_t>(rng());
+    if (c.dtype == DType::Float32) {
+      bits[0] = 0x7fc01234u;  // A quiet NaN with a payload.
+      bits[1] = 0x80000000u;  // -0.
+    }
+    std::vector<uint8_t> bytes(bits.size() * 4);
+    std::memcpy(bytes.data(), bits.data(), bytes.size());
+    const Tensor x = Tensor::FromBytes(shape, bytes);
+    Graph g;
+    OpAttributes attrs;
+    attrs.permutation = c.perm;
+    graph::Node out = g.AddOp(OpType::Transpose, {g.Parameter(shape)}, attrs);
+    std::shared_ptr<const compute::Program> program = g.Build({out});
+    const std::vector<std::string> names = KernelNames(*program, OpType::Transpose);
+    ASSERT_EQ(names.size(), 1u);
+    EXPECT_EQ(names[0].rfind("dnnl.reorder", 0) == 0, shape.Size() >= compute::cpu::kMinReorderElements)
+        << names[0] << " for " << shape;
+    const Tensor got = RunProgram(Cpu(), program, {x})[0], want = RunProgram(Ref(), program, {x})[0];
+    EXPECT_EQ(got.shape(), want.shape());
+    std::vector<uint8_t> got_bytes, want_bytes;
+    got.ConstBytes([&](std::span<const uint8_t> b) { got_bytes.assign(b.begin(), b.end()); });
+    want.ConstBytes([&](std::span<const uint8_t> b) { want_bytes.assign(b.begin(), b.end()); });
+    EXPECT_TRUE(got_bytes == want_bytes) << shape;
+  }
 }
 
 }  // namespace

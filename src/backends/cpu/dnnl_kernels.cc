@@ -1,5 +1,6 @@
 // oneDNN kernels for the cpu backend: which nodes oneDNN runs (Float32 DotGeneral and
-// ConvGeneral, with their epilogues); the mappings live in dnnl_matmul.cc and dnnl_conv.cc.
+// ConvGeneral, with their epilogues; large transposes of 4-byte elements); the mappings live in
+// dnnl_matmul.cc, dnnl_conv.cc and dnnl_reorder.cc.
 
 #include "backends/cpu/dnnl_kernels.h"
 
@@ -145,6 +146,7 @@ void ReluInPlace(float* x, int64_t n, int threads) {
 
 KernelChoice TryDnnlKernel(int threads, const Node& node, const std::vector<Shape>& operands) {
   if (node.kind != NodeKind::kPrimitive || node.inst.IsTuple()) return {};
+  if (node.inst.op == OpType::Transpose) return MakeDnnlTranspose(threads, node.inst, operands.at(0));
   const Epilogue* e = node.epilogue.get();
   if (!AllFloat32(node, operands))
     return e != nullptr ? SplitEpilogue(threads, node, operands) : KernelChoice{};

@@ -22,6 +22,14 @@ KernelChoice MakeDnnlMatmul(int threads, const Instruction& inst, const std::vec
 KernelChoice MakeDnnlConv(int threads, const Instruction& inst, const std::vector<Shape>& operands,
                           const Epilogue* epilogue, bool constant_kernel = false);
 
+/// Transpose of 4-byte elements (Float32, Int32, Uint32) of at least kMinReorderElements as a
+/// oneDNN reorder (dnnl_reorder.cc): the operand viewed through the permuted strides, copied
+/// dense by oneDNN's jitted, multi-threaded copy (bits unchanged: it moves Int32s).
+KernelChoice MakeDnnlTranspose(int threads, const Instruction& inst, const Shape& operand);
+/// Below this, the reference kernel's copy is faster than setting up a oneDNN call (measured in
+/// dnnl_reorder.cc).
+inline constexpr int64_t kMinReorderElements = int64_t{1} << 15;
+
 /// The oneDNN post-ops of an epilogue's activation: Logistic and HardSwish. oneDNN's relu turns NaN into 0
 /// where Max(x, 0) keeps it, so Relu runs as ReluInPlace right after the contraction instead,
 /// while the result is still in cache.
