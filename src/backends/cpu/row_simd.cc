@@ -55,6 +55,15 @@ using V = hn::Vec<D>;
 /// reference gives a subnormal of at most 2^-126, then divided by a sum of at least 1).
 HWY_INLINE V ExpOrZero(D d, V a) { return hn::IfThenElseZero(hn::Ge(a, hn::Set(d, -87.0f)), hn::Exp(d, a)); }
 
+/// The row's maximum in every lane, from the lane-wise maxima `m`; NaN when the row holds a NaN
+/// (`nan`) or its maximum is not finite (the row then takes the scalar formula).
+template <class M>
+HWY_INLINE V RowMax(D d, V m, M nan) {
+  const float max = hn::GetLane(hn::MaxOfLanes(d, m));
+  return hn::Set(d,
+                 hn::AllFalse(d, nan) && std::isfinite(max) ? max : std::numeric_limits<float>::quiet_NaN());
+}
+
 /// Rows of n floats that fit in kVecs vectors (the last one holding `rest` values, or full when
 /// rest is 0): each row is loaded once and stays in registers.
 template <int kVecs>
@@ -76,12 +85,11 @@ void ShortRows(D d, const float* x, float* y, int64_t rows, int64_t n, size_t re
       m = hn::Max(m, v[k]);
       nan = hn::Or(nan, hn::IsNaN(v[k]));
     }
-    const float max = hn::GetLane(hn::MaxOfLanes(d, m));
-    if (!hn::AllFalse(d, nan) || !std::isfinite(max)) {
+    const V shift = RowMax(d, m, nan);
+    if (hn::AllTrue(d, hn::IsNaN(shift))) {
       SoftmaxRowsScalar(xr, yr, 1, n);  // NaN, +inf or a row of -inf: as the reference.
       continue;
     }
-    const V shift = hn::Set(d, max);
     V sum = hn::Zero(d);
     for (int k = 0; k < kVecs; ++k) {
       v[k] = ExpOrZero(d, hn::Sub(v[k], shift));  // A partial vector's -inf lanes give 0.
@@ -133,12 +141,11 @@ void SoftmaxRows(const float* x, float* y, int64_t rows, int64_t n) {
     if (rest > 0) last = LoadPart(d, xr + full, rest, neg_inf, part);
     nan = hn::Or(nan, hn::IsNaN(last));
     m = hn::Max(m, last);
-    const float max = hn::GetLane(hn::MaxOfLanes(d, m));
-    if (!hn::AllFalse(d, nan) || !std::isfinite(max)) {
+    const V shift = RowMax(d, m, nan);
+    if (hn::AllTrue(d, hn::IsNaN(shift))) {
       SoftmaxRowsScalar(xr, yr, 1, n);  // NaN, +inf or a row of -inf: as the reference.
       continue;
     }
-    const V shift = hn::Set(d, max);
     V sum = hn::Zero(d);
     for (int64_t i = 0; i < full; i += lanes) {
       const V e = ExpOrZero(d, hn::Sub(hn::LoadU(d, xr + i), shift));
