@@ -237,6 +237,48 @@ TEST(CpuPlan, AnExecutablesChainTakesAboutOneValueOfArena) {
   EXPECT_LT(out.ToVector<float>()[999], -1.0f);
 }
 
+TEST(CpuPlan, ContiguousSlicesAreViewsIntoTheirOperand) {
+  // Rows 1..2 of t, and the element block [1, 2, :] of r (one row of a 3-d value): views with no
+  // kernel. t's only other reader is an elementwise op that could write over it in place: the
+  // view's later read keeps t alive (t * 2 must not overwrite it first). A strided and an inner
+  // slice (of x) are copies.
+  setenv("KILN_CPU_DUMP", "1", 1);
+  compute::BackendPtr backend = Cpu("cpu:fusion=false");
+  unsetenv("KILN_CPU_DUMP");
+  Exec exec = NewExec(backend, [](Node x) {
+    Node t = Exp(x);                                       // [4, 6]
+    Node rows = Slice(t, {AxisRange(1, 3), AxisRange()});  // a view
+    Node doubled = t * 2.0f;                               // t's other reader
+    Node r = Reshape(doubled, {2, 2, 6});
+    Node block = Slice(r, {AxisElem(1), AxisRange(1, 2), AxisRange()});  // a view: [1, 1, 6]
+    Node strided = Slice(x, {AxisRange(0, 4).Stride(2), AxisRange()});   // a copy
+    Node inner = Slice(x, {AxisRange(), AxisRange(1, 3)});               // a copy
+    return std::vector<Node>{rows + 1.0f, block, strided, inner};
+  });
+  std::vector<float> in(24);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = 0.1f * static_cast<float>(i);
+  ::testing::internal::CaptureStderr();
+  std::vector<Tensor> out = exec.Call(Tensor::FromFlat(Shape(DType::Float32, {4, 6}), in));
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  int kernels = 0;
+  for (size_t at = err.find("kernel ref"); at != std::string::npos; at = err.find("kernel ref", at + 1))
+    ++kernels;
+  // The kernels (reference ones with fusion off): Exp, Mul, Add, the two broadcast constants and
+  // the two copied slices.
+  EXPECT_EQ(kernels, 7) << err;
+  auto e = [&](size_t i) { return std::exp(in[i]); };
+  const std::vector<float> rows = out[0].ToVector<float>(), block = out[1].ToVector<float>(),
+                           strided = out[2].ToVector<float>(), inner = out[3].ToVector<float>();
+  ASSERT_EQ(rows.size(), 12u);
+  for (size_t i = 0; i < 12; ++i) EXPECT_FLOAT_EQ(rows[i], e(6 + i) + 1.0f) << i;
+  ASSERT_EQ(block.size(), 6u);
+  for (size_t i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(block[i], 2.0f * e(18 + i)) << i;
+  ASSERT_EQ(strided.size(), 12u);
+  for (size_t i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(strided[6 + i], in[12 + i]) << i;
+  ASSERT_EQ(inner.size(), 8u);
+  EXPECT_FLOAT_EQ(inner[7], in[20]);
+}
+
 // ---- Donation ---------------------------------------------------------------------------------
 
 TEST(CpuDonation, ADonatedInputsBufferHoldsTheOutput) {

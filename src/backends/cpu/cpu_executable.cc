@@ -31,15 +31,17 @@ struct Step {
   TupleKernel tuple;
   int source = -1, index = 0;  ///< kAlias: the aliased value; kTupleElement: tuple slot and result.
   std::string name;
+  int64_t offset = 0;  ///< kAlias: where in the aliased value's bytes it starts.
 };
 
 struct Value {
   Loc loc = Loc::kNone;
   int64_t bytes = 0;
-  int64_t offset = -1;  ///< kArena.
-  int param = -1;       ///< kParam.
-  int output = -1;      ///< kOutput: the output position whose buffer holds it.
-  int source = -1;      ///< kAlias: the value it aliases.
+  int64_t offset = -1;       ///< kArena.
+  int param = -1;            ///< kParam.
+  int output = -1;           ///< kOutput: the output position whose buffer holds it.
+  int source = -1;           ///< kAlias: the value it aliases.
+  int64_t alias_offset = 0;  ///< kAlias: where in the aliased value's bytes it starts (a Slice).
   /// kOutput: donatable parameters whose buffer may hold it (dead by then, or read in place).
   std::vector<int> donors;
 };
@@ -50,6 +52,31 @@ bool IsAlias(const Instruction& inst, const Shape& operand) {
   if (inst.op == OpType::Bitcast) return inst.shape.ByteSize() == operand.ByteSize();
   if (inst.op == OpType::ConvertDType) return inst.shape.dtype() == operand.dtype();
   return false;
+}
+
+/// The byte offset in its operand of a Slice whose result is one contiguous run of the
+/// operand's bytes (unit strides; the axes after the last sliced one kept whole, the axes before
+/// it of size 1 in the result), or -1.
+int64_t ContiguousSliceOffset(const Instruction& inst, const Shape& operand) {
+  if (inst.op != OpType::Slice || operand.IsDynamic() || DTypeBits(operand.dtype()) % 8 != 0) return -1;
+  const OpAttributes& at = inst.attrs;
+  const std::vector<int64_t>& dims = operand.Dimensions();
+  const size_t rank = dims.size();
+  if (at.starts.size() != rank || at.limits.size() != rank || at.strides.size() != rank) return -1;
+  size_t last = rank;  // The last axis the slice does not keep whole (rank: none).
+  for (size_t a = 0; a < rank; ++a) {
+    if (at.strides[a] != 1) return -1;
+    if (at.starts[a] != 0 || at.limits[a] != dims[a]) last = a;
+  }
+  if (last == rank) return 0;
+  for (size_t a = 0; a < last; ++a)
+    if (at.limits[a] - at.starts[a] != 1) return -1;
+  int64_t offset = 0, stride = DTypeBits(operand.dtype()) / 8;
+  for (size_t a = rank; a-- > 0;) {
+    if (a <= last) offset += at.starts[a] * stride;
+    stride *= dims[a];
+  }
+  return offset;
 }
 
 /// A 64-byte aligned copy of a Constant's bytes.
@@ -175,6 +202,13 @@ void CpuExecutable::ClassifyValues(const Module& m) {
                IsAlias(inst, operand0->inst.shape)) {
       val.loc = Loc::kAlias;
       val.source = inst.operands[0];
+    } else if (const int64_t at = node.kind == NodeKind::kPrimitive && operand0 != nullptr
+                                      ? ContiguousSliceOffset(inst, operand0->inst.shape)
+                                      : -1;
+               at >= 0) {
+      val.loc = Loc::kAlias;  // A contiguous slice: a view into its operand's bytes.
+      val.source = inst.operands[0];
+      val.alias_offset = at;
     } else {
       val.loc = Loc::kArena;
     }
@@ -212,6 +246,7 @@ void CpuExecutable::ChooseKernels(const Module& m) {
                val.source,
                0,
                std::string(inst.op == OpType::GetTupleElement ? "OptimizationBarrier" : OpName(inst.op))});
+      steps_.back().offset = val.alias_offset;
     } else if (val.loc == Loc::kTupleElement) {
       steps_.push_back(Step{StepKind::kTupleElement, v, inst.operands, Kernel(), TupleKernel(),
                             inst.operands[0], static_cast<int>(inst.attrs.index), "GetTupleElement"});
@@ -411,7 +446,7 @@ std::vector<BufferPtr> CpuExecutable::Execute(const std::vector<BufferPtr>& inpu
         }
         break;
       case StepKind::kAlias:
-        ptr[static_cast<size_t>(st.value)] = ptr[static_cast<size_t>(st.source)];
+        ptr[static_cast<size_t>(st.value)] = ptr[static_cast<size_t>(st.source)] + st.offset;
         break;
       case StepKind::kTupleElement: {
         const BufferPtr& b = tuples[static_cast<size_t>(tuple_slot_[static_cast<size_t>(st.source)])].at(
