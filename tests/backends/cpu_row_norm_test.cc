@@ -37,11 +37,6 @@ Module Normed(const compute::Program& program) {
   return m;
 }
 
-/// reduce(x, {axis}) with the axis kept (size 1).
-Node Kept(Node x, int axis, Node (*reduce)(Node, const std::vector<int>&)) {
-  return graph::InsertAxes(reduce(x, {axis}), {axis});
-}
-
 /// The kRowNorm nodes of `m`.
 std::vector<RowNorm> RowNorms(const Module& m) {
   std::vector<RowNorm> r;
@@ -140,9 +135,9 @@ TEST(CpuRowNorms, LayerNormFormsAreOneNode) {
   // (x - mean) / sqrt(mean((x - mean)^2) + eps) * gamma + beta, the means as ReduceSum / L.
   Node full = nn::LayerNorm(x, {-1}, gamma, beta, 1e-5);
   Node bare = nn::LayerNorm(x + 1.0f, {-1}, Node(), Node(), 1e-3);
-  Node mean = Kept(x * 2.0f, 1, graph::ReduceSum) / 120.0f;
+  Node mean = graph::ReduceAndKeep(x * 2.0f, graph::ReduceSum, {1}) / 120.0f;
   Node d = x * 2.0f - mean;
-  Node var = Kept(d * d, 1, graph::ReduceSum) / 120.0f;
+  Node var = graph::ReduceAndKeep(d * d, graph::ReduceSum, {1}) / 120.0f;
   Node onnx = d / graph::Sqrt(var + 1e-6f) * graph::Reshape(gamma, {1, 120}) + beta;
   auto program = g.Build({full, bare, onnx});
   const Module m = Normed(*program);
@@ -164,10 +159,10 @@ TEST(CpuRowNorms, ChainsReadElsewhereOrOverOtherAxesStay) {
   // A softmax over the first axis, one whose exponentials are an output too, and a layer
   // normalisation whose centred values another output reads.
   Node over_rows = graph::Softmax(x, {0});
-  Node e = graph::Exp(x - graph::StopGradient(Kept(x, 1, graph::ReduceMax)));
-  Node shared = e / Kept(e, 1, graph::ReduceSum);
-  Node centred = x - Kept(x, 1, graph::ReduceMean);
-  Node norm = centred * graph::Rsqrt(Kept(centred * centred, 1, graph::ReduceMean) + 1e-5f);
+  Node e = graph::Exp(x - graph::StopGradient(graph::ReduceAndKeep(x, graph::ReduceMax, {1})));
+  Node shared = e / graph::ReduceAndKeep(e, graph::ReduceSum, {1});
+  Node centred = x - graph::ReduceAndKeep(x, graph::ReduceMean, {1});
+  Node norm = centred * graph::Rsqrt(graph::ReduceAndKeep(centred * centred, graph::ReduceMean, {1}) + 1e-5f);
   auto program = g.Build({over_rows, shared, e, norm, centred});
   const Module m = Normed(*program);
   EXPECT_TRUE(RowNorms(m).empty()) << m.ToString();

@@ -5,9 +5,6 @@
 
 #include "backends/cpu/row_kernels.h"
 
-#include <fmt/format.h>
-
-#include <algorithm>
 #include <cmath>
 #include <limits>
 

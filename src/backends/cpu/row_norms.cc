@@ -104,15 +104,14 @@ class RowNormPass {
   /// Whether `v` is the mean over the last axis of `x`: ReduceSum(x) / L or ReduceSum(x) * (1/L)
   /// (the sum possibly reshaped), the sum read once.
   bool MeanOf(int v, int x) const {
-    if (!Used(v, 1) || (!Is(v, OpType::Div) && !Is(v, OpType::Mul))) return false;
+    const bool div = Is(v, OpType::Div);
+    if (!Used(v, 1) || (!div && !Is(v, OpType::Mul))) return false;
     const auto row = static_cast<float>(I(x).shape.Dimensions().back());
-    for (int k = 0; k < 2; ++k) {
-      const int sum = StripReshapes(I(v).operands[static_cast<size_t>(k)]);
-      const int c = I(v).operands[static_cast<size_t>(1 - k)];
-      if (Is(v, OpType::Div) && k == 1) break;  // The divisor is operand 1.
-      const std::optional<float> f = SplatValue(m_.nodes, c);
-      if (!f || *f != (Is(v, OpType::Div) ? row : 1.0f / row)) continue;
-      if (ReducesRowsOf(sum, OpType::ReduceSum, x) && Used(sum, 1)) return true;
+    for (size_t k = 0; k < (div ? 1u : 2u); ++k) {  // A Div's divisor is operand 1.
+      const int sum = StripReshapes(I(v).operands[k]);
+      const std::optional<float> f = SplatValue(m_.nodes, I(v).operands[1 - k]);
+      if (f && *f == (div ? row : 1.0f / row) && ReducesRowsOf(sum, OpType::ReduceSum, x) && Used(sum, 1))
+        return true;
     }
     return false;
   }
@@ -166,14 +165,12 @@ class RowNormPass {
     } else {
       beta = -1;
     }
-    if (const int inner = SplitVector(core, OpType::Mul, &gamma);
-        inner >= 0 && Used(inner, 1) && (core == root || Used(core, 1))) {
+    if (const int inner = SplitVector(core, OpType::Mul, &gamma); inner >= 0 && Used(inner, 1)) {
       core = inner;
       norm.scale = true;
     } else {
       gamma = -1;
     }
-    if (core != root && !Used(core, 1)) return;
     // core = d * B(rsqrt(v + eps)) or d / B(sqrt(v + eps)).
     int d = -1, denom = -1;
     if (Is(core, OpType::Div)) {
