@@ -159,10 +159,13 @@ BackendPtr NewCpuBackend(BackendOptions& options) {
   o.dynamic_cache = options.TakeInt("dynamic_cache", kDefaultDynamicCache);
   if (o.dynamic_cache < 1)
     detail::Throw("backend \"cpu\": dynamic_cache={} must be at least 1", o.dynamic_cache);
-  const char* dump = std::getenv("KILN_CPU_DUMP");
-  o.dump = dump != nullptr && std::string(dump) != "0" && std::string(dump) != "";
-  const char* profile = std::getenv("KILN_CPU_PROFILE");
-  o.profile = profile != nullptr && std::string(profile) != "0" && std::string(profile) != "";
+  // Set and not "0" in the environment.
+  auto flag = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v != nullptr && std::string(v) != "0" && std::string(v) != "";
+  };
+  o.dump = flag("KILN_CPU_DUMP");
+  o.profile = flag("KILN_CPU_PROFILE");
   return std::make_shared<cpu::CpuBackend>(o);
 }
 

@@ -31,7 +31,6 @@ struct Step {
   TupleKernel tuple;
   int source = -1, index = 0;  ///< kAlias: the aliased value; kTupleElement: tuple slot and result.
   std::string name;
-  int64_t offset = 0;  ///< kAlias: where in the aliased value's bytes it starts.
 };
 
 struct Value {
@@ -77,6 +76,13 @@ int64_t ContiguousSliceOffset(const Instruction& inst, const Shape& operand) {
     stride *= dims[a];
   }
   return offset;
+}
+
+using Clock = std::chrono::steady_clock;
+
+/// Nanoseconds from t0 to now (KILN_CPU_PROFILE).
+int64_t NanosSince(Clock::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
 }
 
 /// A 64-byte aligned copy of a Constant's bytes.
@@ -246,7 +252,6 @@ void CpuExecutable::ChooseKernels(const Module& m) {
                val.source,
                0,
                std::string(inst.op == OpType::GetTupleElement ? "OptimizationBarrier" : OpName(inst.op))});
-      steps_.back().offset = val.alias_offset;
     } else if (val.loc == Loc::kTupleElement) {
       steps_.push_back(Step{StepKind::kTupleElement, v, inst.operands, Kernel(), TupleKernel(),
                             inst.operands[0], static_cast<int>(inst.attrs.index), "GetTupleElement"});
@@ -428,25 +433,21 @@ std::vector<BufferPtr> CpuExecutable::Execute(const std::vector<BufferPtr>& inpu
   }
   std::vector<std::vector<BufferPtr>> tuples(static_cast<size_t>(num_tuples_));
   std::vector<const uint8_t*> operand_data;
-  using Clock = std::chrono::steady_clock;
   const Clock::time_point start = profile_ != nullptr ? Clock::now() : Clock::time_point();
   for (size_t step = 0; step < steps_.size(); ++step) {
     const Step& st = steps_[step];
     switch (st.kind) {
-      case StepKind::kKernel:
+      case StepKind::kKernel: {
         operand_data.clear();
         for (int o : st.operands) operand_data.push_back(ptr[static_cast<size_t>(o)]);
-        if (profile_ != nullptr) {
-          const Clock::time_point t0 = Clock::now();
-          st.kernel(operand_data, ptr[static_cast<size_t>(st.value)]);
-          profile_->AddStep(step,
-                            std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
-        } else {
-          st.kernel(operand_data, ptr[static_cast<size_t>(st.value)]);
-        }
+        const Clock::time_point t0 = profile_ != nullptr ? Clock::now() : Clock::time_point();
+        st.kernel(operand_data, ptr[static_cast<size_t>(st.value)]);
+        if (profile_ != nullptr) profile_->AddStep(step, NanosSince(t0));
         break;
+      }
       case StepKind::kAlias:
-        ptr[static_cast<size_t>(st.value)] = ptr[static_cast<size_t>(st.source)] + st.offset;
+        ptr[static_cast<size_t>(st.value)] =
+            ptr[static_cast<size_t>(st.source)] + values_[static_cast<size_t>(st.value)].alias_offset;
         break;
       case StepKind::kTupleElement: {
         const BufferPtr& b = tuples[static_cast<size_t>(tuple_slot_[static_cast<size_t>(st.source)])].at(
@@ -480,9 +481,7 @@ std::vector<BufferPtr> CpuExecutable::Execute(const std::vector<BufferPtr>& inpu
     if (bytes > 0) std::memcpy(copy->data(), ptr[static_cast<size_t>(v)], static_cast<size_t>(bytes));
     outputs.push_back(std::move(copy));
   }
-  if (profile_ != nullptr)
-    profile_->AddExecution(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
+  if (profile_ != nullptr) profile_->AddExecution(NanosSince(start));
   return outputs;
 }
 
