@@ -8,9 +8,8 @@
 #include <cmath>
 #include <cstring>
 
-#include <omp.h>
-
 #include "backends/common/scalar_math.h"
+#include "backends/cpu/team_split.h"
 
 namespace kiln::compute::cpu {
 
@@ -131,17 +130,9 @@ void ReluRange(float* x, int64_t n) {
 
 void ReluInPlace(float* x, int64_t n, int threads) {
   // Above 256 KiB the result has left the core's L2 anyway: split the pass over the team.
-  const int team = n * static_cast<int64_t>(sizeof(float)) > (int64_t{256} << 10) ? std::max(threads, 1) : 1;
-  if (team <= 1) {
-    ReluRange(x, n);
-    return;
-  }
-#pragma omp parallel num_threads(team)
-  {
-    const int64_t id = omp_get_thread_num(), count = omp_get_num_threads();
-    const int64_t first = n * id / count, last = n * (id + 1) / count;
-    ReluRange(x + first, last - first);
-  }
+  const bool parallel = n * static_cast<int64_t>(sizeof(float)) > (int64_t{256} << 10);
+  SplitAcrossTeam(n, threads, parallel,
+                  [&](int64_t first, int64_t last) { ReluRange(x + first, last - first); });
 }
 
 KernelChoice TryDnnlKernel(int threads, const Node& node, const std::vector<Shape>& operands) {

@@ -3,8 +3,6 @@
 // kFusedParallelWork), each piece stored in the result's dtype (and a multi-output group's extra
 // results in theirs).
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -13,6 +11,7 @@
 #include "backends/cpu/fused_eval.h"
 #include "backends/cpu/fused_simd.h"
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/team_split.h"
 #include "core/check.h"
 #include "kiln/core/half.h"
 
@@ -81,16 +80,8 @@ struct FusedRunner {
     }
     const int64_t rows = e.size() / e.inner();
     const int64_t pieces = rows * ((e.inner() + FusedEvaluator::kTile - 1) / FusedEvaluator::kTile);
-    const int team = work >= kFusedParallelWork ? static_cast<int>(std::min<int64_t>(threads, pieces)) : 1;
-    if (team <= 1) {
-      Run(in, out, extra, 0, pieces);
-      return;
-    }
-#pragma omp parallel num_threads(team)
-    {
-      const int64_t id = omp_get_thread_num(), count = omp_get_num_threads();
-      Run(in, out, extra, pieces * id / count, pieces * (id + 1) / count);
-    }
+    SplitAcrossTeam(pieces, threads, work >= kFusedParallelWork,
+                    [&](int64_t first, int64_t last) { Run(in, out, extra, first, last); });
   }
 };
 

@@ -5,8 +5,6 @@
 // accumulate in double like the reference. The order of accumulation is fixed by the shapes,
 // never by the thread count, so results do not depend on it.
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -16,6 +14,7 @@
 #include "backends/cpu/fused_eval.h"
 #include "backends/cpu/fused_simd.h"
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/team_split.h"
 #include "core/check.h"
 
 namespace kiln::compute::cpu {
@@ -202,21 +201,14 @@ struct FusedReduce {
     }
   }
 
-  /// Runs body(first, last, regs) over [0, units) on the calling thread or split across the team.
+  /// Runs body(first, last, regs) over [0, units) on the calling thread or split across the team,
+  /// each thread with registers of its own.
   template <class B>
   void Split(int64_t units, bool parallel, B body) const {
-    const int team = parallel ? static_cast<int>(std::min<int64_t>(threads, units)) : 1;
-    if (team <= 1) {
+    SplitAcrossTeam(units, threads, parallel, [&](int64_t first, int64_t last) {
       const FusedEvaluator::ScratchLease lease = eval->NewScratch();
-      body(0, units, *lease);
-      return;
-    }
-#pragma omp parallel num_threads(team)
-    {
-      const int64_t id = omp_get_thread_num(), count = omp_get_num_threads();
-      const FusedEvaluator::ScratchLease lease = eval->NewScratch();
-      body(units * id / count, units * (id + 1) / count, *lease);
-    }
+      body(first, last, *lease);
+    });
   }
 
   void operator()(std::span<const uint8_t* const> in, uint8_t* out_bytes) const {
