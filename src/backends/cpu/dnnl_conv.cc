@@ -25,7 +25,6 @@
 
 #include "backends/cpu/dnnl_common.h"
 #include "backends/cpu/dnnl_kernels.h"
-#include "core/check.h"
 
 namespace kiln::compute::cpu {
 
@@ -460,14 +459,8 @@ KernelChoice MakeDnnlConv(int threads, const Instruction& inst, const std::vecto
     if (plan->input.reordered || plan->output.reordered) name += "(reorder)";
     if (plan->weight_cache) name += "(weights kept)";
     if (epilogue != nullptr) name += "+post[" + epilogue->ToString() + "]";
-    return {[plan, name](ref::Operands in, uint8_t* out) {
-              try {
-                RunConv(*plan, in, out);
-              } catch (const dnnl::error& e) {
-                detail::Throw("ConvGeneral: oneDNN kernel {} failed: {}", name, e.what());
-              }
-            },
-            name};
+    return GuardedDnnlKernel("ConvGeneral", std::move(name),
+                             [plan](ref::Operands in, uint8_t* out) { RunConv(*plan, in, out); });
   } catch (const dnnl::error&) {
     return {};
   }

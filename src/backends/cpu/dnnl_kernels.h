@@ -3,11 +3,28 @@
 // node exactly (the reference kernel runs it then).
 
 #include <dnnl.hpp>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/cpu/kernels.h"
+#include "core/check.h"
 
 namespace kiln::compute::cpu {
+
+/// The kernel `name` that calls run(in, out), a oneDNN error in a call becoming a kiln::Error
+/// naming the graph op `op` and the kernel.
+template <class F>
+KernelChoice GuardedDnnlKernel(const char* op, std::string name, F run) {
+  return {[op, name, run = std::move(run)](ref::Operands in, uint8_t* out) {
+            try {
+              run(in, out);
+            } catch (const dnnl::error& e) {
+              detail::Throw("{}: oneDNN kernel {} failed: {}", op, name, e.what());
+            }
+          },
+          name};
+}
 
 /// `threads`: the most threads the kernel may use (contractions of at most kSingleThreadMacs
 /// multiply-adds use one).

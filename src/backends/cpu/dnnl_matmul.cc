@@ -13,7 +13,6 @@
 
 #include "backends/cpu/dnnl_common.h"
 #include "backends/cpu/dnnl_kernels.h"
-#include "core/check.h"
 
 namespace kiln::compute::cpu {
 
@@ -244,14 +243,8 @@ KernelChoice MakeDnnlMatmul(int threads, const Instruction& inst, const std::vec
     if (plan->lhs.copy || plan->rhs.copy) name += "(copy)";
     if (plan->threads == 1 && threads > 1) name += "(1 thread)";
     if (epilogue != nullptr) name += "+post[" + epilogue->ToString() + "]";
-    return {[plan, name](ref::Operands in, uint8_t* out) {
-              try {
-                RunMatmul(*plan, in, out);
-              } catch (const dnnl::error& e) {
-                detail::Throw("DotGeneral: oneDNN kernel {} failed: {}", name, e.what());
-              }
-            },
-            name};
+    return GuardedDnnlKernel("DotGeneral", std::move(name),
+                             [plan](ref::Operands in, uint8_t* out) { RunMatmul(*plan, in, out); });
   } catch (const dnnl::error&) {
     return {};
   }

@@ -8,7 +8,6 @@
 
 #include "backends/cpu/dnnl_common.h"
 #include "backends/cpu/dnnl_kernels.h"
-#include "core/check.h"
 
 namespace kiln::compute::cpu {
 
@@ -31,19 +30,15 @@ KernelChoice MakeDnnlTranspose(int threads, const Instruction& inst, const Shape
     const dnnl::reorder::primitive_desc pd(dnnl_util::Engine(), src, dnnl_util::Engine(), dst);
     if (dnnl_util::IsReference(pd)) return {};
     auto primitive = std::make_shared<dnnl::reorder>(pd);
-    std::string name = "dnnl.reorder[" + dnnl_util::ImplName(pd) + "]";
-    return {[primitive, src, dst, threads, name](ref::Operands in, uint8_t* out) {
-              try {
-                dnnl_util::SetThreads(threads);
-                dnnl::memory from = dnnl_util::Wrap(src, in[0]), to = dnnl_util::Wrap(dst, out);
-                dnnl::stream stream(dnnl_util::Engine());
-                primitive->execute(stream, from, to);
-                stream.wait();
-              } catch (const dnnl::error& e) {
-                detail::Throw("Transpose: oneDNN kernel {} failed: {}", name, e.what());
-              }
-            },
-            name};
+    return GuardedDnnlKernel("Transpose", "dnnl.reorder[" + dnnl_util::ImplName(pd) + "]",
+                             [primitive, src, dst, threads](ref::Operands in, uint8_t* out) {
+                               dnnl_util::SetThreads(threads);
+                               dnnl::memory from = dnnl_util::Wrap(src, in[0]),
+                                            to = dnnl_util::Wrap(dst, out);
+                               dnnl::stream stream(dnnl_util::Engine());
+                               primitive->execute(stream, from, to);
+                               stream.wait();
+                             });
   } catch (const dnnl::error&) {
     return {};
   }

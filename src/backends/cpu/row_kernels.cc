@@ -12,8 +12,8 @@
 #include "backends/cpu/cost_model.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/dnnl_common.h"
+#include "backends/cpu/dnnl_kernels.h"
 #include "backends/cpu/team_split.h"
-#include "core/check.h"
 
 namespace kiln::compute::cpu {
 
@@ -78,26 +78,22 @@ KernelChoice LayerNormKernel(int threads, const RowNorm& norm, int64_t rows, int
     if (dnnl_util::IsReference(pd)) return {};
     plan->scratchpad = pd.scratchpad_desc();
     plan->primitive = dnnl::layer_normalization_forward(pd);
-    std::string name = "dnnl.layer_norm[" + dnnl_util::ImplName(pd) + "]";
-    return {[plan, name](ref::Operands in, uint8_t* out) {
-              try {
-                dnnl_util::SetThreads(plan->threads);
-                std::unordered_map<int, dnnl::memory> args = {
-                    {DNNL_ARG_SRC, dnnl_util::Wrap(plan->data, in[0])},
-                    {DNNL_ARG_DST, dnnl_util::Wrap(plan->data, out)},
-                    {DNNL_ARG_SCRATCHPAD,
-                     dnnl_util::Wrap(plan->scratchpad, dnnl_util::Scratch(plan->scratchpad.get_size()))}};
-                size_t k = 1;
-                if (plan->scale) args[DNNL_ARG_SCALE] = dnnl_util::Wrap(plan->vector, in[k++]);
-                if (plan->shift) args[DNNL_ARG_SHIFT] = dnnl_util::Wrap(plan->vector, in[k++]);
-                dnnl::stream stream(dnnl_util::Engine());
-                plan->primitive.execute(stream, args);
-                stream.wait();
-              } catch (const dnnl::error& e) {
-                detail::Throw("LayerNorm: oneDNN kernel {} failed: {}", name, e.what());
-              }
-            },
-            name};
+    return GuardedDnnlKernel(
+        "LayerNorm", "dnnl.layer_norm[" + dnnl_util::ImplName(pd) + "]",
+        [plan](ref::Operands in, uint8_t* out) {
+          dnnl_util::SetThreads(plan->threads);
+          std::unordered_map<int, dnnl::memory> args = {
+              {DNNL_ARG_SRC, dnnl_util::Wrap(plan->data, in[0])},
+              {DNNL_ARG_DST, dnnl_util::Wrap(plan->data, out)},
+              {DNNL_ARG_SCRATCHPAD,
+               dnnl_util::Wrap(plan->scratchpad, dnnl_util::Scratch(plan->scratchpad.get_size()))}};
+          size_t k = 1;
+          if (plan->scale) args[DNNL_ARG_SCALE] = dnnl_util::Wrap(plan->vector, in[k++]);
+          if (plan->shift) args[DNNL_ARG_SHIFT] = dnnl_util::Wrap(plan->vector, in[k++]);
+          dnnl::stream stream(dnnl_util::Engine());
+          plan->primitive.execute(stream, args);
+          stream.wait();
+        });
   } catch (const dnnl::error&) {
     return {};
   }
