@@ -64,6 +64,10 @@
 #include "kiln/train/plots.h"
 #include "kiln/train/progress.h"
 #include "kiln/train/trainer.h"
+#include "kiln/transformers/causal_lm.h"
+#include "kiln/transformers/config.h"
+#include "kiln/transformers/generate.h"
+#include "kiln/transformers/hf.h"
 
 /// @namespace kiln
 /// kiln's public API: core types (DType, Shape, Tensor, Error, float16, bfloat16) here, each
@@ -102,5 +106,8 @@
 /// Trainer, Loop and their callbacks (train::EveryNSteps...).
 /// @namespace kiln::plots
 /// The training plot: a self-contained HTML page of the losses and metrics.
+/// @namespace kiln::transformers
+/// Decoder-only language models in HuggingFace's layout (Llama, GPT-2), their checkpoints, and
+/// text generation with a key/value cache.
 /// @namespace kiln::commandline
 /// The progress bar of command-line training programs (GoMLX's commandline package).

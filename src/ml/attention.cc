@@ -114,13 +114,30 @@ Node ScaledDotProductAttention(Node query, Node key, Node value, Node mask, bool
 }
 
 Node ApplyRoPE(Node x, Node positions, double base) {
+  if (!(base > 0)) kiln::detail::Throw("nn::ApplyRoPE: base {} must be positive", base);
+  if (!x.Ok()) kiln::detail::Throw("nn::ApplyRoPE: x and positions must be valid");
+  if (x.rank() != 4)
+    kiln::detail::Throw("nn::ApplyRoPE: x {} must be float [batch, seq, heads, head_dim]", x.shape());
+  const int64_t dim = x.shape().Dim(3);
+  if (dim % 2 != 0) kiln::detail::Throw("nn::ApplyRoPE: head_dim {} of x {} must be even", dim, x.shape());
+  std::vector<double> inv(static_cast<size_t>(dim / 2));
+  for (size_t i = 0; i < inv.size(); ++i)
+    inv[i] = std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(dim));
+  return ApplyRoPEWithFrequencies(x, positions, graph::Const(x.graph(), inv));
+}
+
+Node ApplyRoPEWithFrequencies(Node x, Node positions, Node inv_freq) {
   const char* fn = "nn::ApplyRoPE";
-  if (!x.Ok() || !positions.Ok()) kiln::detail::Throw("{}: x and positions must be valid", fn);
+  if (!x.Ok() || !positions.Ok() || !inv_freq.Ok())
+    kiln::detail::Throw("{}: x and positions must be valid", fn);
   if (x.rank() != 4 || !IsFloat(x.dtype()))
     kiln::detail::Throw("{}: x {} must be float [batch, seq, heads, head_dim]", fn, x.shape());
   const int64_t batch = x.shape().Dim(0), seq = x.shape().Dim(1), dim = x.shape().Dim(3);
   if (dim % 2 != 0) kiln::detail::Throw("{}: head_dim {} of x {} must be even", fn, dim, x.shape());
-  if (!(base > 0)) kiln::detail::Throw("{}: base {} must be positive", fn, base);
+  const int64_t half = dim / 2;
+  if (inv_freq.rank() != 1 || inv_freq.shape().Dim(0) != half || !IsFloat(inv_freq.dtype()))
+    kiln::detail::Throw("{}: inverse frequencies {} must be float [{}] (head_dim / 2)", fn, inv_freq.shape(),
+                        half);
   const bool per_batch = positions.rank() == 2;
   if (!(positions.rank() == 1 && MayBeEqual(positions.shape().Dim(0), seq)) &&
       !(per_batch && MayBeEqual(positions.shape().Dim(0), batch) &&
@@ -130,16 +147,11 @@ Node ApplyRoPE(Node x, Node positions, double base) {
   }
   if (IsPacked(positions.dtype()) || positions.dtype() == DType::Bool)
     kiln::detail::Throw("{}: positions {} must be integer or float", fn, positions.shape());
-  const int64_t half = dim / 2;
-  std::vector<double> inv(static_cast<size_t>(half));
-  for (int64_t i = 0; i < half; ++i)
-    inv[static_cast<size_t>(i)] = std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(dim));
-  graph::Graph& g = x.graph();
   // Angles in float64 (large positions lose digits in float32), then cos/sin in x's dtype.
   const DimensionSpec pb = per_batch ? graph::DimensionSpecFor(x, 0) : StaticDim(1);
   const DimensionSpec S = graph::DimensionSpecFor(x, 1);
   Node pos = graph::DynamicReshape(graph::ConvertDType(positions, DType::Float64), {pb, S, StaticDim(1)});
-  Node freq = graph::Reshape(graph::Const(g, inv), {1, 1, half});
+  Node freq = graph::Reshape(graph::ConvertDType(inv_freq, DType::Float64), {1, 1, half});
   Node angle = pos * freq;
   angle = graph::DynamicReshape(graph::Concatenate({angle, angle}, 2), {pb, S, StaticDim(1), StaticDim(dim)});
   Node cos = graph::ConvertDType(graph::Cos(angle), x.dtype());

@@ -2,7 +2,9 @@
 
 #include "kiln/ml/losses.h"
 
+#include "compute/shape_dims.h"
 #include "core/check.h"
+#include "kiln/graph/dynamic.h"
 #include "kiln/graph/ops.h"
 #include "ml/losses_internal.h"
 
@@ -140,20 +142,69 @@ Node BinaryCrossentropyLogits(const std::vector<Node>& labels, const std::vector
   return Reduce("BinaryCrossentropyLogits", MeanPerExample(l), labels);
 }
 
+Node internal::PositionLabels(const char* fn, Node ids, Node logits) {
+  const int r = logits.rank();
+  if (r < 2)
+    kiln::detail::Throw("{}: logits {} must be [..., classes] with a batch axis", fn, logits.shape());
+  if (!ids.Ok() || !IsInt(ids.dtype()) || IsPacked(ids.dtype()))
+    kiln::detail::Throw("{}: labels must be integer class ids, got {}", fn, ids.shape());
+  if (r == 2) return PerExample(fn, "labels", ids, logits.shape().Dim(0), ids.dtype());
+  std::vector<graph::DimensionSpec> lead;
+  for (int a = 0; a + 1 < r; ++a) lead.push_back(graph::DimensionSpecFor(logits, a));
+  if (ids.rank() == r && ids.shape().Dim(r - 1) == 1) ids = graph::DynamicReshape(ids, lead);
+  bool same = ids.rank() == r - 1;
+  for (int a = 0; same && a + 1 < r; ++a)
+    same = compute::MayBeEqual(ids.shape().Dim(a), logits.shape().Dim(a));
+  if (!same)
+    kiln::detail::Throw("{}: labels {} must be the logits' leading axes {} (or those and a last axis of 1)",
+                        fn, ids.shape(), logits.shape());
+  return ids;
+}
+
 Node SparseCategoricalCrossEntropyLogits(const std::vector<Node>& labels,
                                          const std::vector<Node>& predictions) {
   const char* fn = "SparseCategoricalCrossEntropyLogits";
   CheckArgs(fn, labels, predictions);
   Node logits = predictions[0];
-  if (logits.rank() != 2) kiln::detail::Throw("{}: logits {} must be [batch, classes]", fn, logits.shape());
-  const int64_t batch = logits.shape().Dim(0), classes = logits.shape().Dim(1);
-  Node ids = labels[0];
-  if (!IsInt(ids.dtype()) || IsPacked(ids.dtype()))
-    kiln::detail::Throw("{}: labels must be integer class ids, got {}", fn, ids.shape());
-  ids = PerExample(fn, "labels", ids, batch, ids.dtype());
+  Node ids = internal::PositionLabels(fn, labels[0], logits);
+  const int r = logits.rank();
+  const int64_t classes = logits.shape().Dim(r - 1);
+  if (classes < 0)
+    kiln::detail::Throw("{}: the classes axis of logits {} must be static", fn, logits.shape());
   Node onehot = graph::OneHot(ids, classes, logits.dtype());
-  Node l = graph::Neg(graph::ReduceSum(onehot * graph::LogSoftmax(logits, {-1}), {1}));
-  return Reduce(fn, l, labels);
+  // -log softmax(z)[id] = logsumexp(z) - z[id]; an id outside [0, classes) selects nothing: 0.
+  Node l = graph::Neg(graph::ReduceSum(onehot * graph::LogSoftmax(logits, {-1}), {r - 1}));
+  if (r == 2) return Reduce(fn, l, labels);
+  // Leading axes: the mean over every position; weights and mask are per example ([batch]) or
+  // per position (the labels' shape).
+  Node weight;
+  for (size_t i = 1; i < 3 && i < labels.size(); ++i) {
+    if (!labels[i].Ok()) continue;
+    Node w = labels[i];
+    const char* what = i == 1 ? "weights" : "mask";
+    if (i == 1 && !IsFloat(w.dtype()))
+      kiln::detail::Throw("{}: weights must be float, got {}", fn, w.shape());
+    if (i == 2 && w.dtype() != DType::Bool)
+      kiln::detail::Throw("{}: the mask must be Bool, got {}", fn, w.shape());
+    if (w.rank() == r && w.shape().Dim(r - 1) == 1) w = graph::Squeeze(w, {r - 1});
+    if (w.rank() == 2 && w.shape().Dim(1) == 1) w = graph::Squeeze(w, {1});
+    w = graph::ConvertDType(w, l.dtype());
+    if (w.rank() == 1 && compute::MayBeEqual(w.shape().Dim(0), l.shape().Dim(0))) {
+      std::vector<int> axes;
+      for (int a = 1; a < r - 1; ++a) axes.push_back(a);
+      w = graph::ExpandAxes(w, axes);
+    } else if (w.rank() != r - 1) {
+      kiln::detail::Throw("{}: {} {} must be [batch] or the labels' shape {}", fn, what, labels[i].shape(),
+                          ids.shape());
+    }
+    weight = weight.Ok() ? weight * w : w;
+  }
+  if (!weight.Ok()) return graph::ReduceAllMean(l);
+  Node full = graph::DynamicBroadcastToShape(weight, l.shape());
+  Node total = graph::ReduceAllSum(full);
+  Node safe =
+      graph::Where(graph::Equal(total, graph::ScalarLike(total, 0)), graph::ScalarLike(total, 1), total);
+  return graph::ReduceAllSum(l * full) / safe;
 }
 
 Node CategoricalCrossEntropy(const std::vector<Node>& labels, const std::vector<Node>& predictions) {

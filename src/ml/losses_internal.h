@@ -21,4 +21,8 @@ Node PerExample(const char* fn, const char* what, Node v, int64_t batch, DType d
 /// an invalid Node when labels hold neither.
 Node ExampleWeights(const char* fn, const std::vector<Node>& labels, int64_t batch, DType dt);
 
+/// Class ids for logits [..., classes]: labels [...] or [..., 1] returned as [...] (for rank-2
+/// logits, [batch] or [batch, 1] as [batch]); kiln::Error naming `fn` otherwise.
+Node PositionLabels(const char* fn, Node ids, Node logits);
+
 }  // namespace kiln::losses::internal

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "core/check.h"
+#include "ml/losses_internal.h"
 
 namespace kiln::metrics {
 
@@ -128,16 +129,6 @@ class MovingAverage final : public Interface {
   BatchFn batch_;
 };
 
-/// labels[0] as a [batch] vector (from [batch, 1] or [batch]); error naming `fn`.
-Node Flat(const char* fn, Node labels, int64_t batch) {
-  if (labels.rank() == 2 && labels.shape().Dim(1) == 1)
-    labels = graph::Reshape(labels, {labels.shape().Dim(0)});
-  if (labels.rank() != 1 || labels.shape().Dim(0) != batch)
-    kiln::detail::Throw("{}: labels {} must be [batch] or [batch, 1] with batch {}", fn, labels.shape(),
-                        batch);
-  return labels;
-}
-
 void CheckArgs(const char* fn, const std::vector<Node>& labels, const std::vector<Node>& predictions) {
   if (labels.empty() || !labels[0].Ok()) kiln::detail::Throw("{}: no labels", fn);
   if (predictions.empty() || !predictions[0].Ok()) kiln::detail::Throw("{}: no predictions", fn);
@@ -174,12 +165,12 @@ Node SparseCategoricalAccuracy(const std::vector<Node>& labels, const std::vecto
   const char* fn = "SparseCategoricalAccuracy";
   CheckArgs(fn, labels, predictions);
   Node logits = predictions[0];
-  if (logits.rank() != 2)
-    kiln::detail::Throw("{}: predictions {} must be [batch, classes]", fn, logits.shape());
-  Node ids = Flat(fn, labels[0], logits.shape().Dim(0));
-  if (!IsInt(ids.dtype()))
-    kiln::detail::Throw("{}: labels must be integer class ids, got {}", fn, ids.shape());
-  Node pred = graph::ArgMax(logits, 1, ids.dtype());
+  if (logits.rank() < 2)
+    kiln::detail::Throw("{}: predictions {} must be [..., classes] with a batch axis", fn, logits.shape());
+  // Logits [batch, classes] with labels [batch] or [batch, 1], or leading axes [..., classes]
+  // with labels [...] or [..., 1]: the fraction of positions whose largest logit is the label.
+  Node ids = losses::internal::PositionLabels(fn, labels[0], logits);
+  Node pred = graph::ArgMax(logits, logits.rank() - 1, ids.dtype());
   return FractionTrue(graph::Equal(pred, ids));
 }
 

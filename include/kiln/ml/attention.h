@@ -39,6 +39,10 @@ Node ScaledDotProductAttention(Node query, Node key, Node value, Node mask = {},
 /// x: [batch, seq, heads, head_dim] (head_dim even), float; positions: integer or float, [seq]
 /// or [batch, seq].
 Node ApplyRoPE(Node x, Node positions, double base = 10000.0);
+/// ApplyRoPE with the inverse frequencies given: `inv_freq` is float [head_dim / 2] (a constant
+/// or an input), for scaled rotary embeddings (linear, NTK, Llama 3's) whose frequencies are not
+/// base^(-2i/head_dim).
+Node ApplyRoPEWithFrequencies(Node x, Node positions, Node inv_freq);
 
 }  // namespace kiln::nn
 

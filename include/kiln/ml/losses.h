@@ -34,6 +34,9 @@ Node BinaryCrossentropy(const std::vector<Node>& labels, const std::vector<Node>
 Node BinaryCrossentropyLogits(const std::vector<Node>& labels, const std::vector<Node>& predictions);
 /// Cross-entropy of logits [batch, classes] against integer class ids ([batch, 1] or [batch]),
 /// through log-softmax. An id outside [0, classes) selects no class and counts as a loss of 0.
+/// Logits with leading axes [batch, ..., classes] (a language model's [batch, seq, vocab]) take
+/// labels [batch, ...] or [batch, ..., 1]: the loss is the mean over every position, weighted by
+/// labels[1] and masked by labels[2] given per example ([batch]) or per position.
 Node SparseCategoricalCrossEntropyLogits(const std::vector<Node>& labels,
                                          const std::vector<Node>& predictions);
 /// Cross-entropy of probabilities [batch, classes] against one-hot or soft labels.

@@ -73,7 +73,9 @@ Metric NewMovingAverage(std::string name, std::string short_name, double factor,
 Metric NewMedian(std::string name, std::string short_name, BatchFn batch, int sample_size = 10001);
 
 // Batch functions.
-/// Fraction of examples whose logits' arg-max equals the integer label ([batch, 1] or [batch]).
+/// Fraction of examples whose logits' arg-max equals the integer label ([batch, 1] or [batch]);
+/// for logits with leading axes [batch, ..., classes], the fraction of positions (labels
+/// [batch, ...] or [batch, ..., 1]).
 Node SparseCategoricalAccuracy(const std::vector<Node>& labels, const std::vector<Node>& predictions);
 /// Fraction of examples with (logit > 0) == (label > 0.5).
 Node BinaryLogitsAccuracy(const std::vector<Node>& labels, const std::vector<Node>& predictions);
