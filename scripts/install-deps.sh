@@ -20,6 +20,8 @@ packages=(
   libfmt-dev zlib1g-dev libjpeg62-turbo-dev libdw-dev
   libdnnl-dev ocl-icd-opencl-dev opencl-c-headers libhwy-dev libeigen3-dev
   libonnx-dev libprotobuf-dev
+  # tokenizers: regexes, Unicode, SentencePiece
+  libpcre2-dev libicu-dev libsentencepiece-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # sanitizer and libFuzzer runtimes for clang (the fuzz and clang presets, scripts/fuzz.sh)

@@ -60,6 +60,7 @@
 #include "kiln/model/model.h"
 #include "kiln/onnx/onnx.h"
 #include "kiln/quant/quant.h"
+#include "kiln/tokenizers/tokenizer.h"
 #include "kiln/train/loop.h"
 #include "kiln/train/plots.h"
 #include "kiln/train/progress.h"
@@ -102,6 +103,9 @@
 /// Variable initializers (Glorot, He, orthogonal, constants...).
 /// @namespace kiln::regularizers
 /// L1 and L2 regularization of variables, added to the training loss.
+/// @namespace kiln::tokenizers
+/// Tokenizers: HuggingFace tokenizer.json (BPE, WordPiece, Unigram), GPT-2's vocab.json and
+/// merges.txt, SentencePiece .model files, and byte-level BPE training.
 /// @namespace kiln::train
 /// Trainer, Loop and their callbacks (train::EveryNSteps...).
 /// @namespace kiln::plots

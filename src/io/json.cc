@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <string_view>
+#include <unordered_set>
 
 #include "core/check.h"
 
@@ -47,6 +49,15 @@ Json Json::Array(std::vector<Json> items) {
 Json Json::Object() {
   Json j;
   j.kind_ = Kind::kObject;
+  return j;
+}
+
+Json Json::Object(std::vector<std::pair<std::string, Json>> members) {
+  std::unordered_set<std::string_view> seen(members.size());
+  for (const auto& m : members)
+    if (!seen.insert(m.first).second) detail::Throw("JSON: duplicate member \"{}\"", m.first);
+  Json j = Object();
+  j.object_ = std::move(members);
   return j;
 }
 
@@ -241,18 +252,21 @@ class Parser {
 
   Json ObjectValue(int depth) {
     ++i_;
-    Json o = Json::Object();
-    if (Eat('}')) return o;
+    if (Eat('}')) return Json::Object();
+    // Keys are checked for repeats with a hash set: a vocabulary object holds 100k members.
+    std::vector<std::pair<std::string, Json>> members;
+    std::unordered_set<std::string> seen;
     do {
       Space();
       if (i_ >= t_.size() || t_[i_] != '"') Fail("expected a member name");
       std::string key = StringValue();
-      if (o.Find(key) != nullptr) Fail(fmt::format("duplicate member \"{}\"", key));
+      if (!seen.insert(key).second) Fail(fmt::format("duplicate member \"{}\"", key));
       Expect(':');
-      o.Set(key, Value(depth + 1));
+      Json value = Value(depth + 1);
+      members.emplace_back(std::move(key), std::move(value));
     } while (Eat(','));
     Expect('}');
-    return o;
+    return Json::Object(std::move(members));
   }
 
   Json ArrayValue(int depth) {
