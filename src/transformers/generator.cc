@@ -136,10 +136,9 @@ std::vector<std::vector<int32_t>> Generator::GenerateBatch(const std::vector<std
   max_new = std::min(max_new, cfg.position_limit() - longest);
   if (max_new <= 0) return out;
 
-  // Cache slots: rows are left-padded to the longest prompt; capacity a power of two >= 64 (one
-  // program specialisation per capacity).
-  int64_t capacity = 64;
-  while (capacity < longest + max_new) capacity *= 2;
+  // Cache slots: rows are left-padded to the longest prompt; the capacity is rounded up to a
+  // multiple of 128 (one program specialisation per capacity; attention reads every slot).
+  const int64_t capacity = std::min(cfg.position_limit(), (longest + max_new + 127) / 128 * 128);
   const int64_t kv = cfg.kv_heads(), hd = cfg.head_dim(), vocab = cfg.vocab_size();
   std::vector<int64_t> pad(static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r)

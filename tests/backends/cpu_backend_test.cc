@@ -344,6 +344,55 @@ TEST(CpuDonation, AnInputReadAfterTheOutputIsWrittenIsNotReused) {
   EXPECT_EQ(b, (std::vector<float>{3, 6, 9, 12}));
 }
 
+TEST(CpuDonation, ADynamicUpdateSliceWritesIntoItsDonatedOperand) {
+  // A key/value cache: the update goes into the donated buffer, which holds the result; the rest
+  // of it is not copied. Without donation the input keeps its values.
+  compute::BackendPtr backend = Cpu();
+  Exec exec = NewExec(backend, [](Node cache, Node update, Node at) {
+    Node zero = ScalarLike(at, 0);
+    return DynamicUpdateSlice(cache, update, {zero, at});
+  });
+  auto make = [&] {
+    Tensor t = Tensor::FromShapeForBackend(backend, 0, Shape(DType::Float32, {4, 8}));
+    t.MutableFlatData<float>([](std::span<float> f) {
+      for (size_t i = 0; i < f.size(); ++i) f[i] = static_cast<float>(i);
+    });
+    return t;
+  };
+  const Tensor update =
+      Tensor::FromFlat(Shape(DType::Float32, {4, 2}), std::vector<float>{-1, -2, -3, -4, -5, -6, -7, -8});
+  Tensor cache = make();
+  const void* data = cache.DeviceBuffer(backend, 0)->HostData();
+  Tensor out = exec.Call1(Donate(cache), update, Tensor::FromScalar(int32_t{3}));
+  EXPECT_EQ(out.DeviceBuffer(backend, 0)->HostData(), data);
+  std::vector<float> want(32);
+  for (size_t i = 0; i < 32; ++i) want[i] = static_cast<float>(i);
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 2; ++c)
+      want[static_cast<size_t>(r * 8 + 3 + c)] = static_cast<float>(-(r * 2 + c + 1));
+  EXPECT_EQ(out.ToVector<float>(), want);
+  Tensor kept = make();
+  Tensor out2 = exec.Call1(kept, update, Tensor::FromScalar(int32_t{3}));
+  EXPECT_EQ(out2.ToVector<float>(), want);
+  EXPECT_EQ(kept.ToVector<float>()[3], 3.0f);
+}
+
+TEST(CpuDonation, AnUpdateReadFromTheOperandItselfIsNotWrittenInPlace) {
+  // The update is a view of the donated operand's own rows (a contiguous slice): writing in place
+  // would overwrite rows 0..1 while they are read. Rows 0..1 go to rows 1..2.
+  compute::BackendPtr backend = Cpu();
+  Exec exec = NewExec(backend, [](Node cache, Node at) {
+    Node rows = Slice(cache, {AxisRange(0, 2), AxisRange()});
+    return DynamicUpdateSlice(cache, rows, {at, ScalarLike(at, 0)});
+  });
+  Tensor cache = Tensor::FromShapeForBackend(backend, 0, Shape(DType::Float32, {4, 3}));
+  cache.MutableFlatData<float>([](std::span<float> f) {
+    for (size_t i = 0; i < f.size(); ++i) f[i] = static_cast<float>(i);
+  });
+  Tensor out = exec.Call1(Donate(cache), Tensor::FromScalar(int32_t{1}));
+  EXPECT_EQ(out.ToVector<float>(), (std::vector<float>{0, 1, 2, 0, 1, 2, 3, 4, 5, 9, 10, 11}));
+}
+
 // ---- Options and dump -------------------------------------------------------------------------
 
 TEST(CpuOptions, InvalidValuesAreErrorsNamingTheValidOnes) {

@@ -119,7 +119,7 @@ TEST(Generator, OneProgramServesEveryPromptLengthAndStep) {
   transformers::Generator gen(backend, store, cfg);
   gen.Generate({1, 2, 3}, transformers::Sampling::Greedy(), 10);
   gen.Generate({5, 6, 7, 8, 9, 10, 11}, transformers::Sampling::Greedy(), 20);
-  gen.Generate({5}, transformers::Sampling::Greedy(), 70);  // A larger cache (capacity 128).
+  gen.Generate({5}, transformers::Sampling::Greedy(), 90);  // A cache of another size (96 slots).
   EXPECT_EQ(gen.NumBuilds(), 1);
   // New tokens stop at the model's positions (96).
   EXPECT_EQ(gen.Generate({1, 2}, transformers::Sampling::Greedy(), 500).size(), 96u);

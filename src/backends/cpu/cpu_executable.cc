@@ -303,7 +303,14 @@ void CpuExecutable::PlanDonors(const Module& m, const std::vector<int>& last_use
       const int lu = last_use[static_cast<size_t>(p)];
       bool ok = lu < w;
       if (lu == w && writer_in_place) {
-        for (int o : writer.inst.operands) ok = ok || root_[static_cast<size_t>(o)] == p;
+        // Read in place: through an operand the writer may write over, and through no other
+        // (an update that aliases the memory it is written into would be overwritten as read).
+        bool over = false, other = false;
+        for (size_t i = 0; i < writer.inst.operands.size(); ++i) {
+          if (root_[static_cast<size_t>(writer.inst.operands[i])] != p) continue;
+          (MayWriteOver(writer, i) ? over : other) = true;
+        }
+        ok = over && !other;
       }
       if (ok) val.donors.push_back(pv.param);
     }
@@ -322,10 +329,15 @@ void CpuExecutable::PlanArena(const Module& m, const std::vector<int>& last_use)
     const Node& node = m.nodes[v];
     req.bytes[v] = val.bytes;
     if (!WritesInPlace(node, OperandShapes(m, node))) continue;
-    for (int o : node.inst.operands) {
-      const int r = root_[static_cast<size_t>(o)];
+    for (size_t i = 0; i < node.inst.operands.size(); ++i) {
+      const int r = root_[static_cast<size_t>(node.inst.operands[i])];
       const Value& rv = values_[static_cast<size_t>(r)];
-      if (rv.loc == Loc::kArena && rv.bytes == val.bytes) req.in_place[v].push_back(r);
+      if (rv.loc != Loc::kArena || rv.bytes != val.bytes || !MayWriteOver(node, i)) continue;
+      bool read_otherwise = false;  // Also read through an operand that must not be written over.
+      for (size_t j = 0; j < node.inst.operands.size(); ++j)
+        read_otherwise = read_otherwise ||
+                         (!MayWriteOver(node, j) && root_[static_cast<size_t>(node.inst.operands[j])] == r);
+      if (!read_otherwise) req.in_place[v].push_back(r);
     }
   }
   const MemoryPlan plan = MakePlan(req);

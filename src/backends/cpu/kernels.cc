@@ -36,6 +36,10 @@ bool WritesEveryElement(OpCategory c) {
 
 bool WritesInPlace(const Node& node, const std::vector<Shape>& operands) {
   if (node.kind == NodeKind::kFused) return true;
+  // DynamicUpdateSlice writes its update into the operand it replaces (a key/value cache updated
+  // in place); only operand 0 may be written over (MayWriteOver).
+  if (node.kind == NodeKind::kPrimitive && node.inst.op == OpType::DynamicUpdateSlice)
+    return !operands.empty() && operands[0] == node.inst.shape;
   // A softmax row is read whole before it is written; oneDNN's layer normalisation promises no
   // such thing.
   if (node.kind == NodeKind::kRowNorm) return node.row_norm->kind == RowNorm::Kind::kSoftmax;
@@ -59,6 +63,11 @@ bool WritesInPlace(const Node& node, const std::vector<Shape>& operands) {
   }
 }
 
+bool MayWriteOver(const Node& node, size_t operand) {
+  if (node.kind == NodeKind::kPrimitive && node.inst.op == OpType::DynamicUpdateSlice) return operand == 0;
+  return true;
+}
+
 KernelChoice ChooseKernel(CpuBackend& backend, int threads, const Node& node,
                           const std::vector<Shape>& operands) {
   if (node.kind == NodeKind::kFused || node.kind == NodeKind::kFusedReduce)
@@ -68,7 +77,11 @@ KernelChoice ChooseKernel(CpuBackend& backend, int threads, const Node& node,
   if (KernelChoice d = TryDnnlKernel(threads, node, operands); d.kernel) return d;
   const Instruction& inst = node.inst;
   Kernel k = ref::MakeKernel(inst, operands);
-  if (WritesEveryElement(GetOpCategory(inst.op))) return {std::move(k), "ref"};
+  // DynamicSlice and DynamicUpdateSlice write every element too (DynamicUpdateSlice may run in
+  // place: clearing its result first would clear the operand it updates).
+  if (WritesEveryElement(GetOpCategory(inst.op)) || inst.op == OpType::DynamicSlice ||
+      inst.op == OpType::DynamicUpdateSlice)
+    return {std::move(k), "ref"};
   const int64_t bytes = inst.shape.ByteSize();
   return {[k = std::move(k), bytes](ref::Operands in, uint8_t* out) {
             if (bytes > 0) std::memset(out, 0, static_cast<size_t>(bytes));

@@ -45,6 +45,9 @@ KernelChoice ChooseKernel(CpuBackend& backend, int threads, const Node& node,
 
 /// Whether the node's result may be written over an operand of the same size at its last use.
 bool WritesInPlace(const Node& node, const std::vector<Shape>& operands);
+/// For a node that WritesInPlace: whether its result may take the memory of operand number
+/// `operand` (DynamicUpdateSlice: only the operand it updates, never the update itself).
+bool MayWriteOver(const Node& node, size_t operand);
 
 /// A compiled tuple op (While, If, OptimizationBarrier, Composite): operand buffers in, fresh
 /// result buffers out; sub-programs are compiled for the cpu backend once (cpu_control.cc).
