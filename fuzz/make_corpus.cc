@@ -139,6 +139,41 @@ int main(int argc, char** argv) {
   Write(dir("settings") / "a.txt",
         "steps=100;learning_rate=0.01;/model/dense/units=[64,32];name=run\nthreads=2");
   Write(dir("settings") / "b.txt", "flag=true;x=-5;y=+1.5e-3");
+  // Tokenizers: a trained byte-level BPE, WordPiece (BERT's pipeline), Unigram (Metaspace) and
+  // Llama 2's byte-fallback BPE; GPT-2's vocab.json and merges.txt, joined by a NUL byte.
+  tokenizers::TrainBpe({"the quick brown fox jumps over the lazy dog. It's 2024!"}, 300)
+      .Save((dir("tokenizer_json") / "bpe.json").string());
+  Write(
+      dir("tokenizer_json") / "wordpiece.json",
+      R"({"added_tokens":[{"id":1,"content":"[UNK]","special":true},{"id":2,"content":"[CLS]","special":true},)"
+      R"({"id":3,"content":"[SEP]","special":true}],"normalizer":{"type":"BertNormalizer","lowercase":true},)"
+      R"("pre_tokenizer":{"type":"BertPreTokenizer"},"post_processor":{"type":"BertProcessing",)"
+      R"("sep":["[SEP]",3],"cls":["[CLS]",2]},"decoder":{"type":"WordPiece","prefix":"##"},)"
+      R"("model":{"type":"WordPiece","unk_token":"[UNK]","vocab":{"[PAD]":0,"[UNK]":1,"[CLS]":2,)"
+      R"("[SEP]":3,"hello":4,"world":5,"##s":6,",":7}}})");
+  Write(
+      dir("tokenizer_json") / "unigram.json",
+      R"({"normalizer":{"type":"Sequence","normalizers":[{"type":"NFKC"},{"type":"Lowercase"},)"
+      R"({"type":"Replace","pattern":{"Regex":" {2,}"},"content":" "}]},)"
+      R"("pre_tokenizer":{"type":"Metaspace","replacement":"\u2581","prepend_scheme":"first","split":true},)"
+      R"("decoder":{"type":"Metaspace","replacement":"\u2581","prepend_scheme":"first"},)"
+      R"("model":{"type":"Unigram","unk_id":0,"byte_fallback":true,"vocab":[["<unk>",0],)"
+      R"(["\u2581",-2],["\u2581he",-3],["llo",-2.5],["<0x41>",-9],["w",-4],["o",-4],["r",-4],["l",-4],["d",-4]]}})");
+  Write(
+      dir("tokenizer_json") / "llama2.json",
+      R"({"added_tokens":[{"id":0,"content":"<unk>","special":true},{"id":1,"content":"<s>","special":true}],)"
+      R"("normalizer":{"type":"Sequence","normalizers":[{"type":"Prepend","prepend":"\u2581"},)"
+      R"({"type":"Replace","pattern":{"String":" "},"content":"\u2581"}]},)"
+      R"("post_processor":{"type":"TemplateProcessing","single":[{"SpecialToken":{"id":"<s>","type_id":0}},)"
+      R"({"Sequence":{"id":"A","type_id":0}}],"special_tokens":{"<s>":{"id":"<s>","ids":[1],"tokens":["<s>"]}}},)"
+      R"("decoder":{"type":"Sequence","decoders":[{"type":"Replace","pattern":{"String":"\u2581"},"content":" "},)"
+      R"({"type":"ByteFallback"},{"type":"Fuse"},{"type":"Strip","content":" ","start":1,"stop":0}]},)"
+      R"("model":{"type":"BPE","unk_token":"<unk>","fuse_unk":true,"byte_fallback":true,"vocab":{"<unk>":0,)"
+      R"("<s>":1,"<0x41>":2,"<0xC3>":3,"<0xA9>":4,"\u2581":5,"h":6,"i":7,"hi":8,"\u2581hi":9},)"
+      R"("merges":["h i",["\u2581","hi"]]}})");
+  Write(dir("gpt2_files") / "a",
+        std::string(R"({"a":0,"b":1,"ab":2,"\u0120":3,"\u0120ab":4,"<|endoftext|>":5})") + '\0' +
+            "#version: 0.2\na b\n\u0120 ab\n");
   // A checkpoint record, of the store checkpoint_fuzz saves.
   {
     const fs::path ckpt = fs::temp_directory_path() / "kiln_make_corpus_ckpt";
