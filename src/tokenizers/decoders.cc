@@ -152,7 +152,7 @@ class WordPiece final : public Decoder {
         if (!prefix_.empty() && t.compare(0, prefix_.size(), prefix_) == 0)
           t.erase(0, prefix_.size());
         else
-          t.insert(0, " ");
+          t = " " + t;
       }
       if (cleanup_) t = Cleanup(t);
     }

@@ -25,15 +25,20 @@ class Tokenizer {
   struct Impl;
   /// Internal: a tokenizer over `impl` (use the readers and TrainBpe).
   explicit Tokenizer(std::shared_ptr<const Impl> impl);
+  /// A copy sharing the vocabulary (cheap).
   Tokenizer(const Tokenizer&);
+  /// Moves; the moved-from tokenizer may only be assigned to or destroyed.
   Tokenizer(Tokenizer&&) noexcept;
+  /// Copies, sharing the vocabulary.
   Tokenizer& operator=(const Tokenizer&);
+  /// Moves.
   Tokenizer& operator=(Tokenizer&&) noexcept;
+  /// Releases this handle (the vocabulary goes with its last handle).
   ~Tokenizer();
 
   /// The ids of `text` (UTF-8; invalid UTF-8 is a kiln::Error naming the byte offset). With
   /// `add_special_tokens`, the post-processor adds what the model expects around a sequence
-  /// (BERT's [CLS] ... [SEP], Llama's <s>); special tokens written in the text are always
+  /// (BERT's `[CLS] ... [SEP]`, Llama's `<s>`); special tokens written in the text are always
   /// recognised as such.
   std::vector<int32_t> Encode(std::string_view text, bool add_special_tokens = true) const;
   /// The text of `ids` through the decoder; an id outside the vocabulary is a kiln::Error.
@@ -84,8 +89,8 @@ class Tokenizer {
 /// Reads HuggingFace's tokenizer.json. Models BPE (byte-level as GPT-2 and Llama 3, with byte
 /// fallback as Llama 2), WordPiece (BERT) and Unigram. The special-token roles come from a
 /// tokenizer_config.json beside the file if there is one, else from the usual token names
-/// (<s>, </s>, <|endoftext|>, [CLS], [SEP], [PAD], <pad>, the model's unk token...). A malformed
-/// file or a component kiln does not support is a kiln::Error naming the file and what was wrong.
+/// (`<s>`, `</s>`, `<|endoftext|>`, `[CLS]`, `[SEP]`, `[PAD]`, `<pad>`, the model's unk token...). A
+/// malformed file or a component kiln does not support is a kiln::Error naming the file and what was wrong.
 Tokenizer FromFile(const std::string& path);
 
 /// Reads GPT-2's own files: `vocab_json_path` (token -> id) and `merges_txt_path` (one merge per
@@ -99,7 +104,7 @@ Tokenizer FromSentencePiece(const std::string& model_path);
 /// Trains a byte-level BPE on `texts` (GPT-2's pre-tokenizer): the 256 byte tokens first, then
 /// merges, most frequent pair first (ties broken by the pair's token ids, so training is
 /// deterministic), until the vocabulary has `vocab_size` tokens including the special token
-/// <|endoftext|> (the last id; Bos and Eos), or no adjacent pair is left to merge. `vocab_size`
+/// `<|endoftext|>` (the last id; Bos and Eos), or no adjacent pair is left to merge. `vocab_size`
 /// must be at least 257.
 Tokenizer TrainBpe(const std::vector<std::string>& texts, int vocab_size);
 
