@@ -519,7 +519,7 @@ TEST(CpuThreads, SmallProgramsRunOnTheCallingThreadLargeOnesOnTheTeam) {
   }
 }
 
-TEST(CpuThreads, TheGatesDefaultFollowsOpenMPsWaitPolicy) {
+TEST(CpuThreads, TheGatesFollowOpenMPsWaitPolicy) {
   // Sleeping threads (PASSIVE, or no spinning) make every parallel region a wake-up: the high
   // threshold; a spinning team (the default policy, ACTIVE) the low one.
   using compute::cpu::DefaultSerialWork;
@@ -529,8 +529,11 @@ TEST(CpuThreads, TheGatesDefaultFollowsOpenMPsWaitPolicy) {
   unsetenv("GOMP_SPINCOUNT");
   setenv("OMP_WAIT_POLICY", "passive", 1);
   EXPECT_EQ(DefaultSerialWork(), compute::cpu::kSmallProgramWork);
+  EXPECT_EQ(compute::cpu::SingleThreadMacs(), compute::cpu::kSingleThreadMacs);
   setenv("OMP_WAIT_POLICY", "ACTIVE", 1);
   EXPECT_EQ(DefaultSerialWork(), compute::cpu::kSpinningProgramWork);
+  EXPECT_EQ(compute::cpu::SingleThreadMacs(), compute::cpu::kSpinningSingleThreadMacs);
+  EXPECT_LT(compute::cpu::kSpinningSingleThreadMacs, compute::cpu::kSingleThreadMacs);
   unsetenv("OMP_WAIT_POLICY");
   EXPECT_EQ(DefaultSerialWork(), compute::cpu::kSpinningProgramWork);
   setenv("GOMP_SPINCOUNT", "0", 1);

@@ -58,16 +58,25 @@ ProgramLoad ProgramWork(const Module& m) {
   return load;
 }
 
-int64_t DefaultSerialWork() {
+namespace {
+
+/// Whether OpenMP's threads sleep between parallel regions ($OMP_WAIT_POLICY=PASSIVE or
+/// $GOMP_SPINCOUNT=0).
+bool TeamSleeps() {
   auto env = [](const char* name) {
     const char* v = std::getenv(name);
     std::string s = v == nullptr ? "" : v;
     for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return s;
   };
-  const bool sleeps = env("OMP_WAIT_POLICY") == "passive" || env("GOMP_SPINCOUNT") == "0";
-  return sleeps ? kSmallProgramWork : kSpinningProgramWork;
+  return env("OMP_WAIT_POLICY") == "passive" || env("GOMP_SPINCOUNT") == "0";
 }
+
+}  // namespace
+
+int64_t DefaultSerialWork() { return TeamSleeps() ? kSmallProgramWork : kSpinningProgramWork; }
+
+int64_t SingleThreadMacs() { return TeamSleeps() ? kSingleThreadMacs : kSpinningSingleThreadMacs; }
 
 int ProgramThreads(const Module& m, int threads, int64_t serial_work) {
   if (threads <= 1 || serial_work <= 0) return std::max(threads, 1);

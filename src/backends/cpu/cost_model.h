@@ -42,6 +42,18 @@ int64_t DefaultSerialWork();
 /// batch 1 answers in 71 us on one thread against 142 us on two.
 inline constexpr int64_t kSingleThreadMacs = int64_t{1} << 19;
 
+/// The same threshold when the team spins between parallel regions (OpenMP's default wait
+/// policy): a region costs microseconds, and a matrix-vector product with weights of a few
+/// hundred KB gains a second core's bandwidth. Measured with `kiln_lm_bench generate` (a
+/// Llama-shaped model at batch 1, KILN_CPU_PROFILE=1): the key and value projections 1x768x256
+/// (197K multiply-adds, 786 KB of weights) take 0.104 ms on one thread and 0.062-0.096 ms on two
+/// (means over their 40 calls per run, two runs each, on a busy host).
+inline constexpr int64_t kSpinningSingleThreadMacs = int64_t{1} << 16;
+
+/// kSingleThreadMacs when OpenMP's threads sleep between regions (as DefaultSerialWork decides),
+/// else kSpinningSingleThreadMacs.
+int64_t SingleThreadMacs();
+
 /// A rough cost per element of a fused program (loads, ops and the store; each op weighs its
 /// Cost column of fused_ops.def): the threading gate multiplies it by the element count.
 int64_t FusedCost(const FusedSpec& spec);

@@ -222,7 +222,7 @@ KernelChoice MakeDnnlMatmul(int threads, const Instruction& inst, const std::vec
   const int64_t batch = plan->lhs.dims3[0], m = plan->lhs.dims3[1], k = plan->lhs.dims3[2],
                 n = plan->rhs.dims3[2];
   const int64_t macs = batch * m * k * n;
-  plan->threads = macs <= kSingleThreadMacs ? 1 : threads;
+  plan->threads = macs <= SingleThreadMacs() ? 1 : threads;
   // Created for the team size it runs with (some implementations split work by it).
   const ThreadScope scope(plan->threads);
   try {
