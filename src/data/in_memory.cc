@@ -38,11 +38,6 @@ InMemoryDataset::InMemoryDataset(compute::BackendPtr backend, std::string name, 
 
 InMemoryDataset& InMemoryDataset::BatchSize(int64_t n, bool drop_incomplete) {
   if (n < 1) kiln::detail::Throw("dataset \"{}\": batch size {} must be at least 1", name_, n);
-  if (n > num_examples_ && drop_incomplete) {
-    kiln::detail::Throw(
-        "dataset \"{}\": batch size {} exceeds the {} examples, so every batch would be dropped", name_, n,
-        num_examples_);
-  }
   batch_ = n;
   drop_incomplete_ = drop_incomplete;
   return *this;
@@ -97,6 +92,13 @@ Tensor InMemoryDataset::Gather(const Tensor& t, const std::vector<int64_t>& rows
 }
 
 bool InMemoryDataset::Yield(std::any& spec, std::vector<Tensor>& inputs, std::vector<Tensor>& labels) {
+  // An infinite dataset joins epochs, so a batch may hold more than one epoch's examples.
+  if (!infinite_ && drop_incomplete_ && batch_ > num_examples_) {
+    kiln::detail::Throw(
+        "dataset \"{}\": batch size {} exceeds the {} examples, so every batch would be dropped (an "
+        "Infinite dataset joins epochs instead)",
+        name_, batch_, num_examples_);
+  }
   std::vector<int64_t> rows;
   while (static_cast<int64_t>(rows.size()) < batch_) {
     if (position_ >= num_examples_) {

@@ -56,6 +56,15 @@ TEST(InMemoryDataset, BatchesEpochsAndShuffling) {
   }
   EXPECT_EQ(first_epoch, std::multiset<float>(xs.begin(), xs.end()));
   for (int b = 0; b < 7; ++b) ASSERT_TRUE(ds->Yield(spec, in, lab));
+  // A batch larger than the dataset: an infinite one joins epochs (every example once in the first
+  // ten rows); a finite one that drops incomplete batches would yield nothing, an error.
+  ds->BatchSize(13, true).Reset();
+  ASSERT_TRUE(ds->Yield(spec, in, lab));
+  const std::vector<float> big = in[0].ToVector<float>();
+  ASSERT_EQ(big.size(), 13u);
+  EXPECT_EQ(std::multiset<float>(big.begin(), big.begin() + 10), std::multiset<float>(xs.begin(), xs.end()));
+  ds->Infinite(false).Reset();
+  EXPECT_TRUE(Throws([&] { ds->Yield(spec, in, lab); }, {"\"ten\"", "batch size 13", "10 examples"}));
   EXPECT_TRUE(Throws(
       [&] {
         data::InMemoryFromData(compute::New(), "bad", {Column(xs)}, {Column({1, 2})});

@@ -45,11 +45,14 @@ class InMemoryDataset : public Dataset {
   InMemoryDataset(compute::BackendPtr backend, std::string name, std::vector<Tensor> inputs,
                   std::vector<Tensor> labels);
 
-  /// Batches of `n` examples; `drop_incomplete` drops a last, smaller batch of an epoch.
+  /// Batches of `n` examples; `drop_incomplete` drops a last, smaller batch of an epoch. An
+  /// Infinite dataset joins its epochs, so its batches may be larger than the dataset; for a
+  /// finite one with `drop_incomplete`, n above the number of examples makes Yield a kiln::Error.
   InMemoryDataset& BatchSize(int64_t n, bool drop_incomplete);
   /// Visits the examples in a random order, reshuffled every epoch (seeded: reproducible).
   InMemoryDataset& Shuffle(uint64_t seed = 42);
-  /// Never ends: epochs are joined so every batch is full (the step compiles once).
+  /// Never ends: epochs are joined so every batch is full (the step compiles once), even one of
+  /// more examples than the dataset holds.
   InMemoryDataset& Infinite(bool infinite);
   /// Ends after `n` epochs (finite datasets; 1 by default).
   InMemoryDataset& Epochs(int n);
