@@ -174,6 +174,16 @@ int main(int argc, char** argv) {
   Write(dir("gpt2_files") / "a",
         std::string(R"({"a":0,"b":1,"ab":2,"\u0120":3,"\u0120ab":4,"<|endoftext|>":5})") + '\0' +
             "#version: 0.2\na b\n\u0120 ab\n");
+  // HuggingFace config.json files: Llama with Llama 3 rope scaling and GPT-2 (hf_config_fuzz).
+  Write(
+      dir("hf_config") / "llama.json",
+      transformers::Config::Llama().Rope(transformers::RopeScaling::kLlama3, 8, 8192).EosTokenId(2).ToJson());
+  Write(dir("hf_config") / "gpt2.json", transformers::Config::Gpt2().ToJson());
+  Write(
+      dir("hf_config") / "qwen2.json",
+      R"({"model_type":"qwen2","vocab_size":100,"hidden_size":32,"intermediate_size":64,"num_hidden_layers":2,)"
+      R"("num_attention_heads":4,"num_key_value_heads":2,"rope_scaling":{"type":"dynamic","factor":2.0},)"
+      R"("eos_token_id":[1,2],"tie_word_embeddings":true})");
   // A checkpoint record, of the store checkpoint_fuzz saves.
   {
     const fs::path ckpt = fs::temp_directory_path() / "kiln_make_corpus_ckpt";

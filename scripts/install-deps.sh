@@ -27,8 +27,8 @@ packages=(
   # sanitizer and libFuzzer runtimes for clang (the fuzz and clang presets, scripts/fuzz.sh)
   libclang-rt-14-dev
   python3 python3-numpy
-  # data for the tests and the main job
-  dataset-fashion-mnist libonnx-testdata
+  # data for the tests and the main jobs (Fashion-MNIST, ONNX test cases, the text job's fortunes)
+  dataset-fashion-mnist libonnx-testdata fortunes
   # the training plot (Chart.js is inlined into the page) and its rendering check
   libjs-chart.js chromium fonts-dejavu-core
   # docs and formatting

@@ -43,17 +43,25 @@ class Config {
   /// BOS/EOS ids are set (GPT-2's own are 50256; its config.json sets them).
   static Config Gpt2();
 
+  /// Number of token ids.
   Config& VocabSize(int64_t n);
+  /// Width of the residual stream (the embeddings).
   Config& HiddenSize(int64_t n);
+  /// Number of decoder layers.
   Config& Layers(int64_t n);
+  /// Number of query heads.
   Config& Heads(int64_t n);
   /// Key/value heads for grouped-query attention (must divide Heads); Llama only.
   Config& KVHeads(int64_t n);
   /// Per-head dimension (default: hidden / heads).
   Config& HeadDim(int64_t n);
+  /// Width of the MLP's hidden layer.
   Config& IntermediateSize(int64_t n);
+  /// The longest sequence (GPT-2: the learned positions; Llama: the trained context).
   Config& MaxPositions(int64_t n);
+  /// Epsilon of the RMSNorm or LayerNorm layers.
   Config& NormEpsilon(double eps);
+  /// The rotary embeddings' base (theta).
   Config& RopeTheta(double theta);
   /// Rotary scaling; `original_max_positions` is the trained context of kLlama3 (kDynamic
   /// stretches past max_positions),
@@ -66,20 +74,30 @@ class Config {
   Config& AttentionBias(bool bias);
   /// Biases on the MLP's projections.
   Config& MlpBias(bool bias);
+  /// The beginning-of-sequence token (written to config.json; not added to prompts).
   Config& BosTokenId(std::optional<int32_t> id);
   /// The end-of-sequence token; transformers::Generator stops on it.
   Config& EosTokenId(std::optional<int32_t> id);
 
+  /// The layout family.
   Architecture architecture() const { return arch_; }
   /// HuggingFace's model_type ("llama", "mistral", "qwen2", "gpt2").
   const std::string& model_type() const { return model_type_; }
+  /// VocabSize.
   int64_t vocab_size() const { return vocab_; }
+  /// HiddenSize.
   int64_t hidden_size() const { return hidden_; }
+  /// Layers.
   int64_t layers() const { return layers_; }
+  /// Heads.
   int64_t heads() const { return heads_; }
+  /// KVHeads (Heads when unset).
   int64_t kv_heads() const { return kv_heads_ > 0 ? kv_heads_ : heads_; }
+  /// HeadDim (hidden / heads when unset).
   int64_t head_dim() const { return head_dim_ > 0 ? head_dim_ : (heads_ > 0 ? hidden_ / heads_ : 0); }
+  /// IntermediateSize.
   int64_t intermediate_size() const { return intermediate_; }
+  /// MaxPositions.
   int64_t max_positions() const { return max_positions_; }
   /// The longest sequence the model takes: max_positions, times the factor with dynamic NTK
   /// rotary scaling (which stretches the frequencies once a sequence passes max_positions).
@@ -88,17 +106,29 @@ class Config {
                ? static_cast<int64_t>(static_cast<double>(max_positions_) * rope_factor_)
                : max_positions_;
   }
+  /// NormEpsilon.
   double norm_epsilon() const { return norm_eps_; }
+  /// RopeTheta.
   double rope_theta() const { return rope_theta_; }
+  /// The rotary scaling kind.
   RopeScaling rope_scaling() const { return rope_scaling_; }
+  /// The rotary scaling factor.
   double rope_factor() const { return rope_factor_; }
+  /// The trained context of the rotary scaling (0: unset).
   int64_t rope_original_max_positions() const { return rope_original_max_; }
+  /// Llama 3 scaling's low-frequency factor.
   double rope_low_freq_factor() const { return rope_low_freq_; }
+  /// Llama 3 scaling's high-frequency factor.
   double rope_high_freq_factor() const { return rope_high_freq_; }
+  /// TieEmbeddings.
   bool tie_embeddings() const { return tie_; }
+  /// AttentionBias.
   bool attention_bias() const { return attention_bias_; }
+  /// MlpBias.
   bool mlp_bias() const { return mlp_bias_; }
+  /// BosTokenId.
   std::optional<int32_t> bos_token_id() const { return bos_; }
+  /// EosTokenId.
   std::optional<int32_t> eos_token_id() const { return eos_; }
 
   /// kiln::Error naming the field when a size is not positive, heads do not divide the hidden

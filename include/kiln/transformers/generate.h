@@ -32,7 +32,7 @@ struct Sampling {
   int64_t top_k = 0;              ///< 0: no limit.
   double top_p = 1;               ///< 1: no limit.
   double repetition_penalty = 1;  ///< 1: none.
-  uint64_t seed = 0;
+  uint64_t seed = 0;              ///< Seeds the draws (the same seed, the same tokens).
 
   /// The largest logit every step.
   static Sampling Greedy() { return Sampling(); }
@@ -43,22 +43,27 @@ struct Sampling {
     s.seed = seed;
     return s;
   }
+  /// Sets the temperature (0: greedy).
   Sampling& Temperature(double t) {
     temperature = t;
     return *this;
   }
+  /// Keeps the k largest logits (0: all).
   Sampling& TopK(int64_t k) {
     top_k = k;
     return *this;
   }
+  /// Keeps the smallest set of tokens whose probability reaches p (1: all).
   Sampling& TopP(double p) {
     top_p = p;
     return *this;
   }
+  /// Penalises tokens already in the row (1: none).
   Sampling& RepetitionPenalty(double penalty) {
     repetition_penalty = penalty;
     return *this;
   }
+  /// Seeds the draws.
   Sampling& Seed(uint64_t s) {
     seed = s;
     return *this;
@@ -73,6 +78,8 @@ using TokenCallback = std::function<bool(int row, int32_t token)>;
 /// CausalLM(cfg) or read by LoadHF). Copies share the compiled program and the settings.
 class Generator {
  public:
+  /// A generator of the model in `store` with config `cfg`, on `backend`; kiln::Error for an
+  /// invalid config.
   Generator(compute::BackendPtr backend, model::Store store, Config cfg);
 
   /// Tokens that end a row (included in its output). The config's eos_token_id, if set, is one.
@@ -95,6 +102,7 @@ class Generator {
   /// reuse it).
   int NumBuilds() const;
 
+  /// Internal: the shared state (compiled program, settings).
   struct State;
 
  private:
