@@ -67,13 +67,6 @@ Node MeanPerExample(Node x) {
   return graph::ReduceMean(x, axes);
 }
 
-Node SumPerExample(Node x) {
-  if (x.rank() <= 1) return x;
-  std::vector<int> axes;
-  for (int a = 1; a < x.rank(); ++a) axes.push_back(a);
-  return graph::ReduceSum(x, axes);
-}
-
 /// labels[0] converted to the predictions' dtype, with the same shape (error naming `fn`).
 Node SameShapeLabels(const char* fn, const std::vector<Node>& labels, Node pred) {
   Node y = labels[0];
@@ -211,15 +204,17 @@ Node CategoricalCrossEntropy(const std::vector<Node>& labels, const std::vector<
   CheckArgs("CategoricalCrossEntropy", labels, predictions);
   Node p = graph::Clip(predictions[0], 1e-7, 1.0);
   Node y = SameShapeLabels("CategoricalCrossEntropy", labels, p);
-  return Reduce("CategoricalCrossEntropy", graph::Neg(SumPerExample(y * graph::Log(p))), labels);
+  // Per position (classes on the last axis), then the mean over leading axes and examples.
+  Node l = graph::Neg(graph::ReduceSum(y * graph::Log(p), {p.rank() - 1}));
+  return Reduce("CategoricalCrossEntropy", MeanPerExample(l), labels);
 }
 
 Node CategoricalCrossEntropyLogits(const std::vector<Node>& labels, const std::vector<Node>& predictions) {
   CheckArgs("CategoricalCrossEntropyLogits", labels, predictions);
   Node z = predictions[0];
   Node y = SameShapeLabels("CategoricalCrossEntropyLogits", labels, z);
-  return Reduce("CategoricalCrossEntropyLogits", graph::Neg(SumPerExample(y * graph::LogSoftmax(z, {-1}))),
-                labels);
+  Node l = graph::Neg(graph::ReduceSum(y * graph::LogSoftmax(z, {-1}), {z.rank() - 1}));
+  return Reduce("CategoricalCrossEntropyLogits", MeanPerExample(l), labels);
 }
 
 }  // namespace kiln::losses

@@ -307,6 +307,28 @@ TEST(Losses, SparseCrossEntropyWithLeadingAxesIsTheMeanOverPositions) {
           plain.Call(Tensor::FromFlat(Shape(DType::Int32, {3, 2}), ids), logits);
         },
         {"SparseCategoricalCrossEntropyLogits", "leading axes"}));
+    // One-hot labels through the dense cross-entropy: the same mean over positions (the id 9
+    // selects no class there either: an all-zero row).
+    std::vector<float> onehot(24, 0.0f);
+    for (int p = 0; p < 6; ++p)
+      if (ids[static_cast<size_t>(p)] < 4)
+        onehot[static_cast<size_t>(p * 4 + ids[static_cast<size_t>(p)])] = 1;
+    graph::Exec dense = graph::NewExec(backend, [](graph::Node y, graph::Node x) {
+      return losses::CategoricalCrossEntropyLogits({y}, {x});
+    });
+    EXPECT_NEAR(
+        dense.Call(Tensor::FromFlat(Shape(DType::Float32, {2, 3, 4}), onehot), logits)[0].Item<float>(),
+        sum / 6, 1e-5);
+    // The accuracy over positions: the arg-max of each row against the ids.
+    int right = 0;
+    for (int p = 0; p < 6; ++p) {
+      const auto row = z.begin() + p * 4;
+      right += std::max_element(row, row + 4) - row == ids[static_cast<size_t>(p)];
+    }
+    graph::Exec acc = graph::NewExec(
+        backend, [](graph::Node y, graph::Node x) { return metrics::SparseCategoricalAccuracy({y}, {x}); });
+    EXPECT_NEAR(acc.Call(Tensor::FromFlat(Shape(DType::Int32, {2, 3}), ids), logits)[0].Item<float>(),
+                right / 6.0, 1e-6);
   }
 }
 

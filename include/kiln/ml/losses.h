@@ -39,9 +39,11 @@ Node BinaryCrossentropyLogits(const std::vector<Node>& labels, const std::vector
 /// labels[1] and masked by labels[2] given per example ([batch]) or per position.
 Node SparseCategoricalCrossEntropyLogits(const std::vector<Node>& labels,
                                          const std::vector<Node>& predictions);
-/// Cross-entropy of probabilities [batch, classes] against one-hot or soft labels.
+/// Cross-entropy of probabilities [batch, classes] against one-hot or soft labels of the same
+/// shape; with leading axes [batch, ..., classes], the mean over every position.
 Node CategoricalCrossEntropy(const std::vector<Node>& labels, const std::vector<Node>& predictions);
-/// Cross-entropy of logits against one-hot or soft labels, through log-softmax.
+/// Cross-entropy of logits against one-hot or soft labels, through log-softmax (leading axes as
+/// CategoricalCrossEntropy).
 Node CategoricalCrossEntropyLogits(const std::vector<Node>& labels, const std::vector<Node>& predictions);
 
 /// How TripletLoss picks its triplets (anchor a, positive p of a's class, negative n of another).
