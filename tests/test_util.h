@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include <exception>
@@ -53,6 +54,18 @@ inline ::testing::AssertionResult Throws(const std::function<void()>& fn,
     return ::testing::AssertionFailure() << "threw a non-std exception";
   }
   return ::testing::AssertionFailure() << "did not throw";
+}
+
+/// The standard output of the shell `command`; when it fails, that output after "FAILED: " (so
+/// a comparison with the expected output fails showing it).
+inline std::string StdoutOf(const std::string& command) {
+  std::string out;
+  FILE* p = popen(command.c_str(), "r");
+  if (p == nullptr) return "FAILED: popen";
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  return pclose(p) == 0 ? out : "FAILED: " + out;
 }
 
 /// A fresh temporary directory, removed with its content when the object goes.

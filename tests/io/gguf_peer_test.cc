@@ -14,17 +14,7 @@
 namespace {
 
 using namespace kiln;
-
-/// The standard output of `command` ("" when it fails).
-std::string StdoutOf(const std::string& command) {
-  std::string out;
-  FILE* p = popen(command.c_str(), "r");
-  if (p == nullptr) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  return pclose(p) == 0 ? out : "";
-}
+using kiln::test::StdoutOf;
 
 TEST(GgufPeer, AnIndependentParserReadsWhatKilnWrites) {
   const char* src = std::getenv("KILN_TEST_SOURCE_DIR");

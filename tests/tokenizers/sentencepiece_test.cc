@@ -15,20 +15,11 @@ namespace {
 
 using kiln::test::TempDir;
 using kiln::test::VariedTexts;
+using kiln::test::StdoutOf;
 using kiln::test::WriteText;
 using kiln::tokenizers::FromSentencePiece;
 using kiln::tokenizers::Tokenizer;
 using Ids = std::vector<int32_t>;
-
-std::string StdoutOf(const std::string& command) {
-  std::string out;
-  FILE* p = popen(command.c_str(), "r");
-  if (p == nullptr) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  return pclose(p) == 0 ? out : "FAILED: " + out;
-}
 
 /// Sentences of made-up words (syllables, some accented or CJK), the same every run.
 std::string TrainingText() {

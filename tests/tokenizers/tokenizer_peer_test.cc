@@ -18,19 +18,10 @@ namespace {
 
 using kiln::test::TempDir;
 using kiln::test::VariedTexts;
+using kiln::test::StdoutOf;
 using kiln::test::WriteText;
 using namespace kiln::tokenizers;
 using Ids = std::vector<int32_t>;
-
-std::string StdoutOf(const std::string& command) {
-  std::string out;
-  FILE* p = popen(command.c_str(), "r");
-  if (p == nullptr) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  return pclose(p) == 0 ? out : "FAILED: " + out;
-}
 
 std::string Modules() {
   const char* src = std::getenv("KILN_TEST_SOURCE_DIR");
