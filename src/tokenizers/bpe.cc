@@ -3,7 +3,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <array>
 #include <queue>
 #include <tuple>
@@ -28,52 +27,40 @@ class Bpe final : public Model {
         suffix_(spec.end_of_word_suffix),
         fuse_unk_(spec.fuse_unk),
         byte_fallback_(spec.byte_fallback),
-        ignore_merges_(spec.ignore_merges) {
-    tokens_ = TokensById(spec.vocab, f, "model BPE: \"vocab\"");
-    present_.assign(tokens_.size(), false);
-    for (const auto& v : spec.vocab) present_[v.second] = true;
-    ids_.reserve(spec.vocab.size());
-    for (const auto& [t, id] : spec.vocab)
-      if (!ids_.emplace(t, id).second)
-        f.Fail(fmt::format("model BPE: token \"{}\" appears twice in the vocabulary", t));
+        ignore_merges_(spec.ignore_merges),
+        vocab_(spec.vocab, f, "model BPE") {
     if (unk_token_) {
-      const auto it = ids_.find(*unk_token_);
-      if (it == ids_.end())
+      unk_id_ = vocab_.Find(*unk_token_);
+      if (unk_id_ < 0)
         f.Fail(fmt::format("model BPE: unk_token \"{}\" is not in the vocabulary", *unk_token_));
-      unk_id_ = it->second;
     }
     merges_.reserve(spec.merges.size());
     for (size_t rank = 0; rank < spec.merges.size(); ++rank) {
       const auto& [a, b] = spec.merges[rank];
-      const auto ia = ids_.find(a), ib = ids_.find(b);
-      if (ia == ids_.end() || ib == ids_.end())
+      const int32_t ia = vocab_.Find(a), ib = vocab_.Find(b);
+      if (ia < 0 || ib < 0)
         f.Fail(fmt::format("model BPE: merge {} \"{} {}\" names a token that is not in the vocabulary", rank,
                            a, b));
       const std::string merged =
           a + (!prefix_.empty() && b.compare(0, prefix_.size(), prefix_) == 0 ? b.substr(prefix_.size()) : b);
-      const auto im = ids_.find(merged);
-      if (im == ids_.end())
+      const int32_t im = vocab_.Find(merged);
+      if (im < 0)
         f.Fail(fmt::format("model BPE: merge {} \"{} {}\" makes \"{}\", which is not in the vocabulary", rank,
                            a, b, merged));
       // A repeated merge keeps its first (highest) priority, as HuggingFace's reader does.
-      merges_.emplace(PairKey(ia->second, ib->second), Merge{static_cast<int32_t>(rank), im->second});
+      merges_.emplace(PairKey(ia, ib), Merge{static_cast<int32_t>(rank), im});
       merge_list_.emplace_back(a, b);
     }
     byte_ids_.fill(-1);
-    if (byte_fallback_) {
-      for (int b = 0; b < 256; ++b) {
-        const auto it = ids_.find(fmt::format("<0x{:02X}>", b));
-        if (it != ids_.end()) byte_ids_[b] = it->second;
-      }
-    }
+    if (byte_fallback_) byte_ids_ = vocab_.ByteIds();
   }
 
   void Tokenize(std::string_view word, std::vector<int32_t>& out) const override {
     if (word.empty()) return;
     if (ignore_merges_) {
-      const auto it = ids_.find(std::string(word));
-      if (it != ids_.end()) {
-        out.push_back(it->second);
+      const std::optional<int32_t> id = vocab_.TokenToId(word);
+      if (id) {
+        out.push_back(*id);
         return;
       }
     }
@@ -86,9 +73,9 @@ class Bpe final : public Model {
       s.assign(word.substr(start, i - start));
       if (start > 0 && !prefix_.empty()) s.insert(0, prefix_);
       if (i == word.size() && !suffix_.empty()) s += suffix_;
-      const auto it = ids_.find(s);
-      if (it != ids_.end()) {
-        syms.push_back({it->second, false});
+      const int32_t id = vocab_.Find(s);
+      if (id >= 0) {
+        syms.push_back({id, false});
         continue;
       }
       if (byte_fallback_) {
@@ -110,16 +97,9 @@ class Bpe final : public Model {
       if (y.id >= 0) out.push_back(y.id);
   }
 
-  std::optional<int32_t> TokenToId(std::string_view token) const override {
-    const auto it = ids_.find(std::string(token));
-    if (it == ids_.end()) return std::nullopt;
-    return it->second;
-  }
-  const std::string* IdToToken(int32_t id) const override {
-    if (id < 0 || static_cast<size_t>(id) >= tokens_.size() || !present_[id]) return nullptr;
-    return &tokens_[id];
-  }
-  int32_t Size() const override { return static_cast<int32_t>(tokens_.size()); }
+  std::optional<int32_t> TokenToId(std::string_view token) const override { return vocab_.TokenToId(token); }
+  const std::string* IdToToken(int32_t id) const override { return vocab_.IdToToken(id); }
+  int32_t Size() const override { return vocab_.Size(); }
   std::optional<std::string> UnkToken() const override { return unk_token_; }
 
   std::string ToJson() const override {
@@ -127,15 +107,9 @@ class Bpe final : public Model {
     o += unk_token_ ? JsonString(*unk_token_) : "null";
     o += ",\"continuing_subword_prefix\":" + (prefix_.empty() ? std::string("null") : JsonString(prefix_));
     o += ",\"end_of_word_suffix\":" + (suffix_.empty() ? std::string("null") : JsonString(suffix_));
-    o += fmt::format(",\"fuse_unk\":{},\"byte_fallback\":{},\"ignore_merges\":{},\"vocab\":{{", fuse_unk_,
+    o += fmt::format(",\"fuse_unk\":{},\"byte_fallback\":{},\"ignore_merges\":{},\"vocab\":", fuse_unk_,
                      byte_fallback_, ignore_merges_);
-    bool first = true;
-    for (size_t id = 0; id < tokens_.size(); ++id) {
-      if (!present_[id]) continue;
-      o += (first ? "" : ",") + JsonString(tokens_[id]) + ":" + std::to_string(id);
-      first = false;
-    }
-    o += "},\"merges\":[";
+    o += vocab_.ToJson() + ",\"merges\":[";
     for (size_t m = 0; m < merge_list_.size(); ++m)
       o +=
           (m ? ",[" : "[") + JsonString(merge_list_[m].first) + "," + JsonString(merge_list_[m].second) + "]";
@@ -191,15 +165,13 @@ class Bpe final : public Model {
     }
   }
 
-  std::vector<std::string> tokens_;
-  std::vector<bool> present_;
-  std::unordered_map<std::string, int32_t> ids_;
-  std::unordered_map<uint64_t, Merge> merges_;
-  std::vector<std::pair<std::string, std::string>> merge_list_;
   std::optional<std::string> unk_token_;
-  int32_t unk_id_ = -1;
   std::string prefix_, suffix_;
   bool fuse_unk_, byte_fallback_, ignore_merges_;
+  Vocabulary vocab_;
+  int32_t unk_id_ = -1;
+  std::unordered_map<uint64_t, Merge> merges_;
+  std::vector<std::pair<std::string, std::string>> merge_list_;
   std::array<int32_t, 256> byte_ids_{};
 };
 
@@ -242,39 +214,6 @@ BpeSpec BpeSpecFromJson(const io::Json& j, const Fields& f) {
   const double dropout = f.NumberOr(j, "dropout", where, 0.0);
   if (dropout != 0.0) f.Fail(fmt::format("{}: dropout {} is not supported (only 0 or null)", where, dropout));
   return spec;
-}
-
-std::vector<std::pair<std::string, int32_t>> VocabFromJson(const io::Json& vocab, const Fields& f,
-                                                           std::string_view where) {
-  f.CheckObject(vocab, where);
-  const auto& members = vocab.Members(std::string(where));
-  std::vector<std::pair<std::string, int32_t>> out;
-  out.reserve(members.size());
-  for (const auto& [token, id] : members) {
-    const int64_t v = f.AsInt(id, fmt::format("{}: id of \"{}\"", where, token));
-    if (v < 0 || v >= (int64_t{1} << 31) - 1)
-      f.Fail(fmt::format("{}: id {} of \"{}\" is outside [0, 2^31-1)", where, v, token));
-    out.emplace_back(token, static_cast<int32_t>(v));
-  }
-  return out;
-}
-
-std::vector<std::string> TokensById(const std::vector<std::pair<std::string, int32_t>>& vocab,
-                                    const Fields& f, std::string_view where) {
-  int32_t max_id = -1;
-  for (const auto& v : vocab) max_id = std::max(max_id, v.second);
-  // Ids are dense in real vocabularies; a file whose ids leave most of the table empty is refused
-  // before the table is allocated.
-  if (static_cast<int64_t>(max_id) + 1 > 2 * static_cast<int64_t>(vocab.size()) + 1024)
-    f.Fail(fmt::format("{}: ids go up to {} for {} tokens", where, max_id, vocab.size()));
-  std::vector<std::string> tokens(static_cast<size_t>(max_id + 1));
-  std::vector<bool> seen(tokens.size());
-  for (const auto& [t, id] : vocab) {
-    if (seen[id]) f.Fail(fmt::format("{}: id {} is given to \"{}\" and \"{}\"", where, id, tokens[id], t));
-    seen[id] = true;
-    tokens[id] = t;
-  }
-  return tokens;
 }
 
 std::string JsonString(std::string_view s) { return io::Json::String(std::string(s)).Dump(); }

@@ -11,6 +11,7 @@
 #include "io/json.h"
 #include "tokenizers/json_fields.h"
 #include "tokenizers/pipeline.h"
+#include "tokenizers/vocabulary.h"
 
 namespace kiln::tokenizers {
 
@@ -34,14 +35,6 @@ BpeSpec BpeSpecFromJson(const io::Json& j, const Fields& f);
 std::shared_ptr<const Model> WordPieceFromJson(const io::Json& j, const Fields& f);
 std::shared_ptr<const Model> UnigramFromJson(const io::Json& j, const Fields& f);
 
-/// Reads a vocabulary object (token -> id) into (token, id) pairs; ids must be distinct and in
-/// [0, 2^31).
-std::vector<std::pair<std::string, int32_t>> VocabFromJson(const io::Json& vocab, const Fields& f,
-                                                           std::string_view where);
-/// A dense id -> token table of `vocab` (ids past the largest are absent); repeated ids are an
-/// error through `f`.
-std::vector<std::string> TokensById(const std::vector<std::pair<std::string, int32_t>>& vocab,
-                                    const Fields& f, std::string_view where);
 /// JSON text of a string.
 std::string JsonString(std::string_view s);
 

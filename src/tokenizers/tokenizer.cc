@@ -128,41 +128,40 @@ std::optional<int32_t> Tokenizer::Unk() const { return Checked(impl_).unk; }
 
 namespace {
 
-std::optional<int32_t> RoleOf(const Tokenizer::Impl& m, std::optional<std::string_view> token,
-                              const char* setter) {
-  if (!token) return std::nullopt;
-  const std::optional<int32_t> id = m.Find(*token);
-  if (!id) detail::Throw("Tokenizer::{}: \"{}\" is not a token of this tokenizer", setter, *token);
-  return id;
+/// A copy of `impl` whose `role` is the id of `token` (none when `token` is); an error naming
+/// `setter` when the tokenizer has no such token.
+std::shared_ptr<const Tokenizer::Impl> WithRole(const std::shared_ptr<const Tokenizer::Impl>& impl,
+                                                std::optional<int32_t> Tokenizer::Impl::*role,
+                                                std::optional<std::string_view> token, const char* setter) {
+  auto copy = std::make_shared<Tokenizer::Impl>(Checked(impl));
+  std::optional<int32_t> id;
+  if (token) {
+    id = copy->Find(*token);
+    if (!id) detail::Throw("Tokenizer::{}: \"{}\" is not a token of this tokenizer", setter, *token);
+  }
+  (*copy).*role = id;
+  return copy;
 }
 
 }  // namespace
 
 Tokenizer& Tokenizer::SetBos(std::optional<std::string_view> token) {
-  auto copy = std::make_shared<Impl>(Checked(impl_));
-  copy->bos = RoleOf(*copy, token, "SetBos");
-  impl_ = std::move(copy);
+  impl_ = WithRole(impl_, &Impl::bos, token, "SetBos");
   return *this;
 }
 
 Tokenizer& Tokenizer::SetEos(std::optional<std::string_view> token) {
-  auto copy = std::make_shared<Impl>(Checked(impl_));
-  copy->eos = RoleOf(*copy, token, "SetEos");
-  impl_ = std::move(copy);
+  impl_ = WithRole(impl_, &Impl::eos, token, "SetEos");
   return *this;
 }
 
 Tokenizer& Tokenizer::SetPad(std::optional<std::string_view> token) {
-  auto copy = std::make_shared<Impl>(Checked(impl_));
-  copy->pad = RoleOf(*copy, token, "SetPad");
-  impl_ = std::move(copy);
+  impl_ = WithRole(impl_, &Impl::pad, token, "SetPad");
   return *this;
 }
 
 Tokenizer& Tokenizer::SetUnk(std::optional<std::string_view> token) {
-  auto copy = std::make_shared<Impl>(Checked(impl_));
-  copy->unk = RoleOf(*copy, token, "SetUnk");
-  impl_ = std::move(copy);
+  impl_ = WithRole(impl_, &Impl::unk, token, "SetUnk");
   return *this;
 }
 

@@ -9,7 +9,6 @@
 #include <array>
 #include <cmath>
 #include <limits>
-#include <unordered_map>
 
 #include "tokenizers/models.h"
 #include "tokenizers/unicode.h"
@@ -25,7 +24,7 @@ class Unigram final : public Model {
   Unigram(const io::Json& j, const Fields& f) {
     const std::string where = "model Unigram";
     const std::vector<io::Json>& vocab = f.Array(j, "vocab", where);
-    pieces_.reserve(vocab.size());
+    scores_.reserve(vocab.size());
     double min_score = std::numeric_limits<double>::infinity();
     for (size_t i = 0; i < vocab.size(); ++i) {
       const std::string what = fmt::format("{}: vocab entry {}", where, i);
@@ -33,28 +32,22 @@ class Unigram final : public Model {
       if (e.size() != 2 || e[1].kind() != io::Json::Kind::kNumber || !std::isfinite(e[1].AsNumber()))
         f.Fail(what + " is not [piece, score]");
       const std::string& piece = f.AsString(e[0], what);
-      if (!ids_.emplace(piece, static_cast<int32_t>(i)).second)
-        f.Fail(fmt::format("{}: piece \"{}\" appears twice", where, piece));
-      pieces_.emplace_back(piece, e[1].AsNumber());
+      if (!vocab_.Append(piece)) f.Fail(fmt::format("{}: piece \"{}\" appears twice", where, piece));
+      scores_.push_back(e[1].AsNumber());
       min_score = std::min(min_score, e[1].AsNumber());
       max_len_ = std::max(max_len_, piece.size());
     }
-    if (pieces_.empty()) f.Fail(where + ": \"vocab\" is empty");
+    if (scores_.empty()) f.Fail(where + ": \"vocab\" is empty");
     if (const io::Json* u = f.Optional(j, "unk_id")) {
       const int64_t id = f.AsInt(*u, where + ": \"unk_id\"");
-      if (id < 0 || id >= static_cast<int64_t>(pieces_.size()))
-        f.Fail(fmt::format("{}: unk_id {} is outside the vocabulary of {}", where, id, pieces_.size()));
+      if (id < 0 || id >= static_cast<int64_t>(scores_.size()))
+        f.Fail(fmt::format("{}: unk_id {} is outside the vocabulary of {}", where, id, scores_.size()));
       unk_id_ = static_cast<int32_t>(id);
     }
     byte_fallback_ = f.BoolOr(j, "byte_fallback", where, false);
     unk_score_ = min_score - kUnknownPenalty;
     byte_ids_.fill(-1);
-    if (byte_fallback_) {
-      for (int b = 0; b < 256; ++b) {
-        const auto it = ids_.find(fmt::format("<0x{:02X}>", b));
-        if (it != ids_.end()) byte_ids_[b] = it->second;
-      }
-    }
+    if (byte_fallback_) byte_ids_ = vocab_.ByteIds();
   }
 
   void Tokenize(std::string_view word, std::vector<int32_t>& out) const override {
@@ -75,10 +68,10 @@ class Unigram final : public Model {
         bool single = false;
         for (size_t len = char_len; len <= std::min(max_len_, n - i);) {
           sub.assign(word.substr(i, len));
-          const auto it = ids_.find(sub);
-          if (it != ids_.end()) {
-            const double s = best[i].score + pieces_[it->second].second;
-            if (best[i + len].score == kNone || s > best[i + len].score) best[i + len] = {s, i, it->second};
+          const int32_t id = vocab_.Find(sub);
+          if (id >= 0) {
+            const double s = best[i].score + scores_[id];
+            if (best[i + len].score == kNone || s > best[i + len].score) best[i + len] = {s, i, id};
             single = single || len == char_len;
           }
           if (i + len >= n) break;
@@ -117,33 +110,26 @@ class Unigram final : public Model {
     }
   }
 
-  std::optional<int32_t> TokenToId(std::string_view token) const override {
-    const auto it = ids_.find(std::string(token));
-    if (it == ids_.end()) return std::nullopt;
-    return it->second;
-  }
-  const std::string* IdToToken(int32_t id) const override {
-    if (id < 0 || static_cast<size_t>(id) >= pieces_.size()) return nullptr;
-    return &pieces_[id].first;
-  }
-  int32_t Size() const override { return static_cast<int32_t>(pieces_.size()); }
+  std::optional<int32_t> TokenToId(std::string_view token) const override { return vocab_.TokenToId(token); }
+  const std::string* IdToToken(int32_t id) const override { return vocab_.IdToToken(id); }
+  int32_t Size() const override { return vocab_.Size(); }
   std::optional<std::string> UnkToken() const override {
     if (unk_id_ < 0) return std::nullopt;
-    return pieces_[unk_id_].first;
+    return *vocab_.IdToToken(unk_id_);
   }
   std::string ToJson() const override {
     std::string o =
         "{\"type\":\"Unigram\",\"unk_id\":" + (unk_id_ < 0 ? std::string("null") : std::to_string(unk_id_)) +
         ",\"byte_fallback\":" + (byte_fallback_ ? "true" : "false") + ",\"vocab\":[";
-    for (size_t i = 0; i < pieces_.size(); ++i)
-      o += (i ? ",[" : "[") + JsonString(pieces_[i].first) + "," +
-           io::Json::Number(pieces_[i].second).Dump() + "]";
+    for (size_t i = 0; i < scores_.size(); ++i)
+      o += (i ? ",[" : "[") + JsonString(*vocab_.IdToToken(static_cast<int32_t>(i))) + "," +
+           io::Json::Number(scores_[i]).Dump() + "]";
     return o + "]}";
   }
 
  private:
-  std::vector<std::pair<std::string, double>> pieces_;
-  std::unordered_map<std::string, int32_t> ids_;
+  Vocabulary vocab_;
+  std::vector<double> scores_;  // by id
   size_t max_len_ = 0;
   int32_t unk_id_ = -1;
   bool byte_fallback_ = false;

@@ -4,8 +4,6 @@
 
 #include <fmt/format.h>
 
-#include <unordered_map>
-
 #include "tokenizers/models.h"
 #include "tokenizers/unicode.h"
 
@@ -17,18 +15,10 @@ class WordPiece final : public Model {
  public:
   WordPiece(const io::Json& j, const Fields& f) {
     const std::string where = "model WordPiece";
-    const auto vocab = VocabFromJson(f.Required(j, "vocab", where), f, where + ": \"vocab\"");
-    tokens_ = TokensById(vocab, f, where + ": \"vocab\"");
-    present_.assign(tokens_.size(), false);
-    for (const auto& [t, id] : vocab) {
-      ids_.emplace(t, id);
-      present_[id] = true;
-    }
+    vocab_ = Vocabulary(VocabFromJson(f.Required(j, "vocab", where), f, where + ": \"vocab\""), f, where);
     unk_token_ = f.StringOr(j, "unk_token", where, "[UNK]");
-    const auto it = ids_.find(unk_token_);
-    if (it == ids_.end())
-      f.Fail(fmt::format("{}: unk_token \"{}\" is not in the vocabulary", where, unk_token_));
-    unk_id_ = it->second;
+    unk_id_ = vocab_.Find(unk_token_);
+    if (unk_id_ < 0) f.Fail(fmt::format("{}: unk_token \"{}\" is not in the vocabulary", where, unk_token_));
     prefix_ = f.StringOr(j, "continuing_subword_prefix", where, "##");
     max_chars_ = f.IntOr(j, "max_input_chars_per_word", where, 100);
   }
@@ -52,11 +42,8 @@ class WordPiece final : public Model {
       for (; end > start; --end) {
         candidate.assign(start > 0 ? prefix_ : std::string());
         candidate.append(word.substr(bounds[start], bounds[end] - bounds[start]));
-        const auto it = ids_.find(candidate);
-        if (it != ids_.end()) {
-          found = it->second;
-          break;
-        }
+        found = vocab_.Find(candidate);
+        if (found >= 0) break;
       }
       if (found < 0) {
         out.push_back(unk_id_);
@@ -68,34 +55,19 @@ class WordPiece final : public Model {
     out.insert(out.end(), pieces.begin(), pieces.end());
   }
 
-  std::optional<int32_t> TokenToId(std::string_view token) const override {
-    const auto it = ids_.find(std::string(token));
-    if (it == ids_.end()) return std::nullopt;
-    return it->second;
-  }
-  const std::string* IdToToken(int32_t id) const override {
-    if (id < 0 || static_cast<size_t>(id) >= tokens_.size() || !present_[id]) return nullptr;
-    return &tokens_[id];
-  }
-  int32_t Size() const override { return static_cast<int32_t>(tokens_.size()); }
+  std::optional<int32_t> TokenToId(std::string_view token) const override { return vocab_.TokenToId(token); }
+  const std::string* IdToToken(int32_t id) const override { return vocab_.IdToToken(id); }
+  int32_t Size() const override { return vocab_.Size(); }
   std::optional<std::string> UnkToken() const override { return unk_token_; }
   std::string ToJson() const override {
     std::string o = "{\"type\":\"WordPiece\",\"unk_token\":" + JsonString(unk_token_) +
                     ",\"continuing_subword_prefix\":" + JsonString(prefix_) +
-                    ",\"max_input_chars_per_word\":" + std::to_string(max_chars_) + ",\"vocab\":{";
-    bool first = true;
-    for (size_t id = 0; id < tokens_.size(); ++id) {
-      if (!present_[id]) continue;
-      o += (first ? "" : ",") + JsonString(tokens_[id]) + ":" + std::to_string(id);
-      first = false;
-    }
-    return o + "}}";
+                    ",\"max_input_chars_per_word\":" + std::to_string(max_chars_) + ",\"vocab\":";
+    return o + vocab_.ToJson() + "}";
   }
 
  private:
-  std::vector<std::string> tokens_;
-  std::vector<bool> present_;
-  std::unordered_map<std::string, int32_t> ids_;
+  Vocabulary vocab_;
   std::string unk_token_, prefix_;
   int32_t unk_id_ = 0;
   int64_t max_chars_ = 100;
