@@ -63,11 +63,12 @@ std::vector<const compute::cpu::Node*> WithEpilogue(const Module& m) {
 }
 
 /// The kernel names the cpu backend picks for the epilogue nodes of `m`.
-std::vector<std::string> KernelNames(const Module& m) {
+std::vector<std::string> KernelNames(const Module& m, bool all_products = false) {
   auto* cpu = dynamic_cast<compute::cpu::CpuBackend*>(Cpu().get());
   std::vector<std::string> names;
   for (const compute::cpu::Node& n : m.nodes) {
-    if (!n.epilogue) continue;
+    const bool product = n.kind == compute::cpu::NodeKind::kPrimitive && n.inst.op == OpType::DotGeneral;
+    if (!n.epilogue && !(all_products && product)) continue;
     std::vector<Shape> operands;
     for (int o : n.inst.operands) operands.push_back(m.nodes[static_cast<size_t>(o)].inst.shape);
     names.push_back(compute::cpu::ChooseKernel(*cpu, cpu->options().threads, n, operands).name);
@@ -105,6 +106,37 @@ TEST(CpuEpilogue, DenseBiasReluBecomesOneMatmul) {
   EXPECT_NE(names[0].find("+post[bias(axis 1), Relu]"), std::string::npos) << names[0];
   ExpectCpuMatchesRefAndPlain(
       program, {RandomUniform({37, 50}, 1), RandomUniform({50, 23}, 2), RandomUniform({23}, 3)}, 50);
+}
+
+TEST(CpuEpilogue, MatrixVectorProductsRunThroughSgemmWithTheirEpilogue) {
+  // One row on the left (a batch of one, a decoding step): dnnl_sgemm streams the weights
+  // faster than the primitive. Bias and ReLU still apply (the bias written first, the ReLU after);
+  // a logistic post-op keeps the primitive; weights stored transposed work too.
+  for (int c = 0; c < 4; ++c) {
+    SCOPED_TRACE(c);
+    Graph g;
+    Node x = g.Parameter(Shape(DType::Float32, {1, 300}));
+    Node w = g.Parameter(
+        Shape(DType::Float32, c == 3 ? std::vector<int64_t>{70, 300} : std::vector<int64_t>{300, 70}));
+    Node b = g.Parameter(Shape(DType::Float32, {70}));
+    Node y = c == 3 ? graph::Dot(x, w).General({1}, {}, {1}, {}) : graph::MatMul(x, w);
+    if (c >= 1) y = y + graph::BroadcastPrefix(b, {1});  // A BroadcastInDim: the epilogue's bias.
+    if (c == 1) y = graph::MaxScalar(y, 0.0f);
+    if (c == 2) y = graph::Sigmoid(y);
+    auto program = g.Build({y});
+    const std::vector<std::string> names = KernelNames(Epilogued(*program), /*all_products=*/true);
+    ASSERT_EQ(names.size(), 1u);
+    EXPECT_EQ(names[0].rfind(c == 2 ? "dnnl.matmul[" : "dnnl.sgemm", 0), 0u) << names[0];
+    if (c == 1) {
+      EXPECT_NE(names[0].find("+post[bias(axis 1), Relu]"), std::string::npos) << names[0];
+    }
+    ExpectCpuMatchesRefAndPlain(
+        program,
+        {RandomUniform({1, 300}, 7 + c),
+         RandomUniform(c == 3 ? std::vector<int64_t>{70, 300} : std::vector<int64_t>{300, 70}, 8),
+         RandomUniform({70}, 9)},
+        300);
+  }
 }
 
 TEST(CpuEpilogue, BiasFirstAndOtherActivations) {
