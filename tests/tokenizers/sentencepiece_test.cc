@@ -13,9 +13,9 @@
 
 namespace {
 
+using kiln::test::StdoutOf;
 using kiln::test::TempDir;
 using kiln::test::VariedTexts;
-using kiln::test::StdoutOf;
 using kiln::test::WriteText;
 using kiln::tokenizers::FromSentencePiece;
 using kiln::tokenizers::Tokenizer;

@@ -16,9 +16,9 @@
 
 namespace {
 
+using kiln::test::StdoutOf;
 using kiln::test::TempDir;
 using kiln::test::VariedTexts;
-using kiln::test::StdoutOf;
 using kiln::test::WriteText;
 using namespace kiln::tokenizers;
 using Ids = std::vector<int32_t>;
@@ -35,9 +35,9 @@ std::vector<std::string> PeerTexts() {
        {"   indented\n\tcode  \n", "a\u00a0non-breaking space and \u3000 ideographic space",
         "don't DON'T it's IT'S we'll", "1234567890 123,456.789 $100.00 50%", "x = {'key': [1, 2, 3]}  # dict",
         "Ħèľľø Ŵøŕľđ ñ ü ß ø", "naïve résumé coöperate", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 𝕞𝕒𝕥𝕙 ∑∫∂√∞", "ẞ ǅ ǈ İstanbul",
-        "\U0001F9D1\u200D\U0001F4BB \u2764\uFE0F \U0001F469\U0001F3FF\u200D\U0001F680", "...!!!?\?\?---___***",
-        "line1\n\nline3\r\n\r\n", "ﾊﾝｶｸ ｶﾀｶﾅ and ＦＵＬＬＷＩＤＴＨ", "ताजमहल भारत", "ภาษาไทย",
-        "Tiếng Việt có dấu"})
+        "\U0001F9D1\u200D\U0001F4BB \u2764\uFE0F \U0001F469\U0001F3FF\u200D\U0001F680",
+        "...!!!?\?\?---___***", "line1\n\nline3\r\n\r\n", "ﾊﾝｶｸ ｶﾀｶﾅ and ＦＵＬＬＷＩＤＴＨ", "ताजमहल भारत",
+        "ภาษาไทย", "Tiếng Việt có dấu"})
     texts.push_back(t);
   return texts;
 }
