@@ -139,6 +139,10 @@ class CpuExecutable final : public Executable {
   /// Per value, the last node reading it (an alias's reads count for its root); outputs live to
   /// the end.
   std::vector<int> LastUses(const Module& m) const;
+  /// Whether `writer` (a node that WritesInPlace) may write over the memory of value `root`: it
+  /// reads that memory through an operand it may write over (MayWriteOver) and through no other
+  /// (an update that aliases the memory it is written into would be overwritten as it is read).
+  bool MayWriteOverRoot(const Node& writer, int root) const;
   /// For each output a kernel writes: the donatable parameters whose buffers it may take.
   void PlanDonors(const Module& m, const std::vector<int>& last_use);
   /// Offsets of the arena values (in place over a dying operand where the kernel allows).
@@ -284,6 +288,15 @@ std::vector<int> CpuExecutable::LastUses(const Module& m) const {
   return last_use;
 }
 
+bool CpuExecutable::MayWriteOverRoot(const Node& writer, int root) const {
+  bool over = false, other = false;
+  for (size_t i = 0; i < writer.inst.operands.size(); ++i) {
+    if (root_[static_cast<size_t>(writer.inst.operands[i])] != root) continue;
+    (MayWriteOver(writer, i) ? over : other) = true;
+  }
+  return over && !other;
+}
+
 void CpuExecutable::PlanDonors(const Module& m, const std::vector<int>& last_use) {
   const int n = static_cast<int>(m.nodes.size());
   for (int v = 0; v < n; ++v) {
@@ -302,16 +315,7 @@ void CpuExecutable::PlanDonors(const Module& m, const std::vector<int>& last_use
         continue;
       const int lu = last_use[static_cast<size_t>(p)];
       bool ok = lu < w;
-      if (lu == w && writer_in_place) {
-        // Read in place: through an operand the writer may write over, and through no other
-        // (an update that aliases the memory it is written into would be overwritten as read).
-        bool over = false, other = false;
-        for (size_t i = 0; i < writer.inst.operands.size(); ++i) {
-          if (root_[static_cast<size_t>(writer.inst.operands[i])] != p) continue;
-          (MayWriteOver(writer, i) ? over : other) = true;
-        }
-        ok = over && !other;
-      }
+      if (lu == w && writer_in_place) ok = MayWriteOverRoot(writer, p);
       if (ok) val.donors.push_back(pv.param);
     }
   }
@@ -329,15 +333,11 @@ void CpuExecutable::PlanArena(const Module& m, const std::vector<int>& last_use)
     const Node& node = m.nodes[v];
     req.bytes[v] = val.bytes;
     if (!WritesInPlace(node, OperandShapes(m, node))) continue;
-    for (size_t i = 0; i < node.inst.operands.size(); ++i) {
-      const int r = root_[static_cast<size_t>(node.inst.operands[i])];
+    for (int o : node.inst.operands) {
+      const int r = root_[static_cast<size_t>(o)];
       const Value& rv = values_[static_cast<size_t>(r)];
-      if (rv.loc != Loc::kArena || rv.bytes != val.bytes || !MayWriteOver(node, i)) continue;
-      bool read_otherwise = false;  // Also read through an operand that must not be written over.
-      for (size_t j = 0; j < node.inst.operands.size(); ++j)
-        read_otherwise = read_otherwise ||
-                         (!MayWriteOver(node, j) && root_[static_cast<size_t>(node.inst.operands[j])] == r);
-      if (!read_otherwise) req.in_place[v].push_back(r);
+      if (rv.loc == Loc::kArena && rv.bytes == val.bytes && MayWriteOverRoot(node, r))
+        req.in_place[v].push_back(r);
     }
   }
   const MemoryPlan plan = MakePlan(req);

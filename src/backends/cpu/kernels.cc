@@ -14,10 +14,12 @@ namespace kiln::compute::cpu {
 
 namespace {
 
-/// Families whose reference kernels write every element of the result (the others may rely on
-/// the zero-filled buffers ref gives them, so the generic path clears the result first).
-bool WritesEveryElement(OpCategory c) {
-  switch (c) {
+/// Ops whose reference kernels write every element of the result (the others may rely on the
+/// zero-filled buffers ref gives them, so the generic path clears the result first).
+/// DynamicUpdateSlice may run in place: clearing its result would clear the operand it updates.
+bool WritesEveryElement(OpType op) {
+  if (op == OpType::DynamicSlice || op == OpType::DynamicUpdateSlice) return true;
+  switch (GetOpCategory(op)) {
     case OpCategory::Unary:
     case OpCategory::UnaryPredicate:
     case OpCategory::Binary:
@@ -77,11 +79,7 @@ KernelChoice ChooseKernel(CpuBackend& backend, int threads, const Node& node,
   if (KernelChoice d = TryDnnlKernel(threads, node, operands); d.kernel) return d;
   const Instruction& inst = node.inst;
   Kernel k = ref::MakeKernel(inst, operands);
-  // DynamicSlice and DynamicUpdateSlice write every element too (DynamicUpdateSlice may run in
-  // place: clearing its result first would clear the operand it updates).
-  if (WritesEveryElement(GetOpCategory(inst.op)) || inst.op == OpType::DynamicSlice ||
-      inst.op == OpType::DynamicUpdateSlice)
-    return {std::move(k), "ref"};
+  if (WritesEveryElement(inst.op)) return {std::move(k), "ref"};
   const int64_t bytes = inst.shape.ByteSize();
   return {[k = std::move(k), bytes](ref::Operands in, uint8_t* out) {
             if (bytes > 0) std::memset(out, 0, static_cast<size_t>(bytes));
