@@ -50,13 +50,21 @@ using internal::CheckArgs;
 using internal::PerExample;
 
 /// The mean over examples of `per_example` ([batch]), weighted by labels[1] and masked by labels[2].
-Node Reduce(const char* fn, Node per_example, const std::vector<Node>& labels) {
-  Node weight = internal::ExampleWeights(fn, labels, per_example.shape().Dim(0), per_example.dtype());
-  if (!weight.Ok()) return graph::ReduceAllMean(per_example);
+/// sum(values·weight) / sum(weight) (0 when nothing is selected), `weight` broadcast to the
+/// values' shape; the plain mean when `weight` is invalid.
+Node WeightedMean(Node values, Node weight) {
+  if (!weight.Ok()) return graph::ReduceAllMean(values);
+  if (weight.shape().Dimensions() != values.shape().Dimensions())
+    weight = graph::DynamicBroadcastToShape(weight, values.shape());
   Node total = graph::ReduceAllSum(weight);
   Node safe =
       graph::Where(graph::Equal(total, graph::ScalarLike(total, 0)), graph::ScalarLike(total, 1), total);
-  return graph::ReduceAllSum(per_example * weight) / safe;
+  return graph::ReduceAllSum(values * weight) / safe;
+}
+
+Node Reduce(const char* fn, Node per_example, const std::vector<Node>& labels) {
+  return WeightedMean(per_example,
+                      internal::ExampleWeights(fn, labels, per_example.shape().Dim(0), per_example.dtype()));
 }
 
 /// Mean over every axis but the first: [batch, ...] -> [batch].
@@ -192,12 +200,7 @@ Node SparseCategoricalCrossEntropyLogits(const std::vector<Node>& labels,
     }
     weight = weight.Ok() ? weight * w : w;
   }
-  if (!weight.Ok()) return graph::ReduceAllMean(l);
-  Node full = graph::DynamicBroadcastToShape(weight, l.shape());
-  Node total = graph::ReduceAllSum(full);
-  Node safe =
-      graph::Where(graph::Equal(total, graph::ScalarLike(total, 0)), graph::ScalarLike(total, 1), total);
-  return graph::ReduceAllSum(l * full) / safe;
+  return WeightedMean(l, weight);
 }
 
 Node CategoricalCrossEntropy(const std::vector<Node>& labels, const std::vector<Node>& predictions) {
