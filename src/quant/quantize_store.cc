@@ -15,16 +15,6 @@ constexpr const char* kScheme = "quantization_scheme";
 constexpr const char* kBlockSize = "quantization_block_size";
 constexpr const char* kBlockAxis = "quantization_block_axis";
 
-/// The float matrix t [R, C] (any float dtype) as float32 [C, R].
-Tensor TransposedF32(const Tensor& t) {
-  const int64_t r = t.shape().Dim(0), c = t.shape().Dim(1);
-  const std::vector<float> v = detail::FloatValues(t);
-  std::vector<float> out(v.size());
-  for (int64_t i = 0; i < r; ++i)
-    for (int64_t j = 0; j < c; ++j) out[static_cast<size_t>(j * r + i)] = v[static_cast<size_t>(i * c + j)];
-  return Tensor::FromFlat(Shape(DType::Float32, {c, r}), out);
-}
-
 }  // namespace
 
 StoreQuantization QuantizeStore(model::Store& store, Scheme scheme, int64_t block_size,
@@ -39,7 +29,7 @@ StoreQuantization QuantizeStore(model::Store& store, Scheme scheme, int64_t bloc
     Quantized q;
     try {
       if (table && IsGGML(scheme)) {
-        q = Quantize(TransposedF32(value), scheme, block_size, 0);  // One row of blocks per id.
+        q = Quantize(detail::TransposedF32(value), scheme, block_size, 0);  // One row of blocks per id.
       } else {
         q = Quantize(value, scheme, block_size, table ? 1 : 0);
       }

@@ -12,6 +12,7 @@
 #include "io/read_file.h"
 #include "kiln/io/safetensors.h"
 #include "kiln/transformers/hf.h"
+#include "quant/float_values.h"
 
 namespace kiln::transformers {
 
@@ -73,20 +74,6 @@ std::vector<Entry> Entries(const Config& cfg) {
   return e;
 }
 
-/// A 2-D tensor transposed, on the host, any dtype of whole bytes.
-Tensor Transposed(const Tensor& t) {
-  const int64_t rows = t.shape().Dim(0), cols = t.shape().Dim(1);
-  const int64_t es = DTypeByteSize(t.dtype(), 1);
-  std::vector<uint8_t> out(static_cast<size_t>(rows * cols * es));
-  t.ConstBytes([&](std::span<const uint8_t> in) {
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < cols; ++c)
-        std::memcpy(&out[static_cast<size_t>((c * rows + r) * es)],
-                    &in[static_cast<size_t>((r * cols + c) * es)], static_cast<size_t>(es));
-  });
-  return Tensor::FromBytes(Shape(t.dtype(), {cols, rows}), out);
-}
-
 std::string DimsText(const std::vector<int64_t>& d) {
   std::string s = "[";
   for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
@@ -122,13 +109,8 @@ void SaveHF(const model::Store& store, const Config& cfg, const std::string& dir
     if (v.shape().Dimensions() != e.dims)
       kiln::detail::Throw("{}: variable {} is {}, the config wants {}", fn, e.path, v.shape(),
                           DimsText(e.dims));
-    Tensor t = v.Value();
-    if (t.dtype() != DType::Float32)
-      t = Tensor::FromFlat(Shape(DType::Float32, e.dims), [&] {
-        std::vector<double> d = t.ToDoubles();
-        return std::vector<float>(d.begin(), d.end());
-      }());
-    tensors.emplace_back(e.name, e.transpose ? Transposed(t) : t);
+    const Tensor t = v.Value();
+    tensors.emplace_back(e.name, e.transpose ? quant::detail::TransposedF32(t) : quant::detail::Float32Of(t));
   }
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -184,11 +166,7 @@ Config LoadHF(const std::string& dir, model::Store& store) {
                           DimsText(want));
     if (!IsFloat(t.dtype()))
       kiln::detail::Throw("{}: {}: tensor {} is {}, not a float tensor", fn, hit->second, e.name, t.shape());
-    if (t.dtype() != DType::Float32) {
-      std::vector<double> d = t.ToDoubles();
-      t = Tensor::FromFlat(Shape(DType::Float32, want), std::vector<float>(d.begin(), d.end()));
-    }
-    if (e.transpose) t = Transposed(t);
+    t = e.transpose ? quant::detail::TransposedF32(t) : quant::detail::Float32Of(t);
     used.insert(e.name);
     if (gpt2 && e.name.rfind("transformer.", 0) == 0) used.insert(e.name.substr(12));
     const size_t slash = e.path.rfind('/');
