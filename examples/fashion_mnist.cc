@@ -17,6 +17,10 @@
 // quant::Scheme name) then quantizes the trained dense layers (quant::QuantizeStore) and
 // evaluates the quantized model on the test set too. --mixed_precision trains with bfloat16
 // compute and float32 variables (train::Trainer::WithMixedPrecision).
+//
+// Data-parallel: `mpirun -np 2 fashion_mnist` trains on two processes, each on its shard of the
+// data (half of each global batch), and prints from rank 0; a backend of several devices
+// (--backend=cpu:devices=2) trains on them the same way (train::Trainer::DataParallel).
 
 #include <kiln/kiln.h>
 
@@ -31,6 +35,12 @@ using namespace kiln;
 using namespace kiln::graph;
 
 namespace {
+
+/// Where the processes other than rank 0 print: nowhere.
+std::ostream& NullStream() {
+  static std::ostream none(nullptr);
+  return none;
+}
 
 struct Flags {
   std::string model = "cnn", ckpt, backend, set, data = data::kFashionMnistDir, plot = "training.html";
@@ -122,8 +132,12 @@ std::vector<Node> Cnn(model::Scope scope, const std::any&, std::vector<Node> in)
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Under mpirun the processes train data-parallel, each on its share of the data.
+  distributed::Init(argc, argv);
   const Flags flags = Parse(argc, argv);
   const auto start = std::chrono::steady_clock::now();
+  const int rank = distributed::Rank(), world = distributed::WorldSize();
+  std::ostream& out = rank == 0 ? std::cout : NullStream();
   try {
     compute::BackendPtr backend =
         flags.backend.empty() ? compute::New() : compute::NewWithConfig(flags.backend);
@@ -134,10 +148,14 @@ int main(int argc, char** argv) {
     if (!flags.set.empty()) model::ParseSettings(store, flags.set);
     const int64_t batch = flags.batch > 0 ? flags.batch : (flags.model == "cnn" ? 128 : 256);
 
+    if (batch % world != 0)
+      throw Error("--batch=" + std::to_string(batch) + " does not split over " + std::to_string(world) +
+                  " processes");
     auto train_ds = data::FashionMnist(backend, flags.data, data::Split::Train);
-    train_ds->BatchSize(batch, true).Shuffle(flags.seed).Infinite(true);
+    train_ds->Shuffle(flags.seed).Shard(rank, world).BatchSize(batch / world, true).Infinite(true);
     auto test_ds = data::FashionMnist(backend, flags.data, data::Split::Test);
-    test_ds->BatchSize(1000, false);
+    test_ds->Shard(rank, world).BatchSize(1000, false);
+    const bool parallel = world > 1 || backend->NumDevices() > 1;
 
     train::Trainer trainer(
         backend, store, flags.model == "cnn" ? train::ModelFn(Cnn) : train::ModelFn(Mlp),
@@ -146,6 +164,7 @@ int main(int argc, char** argv) {
         {metrics::NewSparseCategoricalAccuracy("Mean Accuracy", "#acc")});
     trainer.AccumulateGradients(flags.accumulate);
     if (flags.mixed_precision) trainer.WithMixedPrecision(DType::BFloat16);
+    if (parallel) trainer.DataParallel();
     train::Loop loop(trainer);
     commandline::AttachProgressBar(loop);
     const int64_t steps_per_epoch = train_ds->NumExamples() / batch;
@@ -167,14 +186,14 @@ int main(int argc, char** argv) {
       train::EveryNSteps(loop, every, "checkpoint", 100,
                          [&](train::Loop&, const std::vector<Tensor>&) { ckpt->Save(); });
     }
-    std::cout << "training the " << flags.model << " for " << total << " steps of " << batch << " on "
-              << backend->Description() << ", seed " << flags.seed << "\n";
+    out << "training the " << flags.model << " for " << total << " steps of " << batch << " on "
+        << backend->Description() << (world > 1 ? ", " + std::to_string(world) + " processes" : std::string())
+        << ", seed " << flags.seed << "\n";
     const int64_t resumed = store.GlobalStep().Value().Item<int64_t>();
     if (ckpt && resumed > 0) {
       // The batches before the checkpoint's step were trained on: skip them, so the run goes on
       // with the data an uninterrupted run would see next.
-      std::cout << "resuming from " << ckpt->ListCheckpoints().back() << " at global step " << resumed
-                << "\n";
+      out << "resuming from " << ckpt->ListCheckpoints().back() << " at global step " << resumed << "\n";
       std::any spec;
       std::vector<Tensor> inputs, labels;
       for (int64_t i = 0; i < resumed; ++i) train_ds->Yield(spec, inputs, labels);
@@ -183,10 +202,10 @@ int main(int argc, char** argv) {
     if (ckpt) ckpt->Save();
     std::vector<Tensor> results = trainer.Eval(test_ds);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::cout << "model: " << model::Summary(store) << "\n";
-    std::cout << "test loss: " << results[0].Item<float>() << ", test accuracy: " << results[1].Item<float>()
-              << "\n";
-    std::cout << "time: " << seconds << " s\n";
+    out << "model: " << model::Summary(store) << "\n";
+    out << "test loss: " << results[0].Item<float>() << ", test accuracy: " << results[1].Item<float>()
+        << "\n";
+    out << "time: " << seconds << " s\n";
     if (!flags.quantize.empty()) {
       // Post-training quantization of the dense layers, evaluated by a new trainer (the store's
       // variables changed).
@@ -195,14 +214,17 @@ int main(int argc, char** argv) {
                                flags.model == "cnn" ? train::ModelFn(Cnn) : train::ModelFn(Mlp),
                                losses::SparseCategoricalCrossEntropyLogits, optimizers::FromStore(store), {},
                                {metrics::NewSparseCategoricalAccuracy("Mean Accuracy", "#acc")});
+      if (parallel) quantized.DataParallel();  // Its evaluation then sums over the processes.
       std::vector<Tensor> r = quantized.Eval(test_ds);
-      std::cout << "quantized " << flags.quantize << " (" << q.paths.size() << " weight matrices, "
-                << q.bytes_before << " -> " << q.bytes_after << " bytes): test loss: " << r[0].Item<float>()
-                << ", test accuracy: " << r[1].Item<float>() << "\n";
+      out << "quantized " << flags.quantize << " (" << q.paths.size() << " weight matrices, "
+          << q.bytes_before << " -> " << q.bytes_after << " bytes): test loss: " << r[0].Item<float>()
+          << ", test accuracy: " << r[1].Item<float>() << "\n";
     }
   } catch (const Error& e) {
-    std::cerr << "fashion_mnist: " << e.what() << "\n";
+    std::cerr << "fashion_mnist" << (world > 1 ? " (rank " + std::to_string(rank) + ")" : std::string())
+              << ": " << e.what() << "\n";
     return 1;
   }
+  distributed::Finalize();
   return 0;
 }

@@ -22,6 +22,8 @@ packages=(
   libonnx-dev libprotobuf-dev
   # tokenizers: regexes, Unicode, SentencePiece
   libpcre2-dev libicu-dev libsentencepiece-dev
+  # distributed training: Open MPI (mpirun starts the processes)
+  libopenmpi-dev openmpi-bin
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # sanitizer and libFuzzer runtimes for clang (the fuzz and clang presets, scripts/fuzz.sh)

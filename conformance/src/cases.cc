@@ -26,6 +26,7 @@ const std::vector<Case>& Cases() {
     internal::AddRandomControlCases(list);
     internal::AddUtilCases(list);
     internal::AddComplexCases(list);
+    internal::AddCollectiveCases(list);
     std::set<std::string> names;
     for (const Case& c : list.cases()) {
       if (!names.insert(c.name).second) throw std::logic_error("conformance table: duplicate row " + c.name);

@@ -166,6 +166,7 @@ const std::vector<CatalogueEntry>& Catalogue() {
     internal::AddRandomControlCatalogue(entries);
     internal::AddUtilCatalogue(entries);
     internal::AddComplexCatalogue(entries);
+    internal::AddCollectiveCatalogue(entries);
     return entries;
   }();
   return all;
@@ -259,6 +260,10 @@ bool PrimitiveAccepts(OpType op, DType dtype) {
       return internal::IndexingPrimitiveAccepts(op, dtype);
     case compute::OpCategory::Control:
       return internal::ControlPrimitiveAccepts(op, dtype);
+    case compute::OpCategory::Collective:
+      if (op == OpType::ReplicaId) return dtype == DType::Int32;
+      in = {s};
+      break;
     case compute::OpCategory::Complex:
       in = {s};
       if (op == OpType::Complex) in = {s, s};

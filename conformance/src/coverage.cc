@@ -81,6 +81,7 @@ std::vector<DType> KeyDTypes(const compute::Program& program, const compute::Ins
     case compute::OpCategory::Indexing:
     case compute::OpCategory::SortScan:
     case compute::OpCategory::Complex:
+    case compute::OpCategory::Collective:
       break;
   }
   if (inst.operands.empty()) return {inst.shape.dtype()};

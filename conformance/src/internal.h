@@ -160,6 +160,8 @@ void AddUtilCatalogue(std::vector<CatalogueEntry>& entries);  // cases_util.cc
 void AddUtilCases(CaseList& list);
 void AddComplexCatalogue(std::vector<CatalogueEntry>& entries);  // cases_complex.cc
 void AddComplexCases(CaseList& list);
+void AddCollectiveCatalogue(std::vector<CatalogueEntry>& entries);  // cases_collective.cc
+void AddCollectiveCases(CaseList& list);
 
 // ---- Running ------------------------------------------------------------------------------------
 

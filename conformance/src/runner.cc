@@ -14,6 +14,7 @@
 
 #include "internal.h"
 #include "kiln/compute/backend.h"
+#include "kiln/compute/replicas.h"
 #include "kiln/core/error.h"
 
 namespace kiln::conformance {
@@ -133,11 +134,14 @@ Outcome RunOne(const compute::BackendPtr& backend, const compute::BackendCapabil
   };
   // Build.
   graph::Graph g(c.name);
+  g.SetReplicas(c.replicas);
+  // A replicated row's inputs and expected outputs hold each replica's in turn.
+  const size_t num_params = c.inputs.size() / static_cast<size_t>(c.replicas);
   std::vector<graph::Node> params;
   std::vector<graph::Node> outputs;
   const bool dynamic = options.dynamic_leading_axis;
   try {
-    for (size_t i = 0; i < c.inputs.size(); ++i) {
+    for (size_t i = 0; i < num_params; ++i) {
       const Shape& s = c.inputs[i].shape();
       // A size-1 axis stays static: it broadcasts, which a dynamic axis does not.
       if (!dynamic || s.Rank() == 0 || s.Dim(0) == 1) {
@@ -189,22 +193,33 @@ Outcome RunOne(const compute::BackendPtr& backend, const compute::BackendCapabil
   std::vector<Tensor> inputs;
   try {
     std::unique_ptr<compute::Executable> exe = backend->Compile(out.program);
-    std::vector<compute::BufferPtr> buffers;
-    std::vector<Shape> shapes, out_shapes;
-    for (const Tensor& t : c.inputs) {
-      inputs.push_back(t.Clone());
-      buffers.push_back(inputs.back().DeviceBuffer(backend, 0));
-      shapes.push_back(t.shape());
+    for (const Tensor& t : c.inputs) inputs.push_back(t.Clone());
+    // Replica r runs on its own thread with inputs[r * num_params...], all on device 0.
+    std::vector<std::vector<Tensor>> per_replica(static_cast<size_t>(c.replicas));
+    auto run = [&](int r) {
+      std::vector<compute::BufferPtr> buffers;
+      std::vector<Shape> shapes, out_shapes;
+      for (size_t i = 0; i < num_params; ++i) {
+        const Tensor& t = inputs[static_cast<size_t>(r) * num_params + i];
+        buffers.push_back(t.DeviceBuffer(backend, 0));
+        shapes.push_back(t.shape());
+      }
+      std::vector<compute::BufferPtr> raw =
+          exe->ExecuteWithShapes(buffers, shapes, std::vector<bool>(buffers.size(), false), 0, out_shapes);
+      if (raw.size() != out.program->Outputs().size() || out_shapes.size() != raw.size())
+        throw kiln::Error(fmt::format("Execute returned {} outputs, the program has {}", raw.size(),
+                                      out.program->Outputs().size()));
+      for (size_t i = 0; i < raw.size(); ++i)
+        per_replica[static_cast<size_t>(r)].push_back(
+            Tensor::FromBuffer(backend, 0, out_shapes[i], std::move(raw[i])));
+    };
+    if (c.replicas == 1) {
+      run(0);
+    } else {
+      compute::ReplicaGroup group(c.replicas, 1, 0, nullptr, std::chrono::seconds(30));
+      compute::RunReplicas(group, run);
     }
-    std::vector<compute::BufferPtr> raw =
-        exe->ExecuteWithShapes(buffers, shapes, std::vector<bool>(buffers.size(), false), 0, out_shapes);
-    if (raw.size() != out.program->Outputs().size() || out_shapes.size() != raw.size()) {
-      return fail(fmt::format("Execute returned {} outputs, the program has {}\n  {}", raw.size(),
-                              out.program->Outputs().size(), header()));
-    }
-    for (size_t i = 0; i < raw.size(); ++i) {
-      results.push_back(Tensor::FromBuffer(backend, 0, out_shapes[i], std::move(raw[i])));
-    }
+    for (auto& replica : per_replica) results.insert(results.end(), replica.begin(), replica.end());
   } catch (const std::exception& e) {
     return fail(fmt::format("compiling or running threw: {}\n  {}\n  program:\n{}", ErrorText(e), header(),
                             out.program->ToString()));

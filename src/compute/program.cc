@@ -43,7 +43,8 @@ enum class Attr {
   name,
   values,
   fft_type,
-  fft_length
+  fft_length,
+  replicas
 };
 
 struct OpInfo {
@@ -67,7 +68,7 @@ const std::vector<OpInfo>& OpTable() {
   return table;
 }
 
-static_assert(kNumOps == 102, "ops.def changed: update the op count, the shape rules and every kernel table");
+static_assert(kNumOps == 107, "ops.def changed: update the op count, the shape rules and every kernel table");
 
 std::string Ints(const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
 
@@ -153,6 +154,8 @@ std::string FormatAttr(Attr a, const OpAttributes& at) {
     }
     case Attr::fft_length:
       return fmt::format("fft_length={}", at.fft_length);
+    case Attr::replicas:
+      return fmt::format("replicas={}", at.replicas);
   }
   return "?";
 }
@@ -221,6 +224,8 @@ bool AttrEqual(Attr a, const OpAttributes& x, const OpAttributes& y) {
       return x.fft_type == y.fft_type;
     case Attr::fft_length:
       return x.fft_length == y.fft_length;
+    case Attr::replicas:
+      return x.replicas == y.replicas;
   }
   return false;
 }

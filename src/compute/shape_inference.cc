@@ -470,6 +470,8 @@ Shape InferUnchecked(OpType op, const std::vector<Shape>& in, const OpAttributes
       return ComplexShape(op, in, at);
     case OpCategory::Control:
       return ControlShape(op, in, at);
+    case OpCategory::Collective:
+      return CollectiveShape(op, in, at);
   }
   Fail(op, "unknown op category");
 }

@@ -18,6 +18,9 @@ Shape IndexingShape(OpType op, const std::vector<Shape>& operands, const OpAttri
 /// ArgSort, CumSum (shape_rules_indexing.cc).
 Shape SortScanShape(OpType op, const std::vector<Shape>& operands, const OpAttributes& attrs);
 
+/// AllReduce, AllGather, ReduceScatter, CollectiveBroadcast (shape_rules_collective.cc).
+Shape CollectiveShape(OpType op, const std::vector<Shape>& operands, const OpAttributes& attrs);
+
 // ---- Control flow (shape_rules_control.cc) ------------------------------------------------------
 
 /// While, If, OptimizationBarrier: the ops whose result is a tuple (Instruction::tuple_shapes).

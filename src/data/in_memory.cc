@@ -67,10 +67,31 @@ void InMemoryDataset::Reset() {
   NewEpoch();
 }
 
+InMemoryDataset& InMemoryDataset::Shard(int index, int count) {
+  if (count < 1 || index < 0 || index >= count)
+    kiln::detail::Throw("dataset \"{}\": Shard({}, {}): the index must be in [0, count)", name_, index,
+                        count);
+  shard_index_ = index;
+  shard_count_ = count;
+  Reset();
+  return *this;
+}
+
+int64_t InMemoryDataset::ShardExamples() const {
+  return num_examples_ / shard_count_ + (shard_index_ < num_examples_ % shard_count_ ? 1 : 0);
+}
+
 void InMemoryDataset::NewEpoch() {
   order_.resize(static_cast<size_t>(num_examples_));
   std::iota(order_.begin(), order_.end(), 0);
   if (shuffle_) std::shuffle(order_.begin(), order_.end(), rng_);
+  if (shard_count_ > 1) {  // Every process shuffles alike, then keeps its positions.
+    size_t kept = 0;
+    for (size_t p = static_cast<size_t>(shard_index_); p < order_.size();
+         p += static_cast<size_t>(shard_count_))
+      order_[kept++] = order_[p];
+    order_.resize(kept);
+  }
   position_ = 0;
 }
 
@@ -93,17 +114,18 @@ Tensor InMemoryDataset::Gather(const Tensor& t, const std::vector<int64_t>& rows
 
 bool InMemoryDataset::Yield(std::any& spec, std::vector<Tensor>& inputs, std::vector<Tensor>& labels) {
   // An infinite dataset joins epochs, so a batch may hold more than one epoch's examples.
-  if (!infinite_ && drop_incomplete_ && batch_ > num_examples_) {
+  const auto examples = static_cast<int64_t>(order_.size());  // This shard's.
+  if (!infinite_ && drop_incomplete_ && batch_ > examples) {
     kiln::detail::Throw(
         "dataset \"{}\": batch size {} exceeds the {} examples, so every batch would be dropped (an "
         "Infinite dataset joins epochs instead)",
-        name_, batch_, num_examples_);
+        name_, batch_, examples);
   }
   std::vector<int64_t> rows;
   while (static_cast<int64_t>(rows.size()) < batch_) {
-    if (position_ >= num_examples_) {
+    if (position_ >= examples) {
       // End of an epoch: joined when infinite, else a last (maybe dropped) batch or the end.
-      if (infinite_ && num_examples_ > 0) {
+      if (infinite_ && examples > 0) {
         ++epoch_;
         NewEpoch();
         continue;

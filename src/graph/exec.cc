@@ -1,5 +1,7 @@
 #include "kiln/graph/exec.h"
 
+#include "kiln/compute/replicas.h"
+
 #include <algorithm>
 #include <list>
 #include <map>
@@ -88,6 +90,7 @@ namespace {
 struct CacheEntry {
   std::vector<Shape> key;
   bool with_aliases = false;  // Built for CallWithAliases (aliased values are extra outputs).
+  int replicas = 1;           // Graph::Replicas() of the graph.
   exec_internal::DebugOutputs debug;
   std::unique_ptr<Graph> graph;
   std::shared_ptr<const compute::Program> program;
@@ -110,13 +113,15 @@ struct Exec::State {
   std::list<std::shared_ptr<CacheEntry>> lru;          // Most recently used first.
   NodeLogger logger = DefaultNodeLogger;
   bool nan_check = NanCheckFromEnvironment();
+  int device = 0;  // InDevice's.
 
   std::string What() const { return fmt::format("exec \"{}\"", name); }
 
-  std::shared_ptr<CacheEntry> Get(const std::vector<Shape>& shapes, bool with_aliases = false) {
+  std::shared_ptr<CacheEntry> Get(const std::vector<Shape>& shapes, bool with_aliases = false,
+                                  int replicas = 1) {
     std::lock_guard lock(mu.Checked(What()));
     for (auto it = lru.begin(); it != lru.end(); ++it) {
-      if ((*it)->key == shapes && (*it)->with_aliases == with_aliases) {
+      if ((*it)->key == shapes && (*it)->with_aliases == with_aliases && (*it)->replicas == replicas) {
         lru.splice(lru.begin(), lru, it);
         return lru.front();
       }
@@ -125,8 +130,10 @@ struct Exec::State {
     auto entry = std::make_shared<CacheEntry>();
     entry->key = shapes;
     entry->with_aliases = with_aliases;
+    entry->replicas = replicas;
     entry->graph = std::make_unique<Graph>(name);
     entry->graph->SetTraced(nan_check);
+    entry->graph->SetReplicas(replicas);
     std::vector<Node> params;
     for (const Shape& s : shapes) params.push_back(entry->graph->Parameter(s));
     ++builds;
@@ -247,8 +254,58 @@ AliasedResults Exec::CallWithAliases(const std::vector<Tensor>& inputs) {
 
 std::vector<Tensor> Exec::CallTensors(const std::vector<Tensor>& inputs) { return Run(inputs, nullptr); }
 
+namespace {
+
+std::vector<Shape> InputShapes(const Exec::State& st, const std::vector<Tensor>& inputs);
+std::vector<Tensor> RunOn(Exec::State& st, CacheEntry& entry, int device, const std::vector<Tensor>& inputs,
+                          std::map<std::string, Tensor>* aliased);
+
+}  // namespace
+
 std::vector<Tensor> Exec::Run(const std::vector<Tensor>& inputs, std::map<std::string, Tensor>* aliased) {
   State& st = *state_;
+  std::shared_ptr<CacheEntry> entry = st.Get(SignatureOf(InputShapes(st, inputs)), aliased != nullptr);
+  int device = 0;
+  {
+    std::lock_guard lock(st.mu.Checked(st.What()));
+    device = st.device;
+  }
+  return RunOn(st, *entry, device, inputs, aliased);
+}
+
+Exec& Exec::InDevice(int device) {
+  state_->backend->CheckDevice(device);
+  std::lock_guard lock(state_->mu.Checked(state_->What()));
+  state_->device = device;
+  return *this;
+}
+
+std::vector<std::vector<Tensor>> Exec::CallReplicas(compute::ReplicaGroup& group,
+                                                    const std::vector<std::vector<Tensor>>& inputs) {
+  State& st = *state_;
+  const int devices = group.Devices();
+  if (devices > st.backend->NumDevices())
+    kiln::detail::Throw("exec \"{}\": a replica group of {} devices on backend \"{}\" with {}", st.name,
+                        devices, st.backend->Name(), st.backend->NumDevices());
+  if (static_cast<int>(inputs.size()) != devices)
+    kiln::detail::Throw("exec \"{}\": CallReplicas given inputs for {} devices, the group has {}", st.name,
+                        inputs.size(), devices);
+  const std::vector<Shape> shapes = InputShapes(st, inputs[0]);
+  for (int d = 1; d < devices; ++d) {
+    if (InputShapes(st, inputs[static_cast<size_t>(d)]) != shapes)
+      kiln::detail::Throw("exec \"{}\": device {}'s inputs differ in shape from device 0's", st.name, d);
+  }
+  std::shared_ptr<CacheEntry> entry = st.Get(SignatureOf(shapes), false, group.NumReplicas());
+  std::vector<std::vector<Tensor>> results(static_cast<size_t>(devices));
+  compute::RunReplicas(group, [&](int d) {
+    results[static_cast<size_t>(d)] = RunOn(st, *entry, d, inputs[static_cast<size_t>(d)], nullptr);
+  });
+  return results;
+}
+
+namespace {
+
+std::vector<Shape> InputShapes(const Exec::State& st, const std::vector<Tensor>& inputs) {
   if (st.num_inputs >= 0 && static_cast<int>(inputs.size()) != st.num_inputs) {
     kiln::detail::Throw("exec \"{}\": called with {} inputs, but its function takes {}", st.name,
                         inputs.size(), st.num_inputs);
@@ -260,13 +317,17 @@ std::vector<Tensor> Exec::Run(const std::vector<Tensor>& inputs, std::map<std::s
     }
     shapes.push_back(inputs[i].shape());
   }
-  std::shared_ptr<CacheEntry> entry = st.Get(SignatureOf(shapes), aliased != nullptr);
+  return shapes;
+}
 
-  const int device = 0;
+std::vector<Tensor> RunOn(Exec::State& st, CacheEntry& entry, int device, const std::vector<Tensor>& inputs,
+                          std::map<std::string, Tensor>* aliased) {
+  std::vector<Shape> shapes;
   std::vector<compute::BufferPtr> buffers;
   std::vector<bool> donated;
   for (const Tensor& input : inputs) {
     Tensor t = input;  // Handles share storage: donation through a copy affects the caller's.
+    shapes.push_back(t.shape());
     if (t.IsMarkedForDonation()) {
       buffers.push_back(t.DonateBuffer(st.backend, device));
       donated.push_back(true);
@@ -277,8 +338,8 @@ std::vector<Tensor> Exec::Run(const std::vector<Tensor>& inputs, std::map<std::s
   }
   std::vector<Shape> out_shapes;
   std::vector<compute::BufferPtr> out =
-      entry->executable->ExecuteWithShapes(buffers, shapes, donated, device, out_shapes);
-  const compute::Program& program = *entry->program;
+      entry.executable->ExecuteWithShapes(buffers, shapes, donated, device, out_shapes);
+  const compute::Program& program = *entry.program;
   if (out.size() != program.Outputs().size() || out_shapes.size() != out.size()) {
     kiln::detail::Throw("exec \"{}\": backend returned {} outputs for {}", st.name, out.size(),
                         program.Outputs().size());
@@ -287,16 +348,18 @@ std::vector<Tensor> Exec::Run(const std::vector<Tensor>& inputs, std::map<std::s
   for (size_t i = 0; i < out.size(); ++i) {
     results.push_back(Tensor::FromBuffer(st.backend, device, out_shapes[i], std::move(out[i])));
   }
-  if (entry->debug.Count() > 0 || st.logger) {
+  if (entry.debug.Count() > 0 || st.logger) {
     NodeLogger logger;
     {
       std::lock_guard lock(st.mu.Checked(st.What()));
       logger = st.logger;
     }
-    exec_internal::FinishDebugOutputs(st.What(), *entry->graph, entry->debug, results, logger, aliased);
+    exec_internal::FinishDebugOutputs(st.What(), *entry.graph, entry.debug, results, logger, aliased);
   }
   return results;
 }
+
+}  // namespace
 
 Tensor Exec::Single(std::vector<Tensor> outputs) const {
   if (outputs.size() != 1) {

@@ -38,6 +38,11 @@ std::string Node::ToString() const {
 Graph::Graph(std::string name) : name_(std::move(name)) {}
 Graph::~Graph() = default;
 
+void Graph::SetReplicas(int replicas) {
+  if (replicas < 1) kiln::detail::Throw("Graph \"{}\": SetReplicas({}): at least 1 replica", name_, replicas);
+  replicas_ = replicas;
+}
+
 Graph::CallFrame Graph::PopCallFrame() {
   if (call_frames_.empty()) kiln::detail::Throw("Graph \"{}\": no function call is being traced", name_);
   CallFrame f = std::move(call_frames_.back());

@@ -13,6 +13,7 @@
 #include "io/atomic_file.h"
 #include "io/json.h"
 #include "io/read_file.h"
+#include "kiln/distributed/distributed.h"
 #include "kiln/io/safetensors.h"
 #include "model/model_internal.h"
 
@@ -313,12 +314,15 @@ std::string Handler::Save() {
     if (s >= 0) seq = std::max(seq, s + 1);
     if (s >= 0 && file.find(".tmp") != std::string::npos) leftovers.push_back(f.path());
   }
-  for (const fs::path& p : leftovers) fs::remove(p, ec);
+  if (distributed::Rank() == 0)
+    for (const fs::path& p : leftovers) fs::remove(p, ec);
   int64_t step = 0;
   if (model::Variable gs = store.FindVariable("/global_step"); gs.Ok()) step = gs.Value().Item<int64_t>();
   const std::string name = fmt::format("checkpoint-n{:07d}-step-{:08d}", seq, step);
   const std::string weights = (fs::path(dir) / (name + ".safetensors")).string();
   const std::string record_path = (fs::path(dir) / (name + ".json")).string();
+  // A distributed job writes from rank 0 alone (the replicas' variables are identical).
+  if (distributed::Rank() != 0) return name;
 
   std::vector<std::pair<std::string, Tensor>> tensors;
   Json record = Json::Object();

@@ -10,6 +10,7 @@
 #include "graph/exec_debug.h"
 #include "graph/exec_internal.h"
 #include "kiln/compute/backend.h"
+#include "kiln/compute/replicas.h"
 #include "model/model_internal.h"
 
 namespace kiln::model {
@@ -19,6 +20,7 @@ namespace {
 struct Entry {
   std::vector<Shape> key;
   bool with_aliases = false;
+  int replicas = 1;  // Graph::Replicas() of the graph.
   graph::exec_internal::DebugOutputs debug;
   std::unique_ptr<graph::Graph> graph;
   std::shared_ptr<const compute::Program> program;
@@ -43,8 +45,15 @@ struct Exec::State {
   std::list<std::shared_ptr<Entry>> lru;
   graph::NodeLogger logger = graph::DefaultNodeLogger;
   bool nan_check = graph::NanCheckFromEnvironment();
+  int device = 0;  // InDevice's.
 
   std::string What() const { return fmt::format("model exec \"{}\"", name); }
+  /// The inputs' shapes, after checking their count and that each is Ok.
+  std::vector<Shape> InputShapes(const std::vector<Tensor>& inputs) const;
+  /// Runs entry `e` on device `on` (the caller holds the store's lock) and stores the variables it
+  /// sets: device 0's in the store, the others' in the variables' replica copies.
+  std::vector<Tensor> RunOn(const std::shared_ptr<Entry>& e, int on, const std::vector<Tensor>& inputs,
+                            const graph::NodeLogger& log, std::map<std::string, Tensor>* aliased);
 
   std::vector<Shape> Signature(const std::vector<Shape>& shapes) {
     std::vector<std::vector<std::string>> axes;
@@ -58,10 +67,10 @@ struct Exec::State {
                                                   backend->Capabilities().HasDynamicShapes());
   }
 
-  std::shared_ptr<Entry> Get(const std::vector<Shape>& shapes, bool with_aliases = false) {
+  std::shared_ptr<Entry> Get(const std::vector<Shape>& shapes, bool with_aliases = false, int replicas = 1) {
     std::lock_guard lock(mu.Checked(What()));
     for (auto it = lru.begin(); it != lru.end(); ++it) {
-      if ((*it)->key == shapes && (*it)->with_aliases == with_aliases) {
+      if ((*it)->key == shapes && (*it)->with_aliases == with_aliases && (*it)->replicas == replicas) {
         lru.splice(lru.begin(), lru, it);
         return lru.front();
       }
@@ -69,9 +78,11 @@ struct Exec::State {
     auto e = std::make_shared<Entry>();
     e->key = shapes;
     e->with_aliases = with_aliases;
+    e->replicas = replicas;
     e->graph = std::make_unique<graph::Graph>(name);
     graph::Graph& g = *e->graph;
     g.SetTraced(nan_check);
+    g.SetReplicas(replicas);
     std::vector<graph::Node> params;
     for (const Shape& s : shapes) params.push_back(g.Parameter(s));
     detail::GraphState& st = detail::StateOf(g);
@@ -179,65 +190,132 @@ graph::AliasedResults Exec::CallWithAliases(const std::vector<Tensor>& inputs) {
 
 std::vector<Tensor> Exec::CallTensors(const std::vector<Tensor>& inputs) { return Run(inputs, nullptr); }
 
-std::vector<Tensor> Exec::Run(const std::vector<Tensor>& inputs, std::map<std::string, Tensor>* aliased) {
-  State& st = *state_;
-  if (st.num_inputs >= 0 && static_cast<int>(inputs.size()) != st.num_inputs) {
-    kiln::detail::Throw("model exec \"{}\": called with {} inputs, but its function takes {}", st.name,
-                        inputs.size(), st.num_inputs);
+std::vector<Shape> Exec::State::InputShapes(const std::vector<Tensor>& inputs) const {
+  if (num_inputs >= 0 && static_cast<int>(inputs.size()) != num_inputs) {
+    kiln::detail::Throw("model exec \"{}\": called with {} inputs, but its function takes {}", name,
+                        inputs.size(), num_inputs);
   }
   std::vector<Shape> shapes;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].Ok())
-      kiln::detail::Throw("model exec \"{}\": input {} is not Ok (empty, finalized or donated)", st.name, i);
+      kiln::detail::Throw("model exec \"{}\": input {} is not Ok (empty, finalized or donated)", name, i);
     shapes.push_back(inputs[i].shape());
   }
-  std::shared_ptr<Entry> e = st.Get(st.Signature(shapes), aliased != nullptr);
-  graph::NodeLogger logger;
-  {
-    std::lock_guard lock(st.mu.Checked(st.What()));
-    logger = st.logger;
-  }
-  const bool checking = !e->debug.checked.empty();
-  st.store.InitializeVariables(st.backend);
+  return shapes;
+}
 
-  const int device = 0;
+std::vector<Tensor> Exec::State::RunOn(const std::shared_ptr<Entry>& e, int on,
+                                       const std::vector<Tensor>& inputs, const graph::NodeLogger& log,
+                                       std::map<std::string, Tensor>* aliased) {
+  const bool checking = !e->debug.checked.empty();
+  std::vector<Shape> shapes;
   std::vector<compute::BufferPtr> buffers;
   std::vector<bool> donated;
   for (const Tensor& input : inputs) {
     Tensor t = input;
     const bool donate = t.IsMarkedForDonation();
-    buffers.push_back(donate ? t.DonateBuffer(st.backend, device) : t.DeviceBuffer(st.backend, device));
+    shapes.push_back(t.shape());
+    buffers.push_back(donate ? t.DonateBuffer(backend, on) : t.DeviceBuffer(backend, on));
     donated.push_back(donate);
   }
-  std::shared_ptr<detail::StoreData> store = st.store.data();
-  std::unique_lock store_lock(store->mu);
+  // Device 0 reads the store's values; the other devices of a replicated run their own copies.
+  // (CallReplicas made the copies before the devices started.)
+  auto value_of = [&](detail::VariableData& v) -> Tensor& {
+    return e->replicas == 1 || on == 0 ? v.value : v.replicas.at(static_cast<size_t>(on - 1));
+  };
   for (const auto& v : e->reads) {
-    if (!v->value.Ok())
-      kiln::detail::Throw("model exec \"{}\": variable \"{}\" has no value", st.name, v->path);
+    Tensor& value = value_of(*v);
+    if (!value.Ok()) kiln::detail::Throw("model exec \"{}\": variable \"{}\" has no value", name, v->path);
     // In place only when the store holds the sole handle and the graph sets a new value.
     const bool written = std::find(e->writes.begin(), e->writes.end(), v) != e->writes.end();
-    const bool donate = written && v->value.HandleCount() == 1 && !checking;
-    shapes.push_back(v->value.shape());
-    buffers.push_back(donate ? v->value.DonateBuffer(st.backend, device)
-                             : v->value.DeviceBuffer(st.backend, device));
+    const bool donate = written && value.HandleCount() == 1 && !checking;
+    shapes.push_back(value.shape());
+    buffers.push_back(donate ? value.DonateBuffer(backend, on) : value.DeviceBuffer(backend, on));
     donated.push_back(donate);
   }
   std::vector<Shape> out_shapes;
   std::vector<compute::BufferPtr> out =
-      e->executable->ExecuteWithShapes(buffers, shapes, donated, device, out_shapes);
+      e->executable->ExecuteWithShapes(buffers, shapes, donated, on, out_shapes);
   std::vector<Tensor> results;
   for (size_t i = 0; i < out.size(); ++i)
-    results.push_back(Tensor::FromBuffer(st.backend, device, out_shapes[i], std::move(out[i])));
-  // Logged values, the NaN check (before any variable changes) and aliased values.
-  if (e->debug.Count() > 0 || logger)
-    graph::exec_internal::FinishDebugOutputs(st.What(), *e->graph, e->debug, results, logger, aliased);
+    results.push_back(Tensor::FromBuffer(backend, on, out_shapes[i], std::move(out[i])));
+  // Logged values, the NaN check (before any variable changes) and aliased values: device 0's.
+  if (on == 0 && (e->debug.Count() > 0 || log))
+    graph::exec_internal::FinishDebugOutputs(What(), *e->graph, e->debug, results, log, aliased);
+  results.resize(e->num_outputs + e->writes.size());
   for (size_t i = e->num_outputs; i < results.size(); ++i) {
     detail::VariableData& v = *e->writes[i - e->num_outputs];
-    v.value = std::move(results[i]);
+    if (e->replicas == 1) v.replicas.clear();  // Another run changed it: copies are remade.
+    value_of(v) = std::move(results[i]);
     v.pending = nullptr;
   }
   results.resize(e->num_outputs);
   return results;
+}
+
+std::vector<Tensor> Exec::Run(const std::vector<Tensor>& inputs, std::map<std::string, Tensor>* aliased) {
+  State& st = *state_;
+  std::shared_ptr<Entry> e = st.Get(st.Signature(st.InputShapes(inputs)), aliased != nullptr);
+  graph::NodeLogger logger;
+  int device = 0;
+  {
+    std::lock_guard lock(st.mu.Checked(st.What()));
+    logger = st.logger;
+    device = st.device;
+  }
+  st.store.InitializeVariables(st.backend);
+  std::shared_ptr<detail::StoreData> store = st.store.data();
+  std::unique_lock store_lock(store->mu);
+  return st.RunOn(e, device, inputs, logger, aliased);
+}
+
+std::vector<std::vector<Tensor>> Exec::CallReplicas(compute::ReplicaGroup& group,
+                                                    const std::vector<std::vector<Tensor>>& inputs) {
+  State& st = *state_;
+  const int devices = group.Devices();
+  if (devices > st.backend->NumDevices())
+    kiln::detail::Throw("model exec \"{}\": a replica group of {} devices on backend \"{}\" with {}", st.name,
+                        devices, st.backend->Name(), st.backend->NumDevices());
+  if (static_cast<int>(inputs.size()) != devices)
+    kiln::detail::Throw("model exec \"{}\": CallReplicas given inputs for {} devices, the group has {}",
+                        st.name, inputs.size(), devices);
+  const std::vector<Shape> shapes = st.InputShapes(inputs[0]);
+  for (int d = 1; d < devices; ++d) {
+    if (st.InputShapes(inputs[static_cast<size_t>(d)]) != shapes)
+      kiln::detail::Throw("model exec \"{}\": device {}'s inputs differ in shape from device 0's", st.name,
+                          d);
+  }
+  std::shared_ptr<Entry> e = st.Get(st.Signature(shapes), false, group.NumReplicas());
+  graph::NodeLogger logger;
+  {
+    std::lock_guard lock(st.mu.Checked(st.What()));
+    logger = st.logger;
+  }
+  st.store.InitializeVariables(st.backend);
+  std::shared_ptr<detail::StoreData> store = st.store.data();
+  // The devices' threads read and write variables under the caller's lock.
+  std::unique_lock store_lock(store->mu);
+  // Devices above 0 get their copies of the variables now, before device 0 may update the store's.
+  for (const auto& v : e->reads) {
+    if (!v->value.Ok())
+      kiln::detail::Throw("model exec \"{}\": variable \"{}\" has no value", st.name, v->path);
+    if (v->replicas.size() < static_cast<size_t>(devices - 1))
+      v->replicas.resize(static_cast<size_t>(devices - 1));
+    for (Tensor& copy : v->replicas)
+      if (!copy.Ok()) copy = v->value.Clone();
+  }
+  std::vector<std::vector<Tensor>> results(static_cast<size_t>(devices));
+  compute::RunReplicas(group, [&](int d) {
+    results[static_cast<size_t>(d)] = st.RunOn(e, d, inputs[static_cast<size_t>(d)], logger, nullptr);
+  });
+  return results;
+}
+
+Exec& Exec::InDevice(int device) {
+  state_->backend->CheckDevice(device);
+  std::lock_guard lock(state_->mu.Checked(state_->What()));
+  state_->device = device;
+  return *this;
 }
 
 Tensor Exec::Single(std::vector<Tensor> outputs) const {

@@ -20,9 +20,12 @@ struct VariableData {
   std::weak_ptr<StoreData> store;  // The owning store.
   std::string path;
   Shape shape;
-  Tensor value;         // Invalid until initialised.
+  Tensor value;         // Invalid until initialised. Device 0's in a replicated run.
   Initializer pending;  // Set while the variable waits for its initial value.
   bool trainable = false;
+  // The copies of devices 1.. in replicated runs (model::Exec::CallReplicas), entry d-1 for device
+  // d; dropped whenever `value` is set otherwise (SetValue), so they are remade from it.
+  std::vector<Tensor> replicas;
 };
 
 struct StoreData {

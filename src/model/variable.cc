@@ -48,6 +48,7 @@ void Variable::SetValue(const Tensor& value) const {
   std::shared_ptr<detail::StoreData> s = detail::StoreOf(d);
   std::lock_guard lock(s->mu);
   d.value = value.Clone();
+  d.replicas.clear();
   d.pending = nullptr;
 }
 

@@ -9,6 +9,8 @@
 
 #include "kiln/train/plots.h"
 
+#include "kiln/distributed/distributed.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -588,6 +590,7 @@ struct Recorder {
   }
 
   void Write() {
+    if (distributed::Rank() != 0) return;  // A distributed job writes the page from rank 0 alone.
     const std::string title = HtmlText(Title());
     std::string html = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n";
     if (running && options.refresh_seconds > 0)

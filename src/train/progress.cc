@@ -2,6 +2,8 @@
 
 #include "kiln/train/progress.h"
 
+#include "kiln/distributed/distributed.h"
+
 #include <unistd.h>
 
 #include <chrono>
@@ -52,6 +54,7 @@ struct Bar {
 }  // namespace
 
 void AttachProgressBar(train::Loop& loop, std::ostream& out, bool terminal) {
+  if (distributed::Rank() != 0) return;  // A distributed job prints once, from rank 0.
   auto bar = std::make_shared<Bar>();
   bar->out = &out;
   bar->terminal = terminal;

@@ -2,7 +2,14 @@
 
 #include "kiln/train/trainer.h"
 
+#include <cstring>
+#include <map>
+
 #include "core/check.h"
+#include "kiln/compute/backend.h"
+#include "kiln/compute/replicas.h"
+#include "kiln/distributed/distributed.h"
+#include "kiln/graph/collective.h"
 #include "kiln/graph/gradient.h"
 #include "kiln/model/exec.h"
 #include "model/model_internal.h"
@@ -49,6 +56,7 @@ struct Trainer::State {
   int accumulate = 1;              // TrainSteps per optimizer update.
   bool started = false;            // A TrainStep has run (the training graph may be compiled).
   DType compute = DType::Invalid;  // WithMixedPrecision's dtype.
+  std::shared_ptr<compute::ReplicaGroup> replicas;  // DataParallel's group, or null.
   std::vector<std::function<void(const data::DatasetPtr&, const std::vector<Tensor>&)>> on_eval;
 
   /// The model, the loss and the added terms: {loss, predictions...}.
@@ -79,18 +87,10 @@ struct Trainer::State {
     std::vector<Node> labels, preds;
     Node l = Forward(scope, nodes, labels, preds)[0];
     graph::Graph& g = l.graph();
-    // The trainable variables this graph reads.
+    if (g.Replicas() > 1) return ReplicatedTrainGraph(scope, l, labels, preds);
     std::vector<model::Variable> vars;
     std::vector<Node> values;
-    model::detail::GraphState& st = model::detail::StateOf(g);
-    for (size_t i = 0; i < st.inputs.size(); ++i) {
-      model::Variable v(st.inputs[i]);
-      if (v.Trainable()) {
-        vars.push_back(v);
-        values.push_back(st.input_nodes[i]);
-      }
-    }
-    if (vars.empty()) kiln::detail::Throw("Trainer: the model has no trainable variables");
+    TrainableInputs(g, vars, values);
     std::vector<Node> grads = graph::Gradient(l, values);
     model::Variable step_var = store.GlobalStep();
     Node step = step_var.NodeValue(g);
@@ -103,6 +103,75 @@ struct Trainer::State {
     std::vector<Node> out = {l32, moving_loss->UpdateGraph(scope, {l32}, {l32})};
     for (const metrics::Metric& m : train_metrics) out.push_back(m->UpdateGraph(scope, labels, preds));
     return out;
+  }
+
+  /// The trainable variables graph `g` reads and their input nodes.
+  static void TrainableInputs(graph::Graph& g, std::vector<model::Variable>& vars,
+                              std::vector<Node>& values) {
+    model::detail::GraphState& st = model::detail::StateOf(g);
+    for (size_t i = 0; i < st.inputs.size(); ++i) {
+      model::Variable v(st.inputs[i]);
+      if (v.Trainable()) {
+        vars.push_back(v);
+        values.push_back(st.input_nodes[i]);
+      }
+    }
+    if (vars.empty()) kiln::detail::Throw("Trainer: the model has no trainable variables");
+  }
+
+  /// The step of one replica of a data-parallel run: the gradients, the loss, the train metrics
+  /// and every float state the model and the metrics set are averaged over the replicas with one
+  /// AllReduce per dtype (their concatenation), before the optimizer's update and the moving
+  /// loss, which then see the same values on every replica.
+  std::vector<Node> ReplicatedTrainGraph(model::Scope scope, Node l, const std::vector<Node>& labels,
+                                         const std::vector<Node>& preds) {
+    graph::Graph& g = l.graph();
+    std::vector<model::Variable> vars;
+    std::vector<Node> values;
+    TrainableInputs(g, vars, values);
+    std::vector<Node> grads = graph::Gradient(l, values);
+    Node l32 = graph::ConvertDType(l, DType::Float32);
+    std::vector<Node> metric_values;
+    for (const metrics::Metric& m : train_metrics)
+      metric_values.push_back(m->UpdateGraph(scope, labels, preds));
+    // Everything to average: gradients, loss, metric values, the float states set so far.
+    model::detail::GraphState& st = model::detail::StateOf(g);
+    std::vector<Node*> averaged;
+    for (Node& n : grads) averaged.push_back(&n);
+    averaged.push_back(&l32);
+    for (Node& n : metric_values) averaged.push_back(&n);
+    for (auto& [v, node] : st.updates)
+      if (IsFloat(node.dtype())) averaged.push_back(&node);
+    AverageOverReplicas(averaged);
+    model::Variable step_var = store.GlobalStep();
+    Node step = step_var.NodeValue(g);
+    if (accumulate > 1)
+      AccumulatedUpdate(scope, vars, grads, step);
+    else
+      optimizer->UpdateGraph(scope, vars, grads, step);
+    step_var.SetNodeValue(step + int64_t{1});
+    std::vector<Node> out = {l32, moving_loss->UpdateGraph(scope, {l32}, {l32})};
+    out.insert(out.end(), metric_values.begin(), metric_values.end());
+    return out;
+  }
+
+  /// Replaces each node by its mean over the replicas: one AllReduce of the flattened nodes of
+  /// each dtype, concatenated, then sliced back into their shapes.
+  static void AverageOverReplicas(const std::vector<Node*>& nodes) {
+    std::map<DType, std::vector<Node*>> by_dtype;
+    for (Node* n : nodes) by_dtype[n->dtype()].push_back(n);
+    for (auto& [dtype, group] : by_dtype) {
+      std::vector<Node> flat;
+      for (Node* n : group) flat.push_back(graph::Reshape(*n, {n->shape().Size()}));
+      Node all = flat.size() == 1 ? flat[0] : graph::Concatenate(flat, 0);
+      Node mean = graph::AllReduce(all, graph::ReduceOp::Mean);
+      int64_t at = 0;
+      for (Node* n : group) {
+        const int64_t size = n->shape().Size();
+        *n = graph::Reshape(graph::Slice(mean, {graph::AxisRange(at, at + size)}), n->shape().Dimensions());
+        at += size;
+      }
+    }
   }
 
   /// Gradient accumulation: adds `grads` into the accumulator variables and, on every
@@ -262,11 +331,60 @@ std::vector<Tensor> Trainer::TrainStep(const std::any& spec, const std::vector<T
   s.started = true;
   s.spec = spec;
   s.num_inputs = inputs.size();
+  if (s.replicas) {  // Each device gets its examples, in tensors of its own that are donated.
+    const int devices = s.replicas->Devices();
+    std::vector<std::vector<Tensor>> split(static_cast<size_t>(devices));
+    std::vector<Tensor> all = inputs;
+    all.insert(all.end(), labels.begin(), labels.end());
+    for (const Tensor& t : all) {
+      std::vector<Tensor> parts = SplitExamples(t, devices, s.backend);
+      for (int d = 0; d < devices; ++d)
+        split[static_cast<size_t>(d)].push_back(graph::Donate(parts[static_cast<size_t>(d)]));
+    }
+    return s.train_exec->CallReplicas(*s.replicas, split)[0];
+  }
   std::vector<Tensor> all;
   for (const Tensor& t : inputs) all.push_back(graph::Donate(t));
   for (const Tensor& t : labels) all.push_back(graph::Donate(t));
   return s.train_exec->Call(all);
 }
+
+std::vector<Tensor> Trainer::SplitExamples(const Tensor& t, int devices, const compute::BackendPtr& backend) {
+  if (devices == 1) return {t};
+  if (t.rank() < 1 || t.shape().Dim(0) % devices != 0)
+    kiln::detail::Throw("Trainer::DataParallel: a batch of shape {} does not split evenly over {} devices",
+                        t.shape(), devices);
+  std::vector<int64_t> dims = t.shape().Dimensions();
+  const int64_t rows = dims[0], per = rows / devices;
+  const int64_t row_bytes = rows == 0 ? 0 : t.shape().ByteSize() / rows;
+  dims[0] = per;
+  std::vector<Tensor> parts;
+  t.ConstBytes([&](std::span<const uint8_t> src) {
+    for (int d = 0; d < devices; ++d) {
+      Tensor part = Tensor::FromShapeForBackend(backend, d, Shape(t.dtype(), dims));
+      part.MutableBytes([&](std::span<uint8_t> dst) {
+        for (int64_t j = 0; j < per; ++j)  // Example j * devices + d of the batch.
+          std::memcpy(dst.data() + j * row_bytes, src.data() + (j * devices + d) * row_bytes,
+                      static_cast<size_t>(row_bytes));
+      });
+      parts.push_back(std::move(part));
+    }
+  });
+  return parts;
+}
+
+Trainer& Trainer::DataParallel(std::shared_ptr<compute::ReplicaGroup> group) {
+  State& s = *state_;
+  if (s.started) kiln::detail::Throw("Trainer::DataParallel: training has started");
+  if (!group) group = distributed::NewReplicaGroup(s.backend->NumDevices());
+  if (group->Devices() > s.backend->NumDevices())
+    kiln::detail::Throw("Trainer::DataParallel: a group of {} devices per process on backend \"{}\" with {}",
+                        group->Devices(), s.backend->Name(), s.backend->NumDevices());
+  s.replicas = std::move(group);
+  return *this;
+}
+
+const std::shared_ptr<compute::ReplicaGroup>& Trainer::Replicas() const { return state_->replicas; }
 
 std::vector<Tensor> Trainer::EvalStep(const std::any& spec, const std::vector<Tensor>& inputs,
                                       const std::vector<Tensor>& labels) {
@@ -304,6 +422,15 @@ std::vector<Tensor> Trainer::Eval(const data::DatasetPtr& dataset) {
       }
     }
     examples += n;
+  }
+  if (state_->replicas && distributed::WorldSize() > 1) {
+    // Every process evaluated its share: the weighted sums and counts add up over the job.
+    std::vector<double> totals = sums;
+    totals.push_back(examples);
+    distributed::AllReduceSum(totals, "Trainer::Eval");
+    examples = totals.back();
+    totals.pop_back();
+    sums = totals;
   }
   if (examples == 0)
     kiln::detail::Throw("Trainer::Eval: dataset \"{}\" yielded no examples", dataset->Name());

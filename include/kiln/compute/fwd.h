@@ -8,6 +8,7 @@ namespace kiln::compute {
 
 class Backend;
 class Buffer;
+class ReplicaGroup;
 /// Shared handle to a backend; a backend lives as long as any handle, tensor or executable uses it
 /// (a bare Buffer does not keep its backend alive).
 using BackendPtr = std::shared_ptr<Backend>;

@@ -48,6 +48,7 @@ enum class OpCategory {
   SortScan,        ///< ArgSort, CumSum.
   Complex,         ///< Complex, Real, Imag, Conj, Fft.
   Control,         ///< While, If, OptimizationBarrier, Composite (tuple results), GetTupleElement.
+  Collective,      ///< AllReduce, AllGather, ReduceScatter, CollectiveBroadcast: between replicas.
 };
 
 /// The element dtypes an op takes (the DTypes column of ops.def): its operands' dtype (the values'
@@ -180,6 +181,7 @@ struct OpAttributes {
   std::vector<int64_t> values;               ///< Composite: its integer attributes.
   FftType fft_type = FftType::Forward;       ///< Fft: the transform's kind.
   int64_t fft_length = 0;                    ///< Fft: the signal's length n.
+  int64_t replicas = 1;                      ///< Collectives: the replicas the program runs on.
 };
 
 /// One instruction: its result is value number `id` (its position in the program).

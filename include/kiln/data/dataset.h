@@ -56,14 +56,22 @@ class InMemoryDataset : public Dataset {
   InMemoryDataset& Infinite(bool infinite);
   /// Ends after `n` epochs (finite datasets; 1 by default).
   InMemoryDataset& Epochs(int n);
+  /// Keeps this process's share of every epoch for distributed training: of the epoch's order
+  /// (shuffled with the same seed in every process), the examples at positions p with
+  /// p mod `count` == `index`. With Shard(distributed::Rank(), distributed::WorldSize()) the
+  /// processes' shares are disjoint and together make the epoch, and batches of n / count
+  /// examples per process make global batches of n. A kiln::Error unless 0 <= index < count.
+  InMemoryDataset& Shard(int index, int count);
 
   /// The name given at construction.
   std::string Name() const override { return name_; }
   bool Yield(std::any& spec, std::vector<Tensor>& inputs, std::vector<Tensor>& labels) override;
   void Reset() override;
   bool IsInfinite() const override { return infinite_; }
-  /// Number of examples (the size of axis 0).
+  /// Number of examples (the size of axis 0), in all shards.
   int64_t NumExamples() const { return num_examples_; }
+  /// Examples in this shard: NumExamples() without Shard.
+  int64_t ShardExamples() const;
   /// The batch size set with BatchSize (1 by default).
   int64_t GetBatchSize() const { return batch_; }
 
@@ -80,6 +88,7 @@ class InMemoryDataset : public Dataset {
   int64_t batch_ = 1;
   bool drop_incomplete_ = false, shuffle_ = false, infinite_ = false;
   int epochs_ = 1;
+  int shard_index_ = 0, shard_count_ = 1;
   uint64_t seed_ = 42;
   std::mt19937_64 rng_;
   std::vector<int64_t> order_;

@@ -57,6 +57,15 @@ class Exec {
   /// Call1 with the inputs as one vector (one tensor per parameter, in order).
   Tensor Call1(const std::vector<Tensor>& inputs) { return Single(CallTensors(inputs)); }
 
+  /// Runs on `device` of the backend from now on (GoMLX's InDevice): inputs are copied there as
+  /// needed and outputs stay there. A kiln::Error naming the backend when out of range.
+  Exec& InDevice(int device);
+  /// A replicated run: the graph, built for group.NumReplicas() replicas (Graph::SetReplicas),
+  /// runs once on each device d < group.Devices() of this process at the same time, with
+  /// inputs[d] (the same shapes on every device); returns each device's outputs. Its collective
+  /// ops (graph/collective.h) exchange values with every replica of the job.
+  std::vector<std::vector<Tensor>> CallReplicas(compute::ReplicaGroup& group,
+                                                const std::vector<std::vector<Tensor>>& inputs);
   /// Maximum number of compiled shape combinations kept (least recently used dropped first).
   Exec& SetMaxCacheSize(int size);
   /// Number of graphs built so far (cache misses).

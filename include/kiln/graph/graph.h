@@ -151,6 +151,14 @@ class Graph {
   /// Whether new nodes record their build stack.
   bool Traced() const { return traced_; }
 
+  /// The number of replicas the graph's program runs on (every device of every process in a
+  /// data-parallel run): what the collective ops (graph/collective.h) exchange between. 1 unless
+  /// set; Exec::CallReplicas and Trainer::DataParallel set it before the graph function runs. A
+  /// kiln::Error unless at least 1.
+  void SetReplicas(int replicas);
+  /// The replicas set with SetReplicas (1 by default).
+  int Replicas() const { return replicas_; }
+
   /// Data a library attaches to the graph under `key` (the model package keeps its per-graph
   /// state here); destroyed with the graph. Empty until set.
   std::shared_ptr<void>& Attachment(const std::string& key) { return attachments_[key]; }
@@ -224,6 +232,7 @@ class Graph {
   std::map<std::string, int> alias_to_node_;
   std::unordered_map<int, std::string> node_alias_;
   bool traced_ = false;
+  int replicas_ = 1;
   std::unordered_map<int, Error> traces_;
   std::vector<CallFrame> call_frames_;
 };

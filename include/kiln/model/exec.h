@@ -51,6 +51,18 @@ class Exec {
   /// Call1 with the inputs as one vector.
   Tensor Call1(const std::vector<Tensor>& inputs) { return Single(CallTensors(inputs)); }
 
+  /// Runs on `device` of the backend from now on (GoMLX's InDevice): inputs and variables are
+  /// copied there as needed, outputs stay there. A kiln::Error naming the backend when out of range.
+  Exec& InDevice(int device);
+  /// A replicated run: the function, built for group.NumReplicas() replicas
+  /// (Graph::SetReplicas), runs once on each device d < group.Devices() of this process at the
+  /// same time, with inputs[d] (of the same shapes on every device); returns each device's
+  /// outputs. Its collective ops exchange values with the other replicas of the job. Device 0
+  /// reads and updates the store's variables; each other device its own copy, made from the
+  /// store's value on first use (and again after the value is set any other way), so replicas
+  /// whose updates agree (gradients averaged with AllReduce) keep identical variables.
+  std::vector<std::vector<Tensor>> CallReplicas(compute::ReplicaGroup& group,
+                                                const std::vector<std::vector<Tensor>>& inputs);
   /// Called with each new graph before the model function runs (e.g. SetTraining).
   Exec& OnNewGraph(std::function<void(graph::Graph&)> hook);
   /// Number of graphs built (one per distinct input shapes).

@@ -80,6 +80,19 @@ class Trainer {
   Trainer& WithMixedPrecision(DType compute = DType::BFloat16);
   /// The compute dtype of WithMixedPrecision (DType::Invalid: none).
   DType MixedPrecision() const;
+  /// Data-parallel training over `group`'s replicas (by default every device of the backend in
+  /// every process of the distributed job: distributed::NewReplicaGroup(backend->NumDevices())).
+  /// Each TrainStep splits this process's batch over its devices (example j of the batch to
+  /// device j mod Devices(); the batch must divide evenly), runs the step on every replica at
+  /// once, and averages the gradients over all replicas with one AllReduce (in a fixed order, so
+  /// every replica applies the same update and keeps identical variables). The loss, the train
+  /// metrics and the state the model and the metrics update (moving averages, batch-norm
+  /// statistics) are averaged over the replicas too: TrainStep returns means over the global
+  /// batch, the same numbers in every layout. Eval runs on device 0 and sums its results over the
+  /// processes. A kiln::Error after training started.
+  Trainer& DataParallel(std::shared_ptr<compute::ReplicaGroup> group = nullptr);
+  /// The group DataParallel set (null when the trainer is not data-parallel).
+  const std::shared_ptr<compute::ReplicaGroup>& Replicas() const;
   /// The NaN check of the training and evaluation steps (model::Exec::SetNanCheck; initially
   /// KILN_NAN_CHECK's): a step whose forward pass, loss, gradients or update makes a NaN or an
   /// infinity from finite values is a kiln::Error naming the op and where it was built, and
@@ -123,6 +136,8 @@ class Trainer {
   struct State;
 
  private:
+  /// Device d's part of a batch: examples d, d + devices, d + 2 devices... (on device d).
+  static std::vector<Tensor> SplitExamples(const Tensor& t, int devices, const compute::BackendPtr& backend);
   std::unique_ptr<State> state_;
 };
 

@@ -16,8 +16,8 @@ namespace kiln::compute {
 
 namespace cpu {
 
-CpuBuffer::CpuBuffer(Backend* backend, std::shared_ptr<BufferPool> pool, int64_t bytes, bool zero)
-    : Buffer(backend, 0, bytes), pool_(std::move(pool)) {
+CpuBuffer::CpuBuffer(Backend* backend, std::shared_ptr<BufferPool> pool, int64_t bytes, bool zero, int device)
+    : Buffer(backend, device, bytes), pool_(std::move(pool)) {
   data_ = pool_->Allocate(bytes);
   if (zero && bytes > 0) std::memset(data_, 0, static_cast<size_t>(bytes));
 }
@@ -42,19 +42,21 @@ std::string CpuBackend::Description() const {
   std::string target;
   for (const SimdTarget& t : SimdTargets())
     if (t.bits == options_.simd_target) target = ", SIMD target " + t.name;
-  return fmt::format("cpu: optimising compiler, {} thread{}{}{}{}", options_.threads,
+  const std::string devices =
+      options_.devices == 1 ? std::string() : fmt::format("{} devices of ", options_.devices);
+  return fmt::format("cpu: optimising compiler, {}{} thread{}{}{}{}", devices, options_.threads,
                      options_.threads == 1 ? "" : "s", options_.fusion ? "" : ", fusion off",
                      options_.simd ? "" : ", scalar kernels", target);
 }
 
 BufferPtr CpuBackend::NewSharedBuffer(int device, int64_t bytes) {
   CheckDevice(device);
-  return NewBuffer(CheckBytes(bytes), true);
+  return NewBuffer(CheckBytes(bytes), true, device);
 }
 
 BufferPtr CpuBackend::BufferFromHost(int device, const void* data, int64_t bytes) {
   CheckDevice(device);
-  std::shared_ptr<CpuBuffer> buffer = NewBuffer(CheckBytes(bytes));
+  std::shared_ptr<CpuBuffer> buffer = NewBuffer(CheckBytes(bytes), false, device);
   if (bytes > 0) std::memcpy(buffer->data(), data, static_cast<size_t>(bytes));
   return buffer;
 }
@@ -91,8 +93,8 @@ std::unique_ptr<Executable> CpuBackend::Compile(std::shared_ptr<const Program> p
   return CompileCpu(this, std::move(program));
 }
 
-std::shared_ptr<CpuBuffer> CpuBackend::NewBuffer(int64_t bytes, bool zero) {
-  return std::make_shared<CpuBuffer>(this, pool_, CheckBytes(bytes), zero);
+std::shared_ptr<CpuBuffer> CpuBackend::NewBuffer(int64_t bytes, bool zero, int device) {
+  return std::make_shared<CpuBuffer>(this, pool_, CheckBytes(bytes), zero, device);
 }
 
 const CpuBuffer* CpuBackend::AsCpuBuffer(const Buffer& buffer) const {
@@ -103,6 +105,22 @@ const CpuBuffer* CpuBackend::AsCpuBuffer(const Buffer& buffer) const {
 }  // namespace cpu
 
 namespace {
+
+/// The default thread count: OpenMP's, except in a process that mpirun started alongside others
+/// on this node without $OMP_NUM_THREADS, which takes its share of the cores (cores divided by
+/// the node's processes, at least 1), so that the processes do not oversubscribe the machine.
+int DefaultThreads() {
+  const int threads = omp_get_max_threads();
+  if (std::getenv("OMP_NUM_THREADS") != nullptr) return threads;
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}) {
+    const char* v = std::getenv(name);
+    if (v == nullptr) continue;
+    char* end = nullptr;
+    const long local = std::strtol(v, &end, 10);
+    if (end != v && *end == '\0' && local > 1) return std::max(1, threads / static_cast<int>(local));
+  }
+  return threads;
+}
 
 /// "avx2, emu128": the SIMD targets this CPU runs, best first.
 std::string SimdTargetNames() {
@@ -127,7 +145,10 @@ BackendInfo CpuBackendInfo() {
   return {"cpu",
           "optimising CPU compiler: fused SIMD kernels, oneDNN matmul and convolution, a memory plan per "
           "executable",
-          {{"threads", "threads per kernel (default: OpenMP's count, $OMP_NUM_THREADS or the cores)"},
+          {{"threads",
+            "threads in all (default: OpenMP's count, $OMP_NUM_THREADS or the cores; under mpirun the cores "
+            "divided by the processes on the node)"},
+           {"devices", "devices the threads are split into, each with its own team (default 1)"},
            {"fusion", "true (default) or false: fuse chains of elementwise ops into one kernel"},
            {"simd", SimdOptionText()},
            {"serial_work",
@@ -140,8 +161,13 @@ BackendInfo CpuBackendInfo() {
 
 BackendPtr NewCpuBackend(BackendOptions& options) {
   cpu::Options o;
-  o.threads = options.TakeInt("threads", omp_get_max_threads());
-  if (o.threads < 1) detail::Throw("backend \"cpu\": threads={} must be at least 1", o.threads);
+  const int threads = options.TakeInt("threads", DefaultThreads());
+  if (threads < 1) detail::Throw("backend \"cpu\": threads={} must be at least 1", threads);
+  o.devices = options.TakeInt("devices", 1);
+  if (o.devices < 1 || o.devices > threads)
+    detail::Throw("backend \"cpu\": devices={} must be between 1 and the threads ({}); each device needs one",
+                  o.devices, threads);
+  o.threads = threads / o.devices;
   o.fusion = options.TakeBool("fusion", true);
   const std::string simd = options.TakeString("simd", "auto");
   o.simd = simd != "scalar";

@@ -1,7 +1,8 @@
 #pragma once
 // The fast CPU backend ("cpu"): compiles a Program through cleanup, fusion and memory-planning
 // passes into a flat list of kernel calls (fast kernels where there is one, the reference
-// kernels otherwise). One device, the host's memory, buffers from a caching pool.
+// kernels otherwise). The host's memory, buffers from a caching pool; `devices=N` splits the
+// threads into N devices, each running executions on its own thread team.
 
 #include <cstdint>
 #include <memory>
@@ -21,7 +22,8 @@ namespace cpu {
 
 /// The backend's switches ("cpu:threads=2,fusion=false,simd=scalar").
 struct Options {
-  int threads = 1;     ///< Threads a kernel may use (OpenMP team size).
+  int threads = 1;     ///< Threads a kernel may use (OpenMP team size) on each device.
+  int devices = 1;     ///< Devices (`devices=N`): each runs executions with its own team of `threads`.
   bool fusion = true;  ///< Fuse elementwise chains (false: one kernel per op).
   bool simd = true;    ///< SIMD kernels (false: their scalar form, `simd=scalar`).
   /// The Highway target the SIMD kernels run on (`simd=avx2`...; simd_target.h), 0: the best.
@@ -43,7 +45,7 @@ struct Options {
 /// elsewhere, made only for the duration of one call.)
 class CpuBuffer final : public Buffer {
  public:
-  CpuBuffer(Backend* backend, std::shared_ptr<BufferPool> pool, int64_t bytes, bool zero);
+  CpuBuffer(Backend* backend, std::shared_ptr<BufferPool> pool, int64_t bytes, bool zero, int device = 0);
   /// A view of `bytes` of memory the buffer does not own (an execution's value handed to a
   /// tuple op for the length of the call; see cpu_executable.cc).
   CpuBuffer(Backend* backend, uint8_t* memory, int64_t bytes);
@@ -62,7 +64,7 @@ class CpuBackend final : public Backend {
 
   std::string Name() const override { return "cpu"; }
   std::string Description() const override;
-  int NumDevices() const override { return 1; }
+  int NumDevices() const override { return options_.devices; }
   bool HasSharedBuffers() const override { return true; }
 
   BufferPtr NewSharedBuffer(int device, int64_t bytes) override;
@@ -77,8 +79,8 @@ class CpuBackend final : public Backend {
 
   const Options& options() const { return options_; }
   BufferPool& pool() { return *pool_; }
-  /// A buffer for an execution's result (not zero-filled unless `zero`).
-  std::shared_ptr<CpuBuffer> NewBuffer(int64_t bytes, bool zero = false);
+  /// A buffer for an execution's result on `device` (not zero-filled unless `zero`).
+  std::shared_ptr<CpuBuffer> NewBuffer(int64_t bytes, bool zero = false, int device = 0);
   /// `buffer` as a CpuBuffer of this backend, or nullptr when it belongs to another one.
   const CpuBuffer* AsCpuBuffer(const Buffer& buffer) const;
 

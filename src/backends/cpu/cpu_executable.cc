@@ -434,7 +434,7 @@ std::vector<BufferPtr> CpuExecutable::Execute(const std::vector<BufferPtr>& inpu
             break;
           }
         }
-        if (!b) b = backend_->NewBuffer(val.bytes);
+        if (!b) b = backend_->NewBuffer(val.bytes, false, device);
         ptr[v] = backend_->AsCpuBuffer(*b)->data();
         out_buffers[static_cast<size_t>(val.output)] = std::move(b);
         break;
@@ -489,7 +489,7 @@ std::vector<BufferPtr> CpuExecutable::Execute(const std::vector<BufferPtr>& inpu
       continue;
     }
     const int64_t bytes = values_[static_cast<size_t>(v)].bytes;
-    std::shared_ptr<CpuBuffer> copy = backend_->NewBuffer(bytes);
+    std::shared_ptr<CpuBuffer> copy = backend_->NewBuffer(bytes, false, device);
     if (bytes > 0) std::memcpy(copy->data(), ptr[static_cast<size_t>(v)], static_cast<size_t>(bytes));
     outputs.push_back(std::move(copy));
   }

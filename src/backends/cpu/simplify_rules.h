@@ -38,7 +38,7 @@ inline bool Opaque(const Instruction& inst) {
   const OpType op = inst.op;
   return op == OpType::Parameter || op == OpType::Constant || op == OpType::GetTupleElement ||
          op == OpType::OptimizationBarrier || op == OpType::While || op == OpType::If ||
-         op == OpType::Composite;
+         op == OpType::Composite || GetOpCategory(op) == OpCategory::Collective;
 }
 
 /// An instruction with no attributes set.

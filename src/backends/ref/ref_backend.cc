@@ -54,8 +54,8 @@ int64_t CheckBytes(int64_t bytes) {
 
 }  // namespace
 
-RefBackend::RefBackend(bool shared, bool dynamic, int dynamic_cache)
-    : shared_(shared), dynamic_cache_(dynamic_cache) {
+RefBackend::RefBackend(bool shared, bool dynamic, int dynamic_cache, int devices)
+    : shared_(shared), dynamic_cache_(dynamic_cache), devices_(devices) {
   // Packed dtypes included: ref runs the storage ops (Parameter, Constant, Reshape,
   // ConvertDType) on them, which are the only ops the shape rules accept for them.
   for (DType d : kAllDTypes) caps_.dtypes.push_back(d);
@@ -64,7 +64,8 @@ RefBackend::RefBackend(bool shared, bool dynamic, int dynamic_cache)
 }
 
 std::string RefBackend::Description() const {
-  return fmt::format("ref: reference interpreter (plain loops, obviously right){}{}",
+  return fmt::format("ref: reference interpreter (plain loops, obviously right){}{}{}",
+                     devices_ == 1 ? std::string() : fmt::format("; {} devices", devices_),
                      shared_ ? "" : "; shared=false (buffers behave as on a discrete device)",
                      caps_.HasDynamicShapes() ? "" : "; dynamic=false (static shapes only)");
 }
@@ -131,7 +132,8 @@ BackendInfo RefBackendInfo() {
         "true (default): one compilation serves every size of a program's dynamic axes; false: static "
         "shapes only (for testing the fallback of static backends)"},
        {"dynamic_cache",
-        "concrete executables a program with dynamic axes keeps, one per input signature (default 32)"}}};
+        "concrete executables a program with dynamic axes keeps, one per input signature (default 32)"},
+       {"devices", "devices it offers, all in host memory (default 1; for tests of multi-device code)"}}};
 }
 
 BackendPtr NewRefBackend(BackendOptions& options) {
@@ -139,7 +141,10 @@ BackendPtr NewRefBackend(BackendOptions& options) {
   const bool dynamic = options.TakeBool("dynamic", true);
   const int cache = options.TakeInt("dynamic_cache", kDefaultDynamicCache);
   if (cache < 1) detail::Throw("backend \"ref\": dynamic_cache={} must be at least 1", cache);
-  return std::make_shared<ref::RefBackend>(shared, dynamic, cache);
+  const int devices = options.TakeInt("devices", 1);
+  if (devices < 1 || devices > 4096)
+    detail::Throw("backend \"ref\": devices={} must be between 1 and 4096", devices);
+  return std::make_shared<ref::RefBackend>(shared, dynamic, cache, devices);
 }
 
 }  // namespace kiln::compute

@@ -1,5 +1,6 @@
 #pragma once
-// The reference backend ("ref"): plain loops, obviously right. One device, the host's memory.
+// The reference backend ("ref"): plain loops, obviously right. The host's memory; one device, or
+// `devices=N` standing in for several (for tests of multi-device code).
 // Declares the backend, its counted buffers and the compile entry point of its interpreter.
 
 #include <atomic>
@@ -49,11 +50,12 @@ class RefBackend final : public Backend {
  public:
   /// `shared`: buffers shared with the host; `dynamic`: run dynamic axes natively (else static
   /// shapes only); `dynamic_cache`: concrete executables a dynamic program keeps.
-  RefBackend(bool shared, bool dynamic, int dynamic_cache);
+  /// `devices`: how many devices it offers (all in host memory; for tests of multi-device code).
+  RefBackend(bool shared, bool dynamic, int dynamic_cache, int devices = 1);
 
   std::string Name() const override { return "ref"; }
   std::string Description() const override;
-  int NumDevices() const override { return 1; }
+  int NumDevices() const override { return devices_; }
   bool HasSharedBuffers() const override { return shared_; }
 
   BufferPtr NewSharedBuffer(int device, int64_t bytes) override;
@@ -75,6 +77,7 @@ class RefBackend final : public Backend {
  private:
   bool shared_;
   int dynamic_cache_;
+  int devices_ = 1;
   BackendCapabilities caps_;
   std::shared_ptr<MemoryCounter> counter_ = std::make_shared<MemoryCounter>();
 };

@@ -61,6 +61,7 @@ Reuse ReuseOf(const Instruction& inst, const std::vector<Shape>& operands) {
     case OpCategory::SortScan:
     case OpCategory::Complex:
     case OpCategory::Control:
+    case OpCategory::Collective:
       return Reuse::None;
   }
   return Reuse::None;

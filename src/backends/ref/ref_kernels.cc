@@ -79,6 +79,8 @@ Kernel MakeKernel(const Instruction& inst, const std::vector<Shape>& operands) {
       return MakeComplexKernel(inst, operands);
     case OpCategory::Control:
       return Kernel();  // Tuple ops and GetTupleElement run in Execute.
+    case OpCategory::Collective:
+      return MakeCollectiveKernel(inst, operands);
   }
   NoKernel(inst.op, inst.shape.dtype());
 }

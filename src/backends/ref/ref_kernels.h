@@ -59,6 +59,9 @@ Kernel MakeIndexingKernel(const Instruction& inst, const std::vector<Shape>& ope
 Kernel MakeSortScanKernel(const Instruction& inst, const std::vector<Shape>& operands);
 /// Complex, Real, Imag, Conj, Fft (ref_complex.cc).
 Kernel MakeComplexKernel(const Instruction& inst, const std::vector<Shape>& operands);
+/// AllReduce, AllGather, ReduceScatter, CollectiveBroadcast (ref_collective.cc): exchange through
+/// the calling thread's ReplicaBinding; a program of one replica runs them as copies without one.
+Kernel MakeCollectiveKernel(const Instruction& inst, const std::vector<Shape>& operands);
 /// The elementwise Unary, Binary and Compare ops on complex operands (ref_complex.cc).
 Kernel MakeComplexElementwiseKernel(const Instruction& inst, const std::vector<Shape>& operands);
 

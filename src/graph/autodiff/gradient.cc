@@ -33,6 +33,7 @@ const RuleTable& Rules() {
     RegisterWindowRules(t);
     RegisterIndexingRules(t);
     RegisterSortScanRules(t);
+    RegisterCollectiveRules(t);
     RegisterControlRules(t);
     RegisterComplexRules(t);
     return t;

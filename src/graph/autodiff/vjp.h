@@ -95,6 +95,7 @@ void RegisterIndexingRules(RuleTable& t);
 void RegisterSortScanRules(RuleTable& t);
 void RegisterControlRules(RuleTable& t);
 void RegisterComplexRules(RuleTable& t);
+void RegisterCollectiveRules(RuleTable& t);
 
 // ---- Helpers rules share ----------------------------------------------------------------------
 

@@ -64,6 +64,10 @@ struct Case {
   /// smooth points with finite values; 0 where such a check does not apply (integers, Bool, half
   /// types, special values, kinks, ties).
   double grad_epsilon = 0;
+  /// The replicas the row's program runs on at once (the collectives' rows): `inputs` and
+  /// `expected` then hold each replica's in turn (replica 0's parameters, replica 1's...), and
+  /// the graph is built with Graph::SetReplicas.
+  int replicas = 1;
 };
 
 /// The whole table, built once (reads the fixtures on first use; a missing or unreadable fixture

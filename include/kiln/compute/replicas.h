@@ -1,0 +1,136 @@
+#pragma once
+/// @file
+/// Replicas: one program run once on each of several devices (of one process or of several
+/// processes joined by MPI), whose collective ops (AllReduce, AllGather, ReduceScatter,
+/// CollectiveBroadcast) exchange values between the runs. Replica r of a job of W processes with D
+/// devices each is device r mod D of process r / D. A ReplicaGroup moves the bytes; the collective
+/// kernels reduce them, always in one fixed tree over replica ids, so every replica computes
+/// bit-identical results whatever the timing or the layout of devices and processes.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/compute/fwd.h"
+#include "kiln/compute/program.h"
+#include "kiln/core/dtype.h"
+
+namespace kiln::compute {
+
+/// What one collective call exchanges; every replica must make the same calls in the same order.
+struct CollectiveCall {
+  OpType op = OpType::AllReduce;  ///< The collective.
+  DType dtype = DType::Invalid;   ///< The element dtype.
+  int64_t bytes = 0;              ///< Bytes each replica contributes.
+  int64_t sequence = 0;           ///< Collectives this replica ran before this one in the run.
+  /// Same op, dtype, size and position.
+  friend bool operator==(const CollectiveCall&, const CollectiveCall&) = default;
+  /// "AllReduce #3 of 40 bytes of Float32".
+  std::string ToString() const;
+};
+
+/// Moves every process's contribution to every process: given this process's `local` bytes (its
+/// replicas' contributions, in device order), writes all processes' into `all` in rank order.
+/// Called by one thread of each process per collective; throws kiln::Error when the processes
+/// disagree on `call`, when one of them fails, or on a timeout. (The distributed runtime's MPI
+/// exchange; absent for a job of one process.)
+using ProcessExchange =
+    std::function<void(const CollectiveCall& call, const void* local, int64_t local_bytes, void* all)>;
+
+class ReplicaGroup;
+void RunReplicas(ReplicaGroup& group, const std::function<void(int device)>& run);
+
+/// What the collectives of a group cost, as seen by its device 0.
+struct CollectiveStats {
+  int64_t calls = 0;     ///< Collective calls.
+  int64_t bytes = 0;     ///< Bytes device 0 contributed to them.
+  double seconds = 0;    ///< Time spent in them, waiting for the other replicas included.
+};
+
+/// The replicas of one job as seen from one process: its devices, and how values reach the other
+/// processes' replicas.
+class ReplicaGroup {
+ public:
+  /// A group of `devices` replicas per process in a job of `processes` processes, this one being
+  /// `rank`; `exchange` reaches the other processes (null when `processes` is 1). Threads waiting
+  /// for the others give up with a kiln::Error after `timeout`.
+  ReplicaGroup(int devices, int processes, int rank, ProcessExchange exchange,
+               std::chrono::milliseconds timeout = DefaultTimeout());
+  ~ReplicaGroup();
+  ReplicaGroup(const ReplicaGroup&) = delete;
+  ReplicaGroup& operator=(const ReplicaGroup&) = delete;
+
+  /// Every replica of the job: devices × processes.
+  int NumReplicas() const { return devices_ * processes_; }
+  /// Replicas in this process.
+  int Devices() const { return devices_; }
+  /// The id of this process's replica on `device`: rank × devices + device.
+  int ReplicaOf(int device) const { return rank_ * devices_ + device; }
+
+  /// Called by the replica on `device` of this process with its `call.bytes` bytes at `data`:
+  /// returns once every replica of the job made the same call, with every replica's bytes in
+  /// `out` (NumReplicas() × call.bytes), in replica order. A kiln::Error when the replicas
+  /// disagree on the call (naming the replica and both calls), when another replica failed
+  /// (Abort), or when the others do not arrive within the timeout.
+  void Exchange(int device, const CollectiveCall& call, const void* data, void* out);
+  /// Marks the group failed: every replica waiting in Exchange, and every later call, throws a
+  /// kiln::Error naming `device`'s replica and `why`. Reset() makes the group usable again.
+  void Abort(int device, const std::string& why);
+  /// Clears a failure, for the next replicated run (all replicas of this process have returned).
+  void Reset();
+
+  /// The collectives device 0 ran through the group since it was made or ResetStats().
+  CollectiveStats Stats() const;
+  /// Starts counting again.
+  void ResetStats();
+
+  /// $KILN_COLLECTIVE_TIMEOUT seconds if set, else 120 s.
+  static std::chrono::milliseconds DefaultTimeout();
+
+ private:
+  friend void RunReplicas(ReplicaGroup& group, const std::function<void(int device)>& run);
+  struct Rendezvous;
+  int devices_, processes_, rank_;
+  ProcessExchange exchange_;
+  std::chrono::milliseconds timeout_;
+  std::unique_ptr<Rendezvous> state_;
+};
+
+/// Binds the calling thread to the replica on `device` of `group` while it lives: the collective
+/// ops run on this thread exchange their values through the group. Bindings do not nest.
+class ReplicaBinding {
+ public:
+  /// Binds the calling thread; a kiln::Error if it is bound already or `device` is not the group's.
+  ReplicaBinding(ReplicaGroup& group, int device);
+  /// Unbinds the thread.
+  ~ReplicaBinding();
+  ReplicaBinding(const ReplicaBinding&) = delete;
+  ReplicaBinding& operator=(const ReplicaBinding&) = delete;
+
+  /// The group the thread's replica belongs to.
+  ReplicaGroup& group() const { return group_; }
+  /// The device of this process the thread runs.
+  int device() const { return device_; }
+  /// This replica's id in the job.
+  int replica() const { return group_.ReplicaOf(device_); }
+  /// The position of the next collective call in this run (counts calls).
+  int64_t NextSequence() { return sequence_++; }
+
+  /// The binding of the calling thread, or nullptr.
+  static ReplicaBinding* Current();
+
+ private:
+  ReplicaGroup& group_;
+  int device_;
+  int64_t sequence_ = 0;
+};
+
+/// Runs `run(device)` for every device 0..group.Devices()-1 at once, each on its own thread (device
+/// 0 on the caller's) bound to its replica; returns when all have finished. When one throws, the
+/// group is aborted (so the others stop waiting for it) and the first error is rethrown.
+void RunReplicas(ReplicaGroup& group, const std::function<void(int device)>& run);
+
+}  // namespace kiln::compute

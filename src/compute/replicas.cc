@@ -1,0 +1,282 @@
+// ReplicaGroup: the rendezvous where the replicas of one process meet at each collective call,
+// the process exchange that joins the other processes' replicas, and the worker threads that run
+// devices 1..D-1 of a replicated execution (device 0 runs on the caller's thread).
+
+#include "kiln/compute/replicas.h"
+
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "core/check.h"
+
+namespace kiln::compute {
+
+std::string CollectiveCall::ToString() const {
+  return fmt::format("{} #{} of {} bytes of {}", OpName(op), sequence, bytes, dtype);
+}
+
+/// One collective at a time: the replicas of this process arrive, the last one joins the other
+/// processes (ProcessExchange), and all leave with the job's bytes. A worker thread per device
+/// above 0 waits here for replicated runs too.
+struct ReplicaGroup::Rendezvous {
+  std::mutex mu;
+  std::condition_variable cv;
+  // The current collective.
+  int arrived = 0, departed = 0;
+  bool ready = false;  // `all` holds the job's bytes.
+  int64_t round = 0;   // Collectives completed (threads wait for the round they joined to finish).
+  std::vector<CollectiveCall> calls;
+  std::vector<const void*> data;
+  std::vector<uint8_t> local, all;
+  // A failure: every waiting and later call throws it.
+  bool failed = false;
+  std::string error;
+  int first_failed = -1;  // The device whose replica failed first (Abort), -1 if none did.
+  // Worker threads for devices 1..D-1: a generation counter per run.
+  std::vector<std::thread> workers;
+  const std::function<void(int)>* task = nullptr;
+  int64_t task_generation = 0;
+  int pending = 0;
+  std::vector<std::exception_ptr> errors;
+  bool stopping = false;
+  CollectiveStats stats;  // Device 0's calls.
+};
+
+std::chrono::milliseconds ReplicaGroup::DefaultTimeout() {
+  if (const char* v = std::getenv("KILN_COLLECTIVE_TIMEOUT"); v != nullptr && *v != '\0') {
+    char* end = nullptr;
+    const double s = std::strtod(v, &end);
+    if (end == v || *end != '\0' || !(s > 0) || s > 1e6)
+      kiln::detail::Throw("KILN_COLLECTIVE_TIMEOUT=\"{}\" is not a number of seconds between 0 and 1e6", v);
+    return std::chrono::milliseconds(static_cast<int64_t>(s * 1000));
+  }
+  return std::chrono::seconds(120);
+}
+
+ReplicaGroup::ReplicaGroup(int devices, int processes, int rank, ProcessExchange exchange,
+                           std::chrono::milliseconds timeout)
+    : devices_(devices),
+      processes_(processes),
+      rank_(rank),
+      exchange_(std::move(exchange)),
+      timeout_(timeout),
+      state_(std::make_unique<Rendezvous>()) {
+  if (devices < 1) kiln::detail::Throw("ReplicaGroup: {} devices per process; at least 1 is needed", devices);
+  if (processes < 1 || rank < 0 || rank >= processes)
+    kiln::detail::Throw("ReplicaGroup: rank {} of {} processes is not a valid rank", rank, processes);
+  if (processes > 1 && !exchange_)
+    kiln::detail::Throw("ReplicaGroup: {} processes but no exchange between them", processes);
+  state_->calls.resize(static_cast<size_t>(devices));
+  state_->data.resize(static_cast<size_t>(devices));
+}
+
+ReplicaGroup::~ReplicaGroup() {
+  Rendezvous& s = *state_;
+  {
+    std::lock_guard lock(s.mu);
+    s.stopping = true;
+  }
+  s.cv.notify_all();
+  for (std::thread& t : s.workers) t.join();
+}
+
+void ReplicaGroup::Abort(int device, const std::string& why) {
+  Rendezvous& s = *state_;
+  {
+    std::lock_guard lock(s.mu);
+    if (s.first_failed < 0) s.first_failed = device;
+    if (!s.failed) {
+      s.failed = true;
+      s.error =
+          fmt::format("replica {} (rank {}, device {}) failed: {}", ReplicaOf(device), rank_, device, why);
+    }
+  }
+  s.cv.notify_all();
+}
+
+void ReplicaGroup::Reset() {
+  Rendezvous& s = *state_;
+  std::lock_guard lock(s.mu);
+  s.failed = false;
+  s.error.clear();
+  s.first_failed = -1;
+  s.arrived = s.departed = 0;
+  s.ready = false;
+}
+
+CollectiveStats ReplicaGroup::Stats() const {
+  std::lock_guard lock(state_->mu);
+  return state_->stats;
+}
+
+void ReplicaGroup::ResetStats() {
+  std::lock_guard lock(state_->mu);
+  state_->stats = {};
+}
+
+void ReplicaGroup::Exchange(int device, const CollectiveCall& call, const void* data, void* out) {
+  if (device < 0 || device >= devices_)
+    kiln::detail::Throw("ReplicaGroup::Exchange: device {} of {} devices", device, devices_);
+  Rendezvous& s = *state_;
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + timeout_;
+  const int replica = ReplicaOf(device);
+  auto wait = [&](std::unique_lock<std::mutex>& lock, auto done, const char* what) {
+    while (!s.failed && !done()) {
+      if (s.cv.wait_until(lock, deadline) == std::cv_status::timeout && !s.failed && !done()) {
+        std::vector<int> missing;
+        for (int d = 0; d < devices_; ++d)
+          if (s.data[static_cast<size_t>(d)] == nullptr) missing.push_back(ReplicaOf(d));
+        kiln::detail::Throw(
+            "replica {} waited {} s {} at {}{}", replica, timeout_.count() / 1000.0, what, call.ToString(),
+            missing.empty() ? std::string()
+                            : fmt::format(" (replicas {} did not arrive)", fmt::join(missing, ", ")));
+      }
+    }
+    if (s.failed) kiln::detail::Throw("{} (seen by replica {} at {})", s.error, replica, call.ToString());
+  };
+  std::unique_lock lock(s.mu);
+  // A replica fast enough to reach its next collective waits for the last one to be left by all.
+  wait(
+      lock, [&] { return !s.ready; }, "for the previous collective to finish");
+  const int64_t round = s.round;
+  s.calls[static_cast<size_t>(device)] = call;
+  s.data[static_cast<size_t>(device)] = data;
+  if (++s.arrived == devices_) {
+    for (int d = 0; d < devices_; ++d) {
+      if (!(s.calls[static_cast<size_t>(d)] == s.calls[0])) {
+        s.failed = true;
+        s.error =
+            fmt::format("replicas disagree: replica {} runs {} but replica {} runs {}", ReplicaOf(0),
+                        s.calls[0].ToString(), ReplicaOf(d), s.calls[static_cast<size_t>(d)].ToString());
+        s.cv.notify_all();
+        kiln::detail::Throw("{}", s.error);
+      }
+    }
+    const auto bytes = static_cast<size_t>(call.bytes);
+    s.local.resize(bytes * static_cast<size_t>(devices_));
+    for (int d = 0; d < devices_; ++d)
+      if (bytes > 0)
+        std::memcpy(s.local.data() + bytes * static_cast<size_t>(d), s.data[static_cast<size_t>(d)], bytes);
+    s.all.resize(bytes * static_cast<size_t>(NumReplicas()));
+    if (processes_ == 1) {
+      s.all.swap(s.local);
+    } else {
+      // The others wait on the condition; the exchange between processes runs unlocked.
+      lock.unlock();
+      try {
+        exchange_(call, s.local.data(), static_cast<int64_t>(s.local.size()), s.all.data());
+      } catch (const std::exception& e) {
+        lock.lock();
+        s.failed = true;
+        s.error = e.what();
+        s.cv.notify_all();
+        throw;
+      }
+      lock.lock();
+    }
+    s.ready = true;
+    s.cv.notify_all();
+  } else {
+    wait(
+        lock, [&] { return s.ready && s.round == round; }, "for the other replicas");
+  }
+  if (call.bytes > 0) std::memcpy(out, s.all.data(), s.all.size());
+  s.data[static_cast<size_t>(device)] = nullptr;
+  if (device == 0) {
+    ++s.stats.calls;
+    s.stats.bytes += call.bytes;
+    s.stats.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  if (++s.departed == devices_) {
+    s.arrived = s.departed = 0;
+    s.ready = false;
+    ++s.round;
+    s.cv.notify_all();
+  }
+}
+
+// ---- Bindings ------------------------------------------------------------------------------------
+
+namespace {
+thread_local ReplicaBinding* current_binding = nullptr;
+}
+
+ReplicaBinding::ReplicaBinding(ReplicaGroup& group, int device) : group_(group), device_(device) {
+  if (current_binding != nullptr)
+    kiln::detail::Throw("ReplicaBinding: this thread already runs replica {}", current_binding->replica());
+  if (device < 0 || device >= group.Devices())
+    kiln::detail::Throw("ReplicaBinding: device {} of a group of {} devices", device, group.Devices());
+  current_binding = this;
+}
+
+ReplicaBinding::~ReplicaBinding() { current_binding = nullptr; }
+
+ReplicaBinding* ReplicaBinding::Current() { return current_binding; }
+
+// ---- Replicated runs -----------------------------------------------------------------------------
+
+void RunReplicas(ReplicaGroup& group, const std::function<void(int device)>& run) {
+  ReplicaGroup::Rendezvous& s = *group.state_;
+  const int devices = group.Devices();
+  auto run_one = [&group](const std::function<void(int)>& fn, int device) -> std::exception_ptr {
+    try {
+      ReplicaBinding bind(group, device);
+      fn(device);
+      return nullptr;
+    } catch (const std::exception& e) {
+      group.Abort(device, e.what());
+      return std::current_exception();
+    }
+  };
+  {
+    std::lock_guard lock(s.mu);
+    while (static_cast<int>(s.workers.size()) < devices - 1) {
+      const int device = static_cast<int>(s.workers.size()) + 1;
+      s.workers.emplace_back([&s, device, run_one] {
+        int64_t seen = 0;
+        std::unique_lock lk(s.mu);
+        while (true) {
+          s.cv.wait(lk, [&] { return s.stopping || s.task_generation != seen; });
+          if (s.stopping) return;
+          seen = s.task_generation;
+          const std::function<void(int)>* task = s.task;
+          lk.unlock();
+          std::exception_ptr err = run_one(*task, device);
+          lk.lock();
+          s.errors[static_cast<size_t>(device)] = err;
+          if (--s.pending == 0) s.cv.notify_all();
+        }
+      });
+    }
+    s.task = &run;
+    s.errors.assign(static_cast<size_t>(devices), nullptr);
+    s.pending = devices - 1;
+    ++s.task_generation;
+  }
+  s.cv.notify_all();
+  std::exception_ptr first = run_one(run, 0);
+  {
+    std::unique_lock lock(s.mu);
+    s.cv.wait(lock, [&] { return s.pending == 0; });
+    s.errors[0] = first;
+    first = s.first_failed >= 0 ? s.errors[static_cast<size_t>(s.first_failed)] : nullptr;
+    for (const std::exception_ptr& e : s.errors) {
+      if (first) break;
+      if (e) {
+        first = e;
+        break;
+      }
+    }
+  }
+  if (first) {
+    group.Reset();
+    std::rethrow_exception(first);
+  }
+}
+
+}  // namespace kiln::compute

@@ -1,0 +1,194 @@
+// The distributed runtime over MPI: joining the job, the exchange between processes that the
+// replica groups use, and the host-side sums and barriers. Every call between processes first
+// exchanges a fixed-size header (what is being exchanged, by whom), so processes that disagree
+// stop with an error naming the rank instead of mismatching buffers; every wait polls with a
+// deadline, so a process that died or hangs ends the others' wait with an error.
+
+#include "kiln/distributed/distributed.h"
+
+// The C API alone (Open MPI would otherwise pull in its deprecated C++ bindings).
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/check.h"
+#include "kiln/compute/replicas.h"
+
+namespace kiln::distributed {
+
+namespace {
+
+struct Runtime {
+  std::mutex mu;  // MPI calls are serialised (MPI_THREAD_SERIALIZED).
+  bool initialized = false, distributed = false, finalized = false;
+  int rank = 0, size = 1, local_size = 1;
+};
+
+Runtime& State() {
+  static Runtime r;
+  return r;
+}
+
+/// Whether an MPI launcher started this process (Open MPI, MPICH/Hydra or PMIx variables).
+bool LaunchedByMpi() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) {
+    if (std::getenv(name) != nullptr) return true;
+  }
+  return false;
+}
+
+std::string MpiError(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  return std::string(text, static_cast<size_t>(length));
+}
+
+void Check(int code, const char* what) {
+  if (code != MPI_SUCCESS) kiln::detail::Throw("distributed: {} failed: {}", what, MpiError(code));
+}
+
+/// Waits for `request` until the collective timeout; `what` names the exchange in the error.
+void Wait(MPI_Request& request, const std::string& what) {
+  const auto deadline = std::chrono::steady_clock::now() + compute::ReplicaGroup::DefaultTimeout();
+  int done = 0;
+  for (int spins = 0;; ++spins) {
+    Check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what.c_str());
+    if (done) return;
+    if (std::chrono::steady_clock::now() > deadline)
+      kiln::detail::Throw(
+          "distributed: rank {} waited more than {} s for the other processes at {} (a process died, hangs "
+          "or "
+          "stopped calling collectives; $KILN_COLLECTIVE_TIMEOUT sets the limit)",
+          State().rank, compute::ReplicaGroup::DefaultTimeout().count() / 1000.0, what);
+    if (spins > 64) std::this_thread::yield();
+  }
+}
+
+/// The header every process sends before the data of one exchange.
+struct Header {
+  int64_t op = 0, dtype = 0, bytes = 0, sequence = 0;
+};
+
+std::string HeaderText(const Header& h, const std::string& kind) {
+  if (h.op < 0) return fmt::format("{} of {} values", kind, h.bytes);
+  return compute::CollectiveCall{static_cast<compute::OpType>(h.op), static_cast<DType>(h.dtype), h.bytes,
+                                 h.sequence}
+      .ToString();
+}
+
+/// Gathers every process's `bytes` bytes at `local` into `all` (size × bytes), after checking
+/// that every process sends the same header.
+void Exchange(const Header& mine, const std::string& kind, const void* local, int64_t bytes, void* all) {
+  Runtime& rt = State();
+  if (bytes > std::numeric_limits<int>::max())
+    kiln::detail::Throw("distributed: {} exchanges {} bytes per process; at most 2^31-1 are supported",
+                        HeaderText(mine, kind), bytes);
+  std::lock_guard lock(rt.mu);
+  std::vector<Header> headers(static_cast<size_t>(rt.size));
+  MPI_Request request;
+  Check(MPI_Iallgather(&mine, sizeof(Header), MPI_BYTE, headers.data(), sizeof(Header), MPI_BYTE,
+                       MPI_COMM_WORLD, &request),
+        "MPI_Iallgather");
+  Wait(request, HeaderText(mine, kind));
+  for (int r = 0; r < rt.size; ++r) {
+    const Header& h = headers[static_cast<size_t>(r)];
+    if (std::memcmp(&h, &headers[0], sizeof(Header)) != 0)
+      kiln::detail::Throw("distributed: processes disagree: rank 0 runs {} but rank {} runs {}",
+                          HeaderText(headers[0], kind), r, HeaderText(h, kind));
+  }
+  Check(MPI_Iallgather(local, static_cast<int>(bytes), MPI_BYTE, all, static_cast<int>(bytes), MPI_BYTE,
+                       MPI_COMM_WORLD, &request),
+        "MPI_Iallgather");
+  Wait(request, HeaderText(mine, kind));
+}
+
+}  // namespace
+
+void Init(int& argc, char**& argv) {
+  Runtime& rt = State();
+  std::lock_guard lock(rt.mu);
+  if (rt.initialized) return;
+  rt.initialized = true;
+  if (!LaunchedByMpi()) return;
+  int provided = 0;
+  Check(MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
+  if (provided < MPI_THREAD_SERIALIZED)
+    kiln::detail::Throw(
+        "distributed: the MPI library provides thread level {}; kiln needs MPI_THREAD_SERIALIZED", provided);
+  // Errors come back as codes (turned into kiln::Error) instead of aborting the job.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  rt.distributed = true;
+  Check(MPI_Comm_rank(MPI_COMM_WORLD, &rt.rank), "MPI_Comm_rank");
+  Check(MPI_Comm_size(MPI_COMM_WORLD, &rt.size), "MPI_Comm_size");
+  MPI_Comm node;
+  Check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rt.rank, MPI_INFO_NULL, &node),
+        "MPI_Comm_split_type");
+  Check(MPI_Comm_size(node, &rt.local_size), "MPI_Comm_size");
+  MPI_Comm_free(&node);
+}
+
+void Finalize() {
+  Runtime& rt = State();
+  if (!rt.distributed || rt.finalized) return;
+  Barrier();
+  std::lock_guard lock(rt.mu);
+  rt.finalized = true;
+  MPI_Finalize();
+}
+
+bool IsDistributed() { return State().distributed; }
+int Rank() { return State().rank; }
+int WorldSize() { return State().size; }
+int LocalSize() { return State().local_size; }
+
+void AllReduceSum(std::span<double> values, const std::string& what) {
+  Runtime& rt = State();
+  if (rt.size == 1 || rt.finalized) return;
+  Header h{-1, 0, static_cast<int64_t>(values.size()), 0};
+  std::vector<double> all(values.size() * static_cast<size_t>(rt.size));
+  Exchange(h, what, values.data(), static_cast<int64_t>(values.size_bytes()), all.data());
+  for (size_t i = 0; i < values.size(); ++i) {
+    double sum = 0;
+    for (int r = 0; r < rt.size; ++r) sum += all[static_cast<size_t>(r) * values.size() + i];
+    values[i] = sum;
+  }
+}
+
+void Barrier() {
+  Runtime& rt = State();
+  if (rt.size == 1 || rt.finalized) return;
+  double none = 0;
+  AllReduceSum(std::span<double>(&none, 1), "Barrier");
+}
+
+std::shared_ptr<compute::ReplicaGroup> NewReplicaGroup(int devices) {
+  Runtime& rt = State();
+  if (devices < 1) kiln::detail::Throw("distributed::NewReplicaGroup: {} devices; at least 1", devices);
+  compute::ProcessExchange exchange;
+  if (rt.size > 1) {
+    // Every process must bring the same number of devices.
+    std::vector<double> counts(static_cast<size_t>(rt.size), 0.0);
+    counts[static_cast<size_t>(rt.rank)] = devices;
+    AllReduceSum(counts, "NewReplicaGroup");
+    for (int r = 0; r < rt.size; ++r) {
+      if (counts[static_cast<size_t>(r)] != devices)
+        kiln::detail::Throw("distributed::NewReplicaGroup: rank {} has {} devices but rank {} has {}",
+                            rt.rank, devices, r, counts[static_cast<size_t>(r)]);
+    }
+    exchange = [](const compute::CollectiveCall& call, const void* local, int64_t bytes, void* all) {
+      const Header h{static_cast<int64_t>(call.op), static_cast<int64_t>(call.dtype), bytes, call.sequence};
+      Exchange(h, "collective", local, bytes, all);
+    };
+  }
+  return std::make_shared<compute::ReplicaGroup>(devices, rt.size, rt.rank, std::move(exchange));
+}
+
+}  // namespace kiln::distributed

@@ -1,0 +1,216 @@
+// Collectives and replicated runs without MPI: the devices of one process (cpu:devices=N,
+// ref:devices=N) and replica groups of threads. The collectives' values are checked by the
+// conformance rows (conformance/src/cases_collective.cc); here: their gradients, checked
+// numerically on every backend, the devices, and the failures (replicas that disagree, a replica
+// that throws, one that never arrives).
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <functional>
+
+#include "kiln/compute/backend.h"
+#include "kiln/compute/replicas.h"
+#include "kiln/graph/collective.h"
+#include "kiln/graph/exec.h"
+#include "kiln/graph/gradient.h"
+#include "kiln/graph/ops.h"
+#include "test_util.h"
+
+namespace kiln {
+namespace {
+
+using graph::Node;
+using test::Throws;
+
+/// The two-device configurations of every backend.
+std::vector<std::string> TwoDeviceBackends() { return {"ref:devices=2", "cpu:threads=2,devices=2"}; }
+
+/// Replica r's loss is sum(w * f(x_r)) for fixed weights w; the job's loss is their sum. Runs
+/// the replicas on the backend's two devices and returns, per replica, {loss, d(job loss)/dx_r}.
+std::vector<std::vector<Tensor>> RunLoss(const compute::BackendPtr& backend,
+                                         const std::function<Node(Node)>& f, const std::vector<Tensor>& xs) {
+  compute::ReplicaGroup group(static_cast<int>(xs.size()), 1, 0, nullptr, std::chrono::seconds(30));
+  graph::Exec exec = graph::NewExec(backend, [f](Node x) {
+    Node y = f(x);
+    Node w = graph::Iota(x.graph(), Shape(DType::Float64, y.shape().Dimensions()), 0);
+    if (y.rank() > 1) w = w + graph::Iota(x.graph(), Shape(DType::Float64, y.shape().Dimensions()), 1);
+    Node loss = graph::ReduceAllSum(y * graph::AddScalar(graph::MulScalar(w, 0.25), 1.0));
+    return std::vector<Node>{loss, graph::Gradient(loss, {x})[0]};
+  });
+  std::vector<std::vector<Tensor>> inputs;
+  for (const Tensor& x : xs) inputs.push_back({x});
+  return exec.CallReplicas(group, inputs);
+}
+
+double JobLoss(const std::vector<std::vector<Tensor>>& out) {
+  double sum = 0;
+  for (const auto& r : out) sum += r[0].Item<double>();
+  return sum;
+}
+
+/// Checks every element of every replica's gradient against central differences of the job loss.
+void CheckGradients(const std::string& config, const std::function<Node(Node)>& f,
+                    const std::vector<int64_t>& dims) {
+  SCOPED_TRACE(config);
+  const compute::BackendPtr backend = compute::NewWithConfig(config);
+  std::vector<Tensor> xs;
+  for (int r = 0; r < 2; ++r) {
+    std::vector<double> v;
+    for (int64_t i = 0; i < Shape(DType::Float64, dims).Size(); ++i)
+      v.push_back(0.3 + 0.37 * i + 1.13 * r * (i % 3));
+    xs.push_back(Tensor::FromFlat(Shape(DType::Float64, dims), v));
+  }
+  const std::vector<std::vector<Tensor>> out = RunLoss(backend, f, xs);
+  const double eps = 1e-6;
+  for (int r = 0; r < 2; ++r) {
+    const std::vector<double> analytic = out[static_cast<size_t>(r)][1].ToVector<double>();
+    for (int64_t i = 0; i < xs[0].Size(); ++i) {
+      auto at = [&](double delta) {
+        std::vector<Tensor> moved = {xs[0].Clone(), xs[1].Clone()};
+        moved[static_cast<size_t>(r)].MutableFlatData<double>(
+            [&](std::span<double> d) { d[static_cast<size_t>(i)] += delta; });
+        return JobLoss(RunLoss(backend, f, moved));
+      };
+      const double numeric = (at(eps) - at(-eps)) / (2 * eps);
+      EXPECT_NEAR(analytic[static_cast<size_t>(i)], numeric, 1e-5 * (1 + std::fabs(numeric)))
+          << "replica " << r << " element " << i;
+    }
+  }
+}
+
+TEST(CollectiveGradients, AllReduceSumAndMean) {
+  for (const std::string& config : TwoDeviceBackends()) {
+    CheckGradients(config, [](Node x) { return graph::AllReduce(x * x); }, {2, 3});
+    CheckGradients(config, [](Node x) { return graph::AllReduce(graph::Sin(x), graph::ReduceOp::Mean); },
+                   {2, 3});
+  }
+}
+
+TEST(CollectiveGradients, AllReduceMaxAndMinGoToTheReplicaHoldingTheResult) {
+  for (const std::string& config : TwoDeviceBackends()) {
+    CheckGradients(config, [](Node x) { return graph::AllReduce(x * x, graph::ReduceOp::Max); }, {2, 3});
+    CheckGradients(config, [](Node x) { return graph::AllReduce(x, graph::ReduceOp::Min); }, {2, 3});
+  }
+}
+
+TEST(CollectiveGradients, AllGatherReduceScatterAndBroadcast) {
+  for (const std::string& config : TwoDeviceBackends()) {
+    CheckGradients(config, [](Node x) { return graph::AllGather(x * x, 1); }, {2, 3});
+    CheckGradients(config, [](Node x) { return graph::ReduceScatter(graph::Sin(x), 0); }, {4, 3});
+    CheckGradients(config, [](Node x) { return graph::CollectiveBroadcast(x * x, 1); }, {2, 3});
+  }
+}
+
+TEST(Devices, CpuSplitsItsThreadsIntoDevices) {
+  const compute::BackendPtr b = compute::NewWithConfig("cpu:threads=2,devices=2");
+  EXPECT_EQ(b->NumDevices(), 2);
+  EXPECT_NE(b->Description().find("2 devices of 1 thread"), std::string::npos) << b->Description();
+  EXPECT_EQ(compute::NewWithConfig("ref:devices=3")->NumDevices(), 3);
+  // A tensor placed on device 1, an Exec run there, and a copy back to device 0.
+  Tensor t = Tensor::FromShapeForBackend(b, 1, Shape(DType::Float32, {3}));
+  t.MutableFlatData<float>([](std::span<float> v) { v[0] = 1, v[1] = 2, v[2] = 3; });
+  graph::Exec exec = graph::NewExec(b, [](Node x) { return x * x; });
+  exec.InDevice(1);
+  Tensor y = exec.Call1(t);
+  EXPECT_TRUE(y.IsOnDevice(b, 1));
+  EXPECT_EQ(y.ToVector<float>(), (std::vector<float>{1, 4, 9}));
+  y.MoveToDevice(b, 0);
+  EXPECT_TRUE(y.IsOnDevice(b, 0));
+  EXPECT_EQ(y.ToVector<float>(), (std::vector<float>{1, 4, 9}));
+}
+
+TEST(Devices, OutOfRangeDevicesAreErrorsNamingTheBackend) {
+  const compute::BackendPtr b = compute::NewWithConfig("cpu:threads=2,devices=2");
+  EXPECT_TRUE(Throws([&] { Tensor::FromShapeForBackend(b, 2, Shape(DType::Float32, {1})); }, {"cpu"}));
+  graph::Exec exec = graph::NewExec(b, [](Node x) { return x; });
+  EXPECT_TRUE(Throws([&] { exec.InDevice(5); }, {"cpu"}));
+  EXPECT_TRUE(Throws([] { compute::NewWithConfig("cpu:threads=2,devices=3"); }, {"devices=3"}));
+  EXPECT_TRUE(Throws([] { compute::NewWithConfig("ref:devices=0"); }, {"devices=0"}));
+}
+
+TEST(Replicas, ReplicasThatDisagreeAreAnErrorNamingThem) {
+  const compute::BackendPtr b = compute::NewWithConfig("ref:devices=2");
+  compute::ReplicaGroup group(2, 1, 0, nullptr, std::chrono::seconds(30));
+  // Replica 1 reduces a larger tensor than replica 0: a different call.
+  graph::Exec exec = graph::NewExec(b, [](Node x) { return graph::AllReduce(x); });
+  EXPECT_TRUE(Throws(
+      [&] {
+        std::vector<std::vector<Tensor>> in = {
+            {Tensor::FromFlat(Shape(DType::Float32, {2}), std::vector<float>{1, 2})},
+            {Tensor::FromFlat(Shape(DType::Float32, {3}), std::vector<float>{1, 2, 3})}};
+        exec.CallReplicas(group, in);
+      },
+      {"differ in shape"}));
+  // Two groups of calls in different orders, through the group directly.
+  compute::RunReplicas(group, [&](int d) {
+    const float v = 1;
+    std::vector<float> out(2);
+    if (d == 0) {
+      EXPECT_THROW(group.Exchange(0, {compute::OpType::AllReduce, DType::Float32, 4, 0}, &v, out.data()),
+                   Error);
+    } else {
+      EXPECT_THROW(group.Exchange(1, {compute::OpType::AllGather, DType::Float32, 4, 0}, &v, out.data()),
+                   Error);
+    }
+  });
+  try {
+    group.Exchange(0, {compute::OpType::AllReduce, DType::Float32, 4, 1}, nullptr, nullptr);
+    ADD_FAILURE() << "a failed group must refuse later calls until reset";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("replicas disagree: replica 0 runs AllReduce #0"), std::string::npos)
+        << e.what();
+  }
+  group.Reset();
+}
+
+TEST(Replicas, AReplicaThatThrowsStopsTheOthers) {
+  compute::ReplicaGroup group(2, 1, 0, nullptr, std::chrono::seconds(30));
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(Throws(
+      [&] {
+        compute::RunReplicas(group, [&](int d) {
+          if (d == 1) throw Error("device 1 ran out of luck");
+          float v = 1, out[2];
+          group.Exchange(0, {compute::OpType::AllReduce, DType::Float32, 4, 0}, &v, out);
+        });
+      },
+      {"device 1 ran out of luck"}));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  // The group works again afterwards.
+  std::vector<float> got(4);
+  compute::RunReplicas(group, [&](int d) {
+    const float v[2] = {static_cast<float>(d), static_cast<float>(10 + d)};
+    group.Exchange(d, {compute::OpType::AllGather, DType::Float32, 8, 0}, v,
+                   d == 0 ? got.data() : std::vector<float>(4).data());
+  });
+  EXPECT_EQ(got, (std::vector<float>{0, 10, 1, 11}));
+}
+
+TEST(Replicas, AReplicaThatNeverArrivesTimesOut) {
+  compute::ReplicaGroup group(2, 1, 0, nullptr, std::chrono::milliseconds(200));
+  float v = 1, out[2];
+  EXPECT_TRUE(Throws(
+      [&] {
+        group.Exchange(0, {compute::OpType::AllReduce, DType::Float32, 4, 0}, &v, out);
+      },
+      {"replicas 1 did not arrive"}));
+}
+
+TEST(Replicas, AProgramOfManyReplicasRunOutsideAGroupIsAnError) {
+  for (const char* config : {"ref", "cpu"}) {
+    graph::Graph g("two");
+    g.SetReplicas(2);
+    Node x = g.Parameter(Shape(DType::Float32, {2}));
+    auto program = g.Build({graph::AllReduce(x)});
+    const compute::BackendPtr b = compute::NewWithConfig(config);
+    auto exe = b->Compile(program);
+    Tensor in = Tensor::FromFlat(Shape(DType::Float32, {2}), std::vector<float>{1, 2});
+    EXPECT_TRUE(Throws([&] { exe->Execute({in.DeviceBuffer(b, 0)}, {false}, 0); },
+                       {"outside a replicated execution"}));
+  }
+}
+
+}  // namespace
+}  // namespace kiln

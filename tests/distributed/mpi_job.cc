@@ -1,0 +1,69 @@
+// The data-parallel job the mpirun test runs in three layouts (run_mpi_job.sh): one process with
+// one device, one process with two devices (KILN_BACKEND=cpu:devices=2) and two processes under
+// mpirun. It trains a small MLP with Adam on a fixed regression, each process on its shard, and
+// prints the last loss and metric and a checksum of the weights with every digit: the two
+// two-replica layouts must print the same line, the one-replica layout one within 1e-5.
+
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "kiln/kiln.h"
+
+using namespace kiln;
+using graph::Node;
+
+namespace {
+
+std::vector<Node> Mlp(model::Scope scope, const std::any&, std::vector<Node> inputs) {
+  Node h = activations::Relu(layers::Dense(scope.In("hidden"), inputs[0], true, 32));
+  return {layers::Dense(scope.In("out"), h, true, 1)};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  distributed::Init(argc, argv);
+  try {
+    compute::BackendPtr backend = compute::New();
+    const int64_t n = 2048, f = 8, global_batch = 128;
+    std::vector<float> xs(n * f), ys(n);
+    uint64_t s = 12345;
+    for (int64_t i = 0; i < n; ++i) {
+      float y = 0;
+      for (int64_t j = 0; j < f; ++j) {
+        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+        const float v = static_cast<float>((s >> 40) % 2001) / 1000.0f - 1.0f;
+        xs[static_cast<size_t>(i * f + j)] = v;
+        y += static_cast<float>(j + 1) * v * v / 8;
+      }
+      ys[static_cast<size_t>(i)] = y;
+    }
+    auto ds =
+        data::InMemoryFromData(backend, "regression", {Tensor::FromFlat(Shape(DType::Float32, {n, f}), xs)},
+                               {Tensor::FromFlat(Shape(DType::Float32, {n, 1}), ys)});
+    ds->Shuffle(7).Shard(distributed::Rank(), distributed::WorldSize());
+    ds->BatchSize(global_batch / distributed::WorldSize(), true).Infinite(true);
+    model::Store store;
+    store.SetRNGStateFromSeed(11);
+    train::Trainer trainer(backend, store, Mlp, losses::MeanSquaredError,
+                           optimizers::Adam().LearningRate(0.003).Done(),
+                           {metrics::NewMeanAbsoluteError("Mean Absolute Error", "mae")}, {});
+    trainer.DataParallel();
+    train::Loop loop(trainer);
+    const std::vector<Tensor> m = loop.RunSteps(ds, 60);
+    double checksum = 0;
+    for (const model::Variable& v : store.Variables())
+      if (v.Trainable())
+        for (float w : v.Value().ToVector<float>())
+          checksum += static_cast<double>(w) * (1 + checksum * 1e-3);
+    if (distributed::Rank() == 0)
+      std::printf("replicas %d loss %.9g mae %.9g checksum %.12g\n", trainer.Replicas()->NumReplicas(),
+                  m[0].Item<float>(), m[2].Item<float>(), checksum);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rank %d: %s\n", distributed::Rank(), e.what());
+    return 1;
+  }
+  distributed::Finalize();
+  return 0;
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Runs the data-parallel job (mpi_job.cc) as one process with one device, one process with two
+# devices and two processes under mpirun, and checks that the two-replica layouts print the same
+# digits and the one-replica one agrees with them within 1e-5.
+#   run_mpi_job.sh PATH/TO/kiln_mpi_job
+set -euo pipefail
+job="$1"
+# As root (CI), on 2 cores, in containers that forbid cross-memory attach.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1
+one=$(KILN_BACKEND=cpu:threads=1 "$job")
+two_devices=$(KILN_BACKEND=cpu:threads=2,devices=2 "$job")
+two_processes=$(KILN_BACKEND=cpu:threads=1 mpirun -np 2 "$job")
+echo "1 process x 1 device:  $one"
+echo "1 process x 2 devices: $two_devices"
+echo "2 processes x 1 device: $two_processes"
+[ "$two_devices" = "$two_processes" ] || { echo "FAIL: the two-replica layouts differ"; exit 1; }
+python3 - "$one" "$two_devices" <<'PY'
+import sys
+a = sys.argv[1].split(); b = sys.argv[2].split()
+assert a[1] == "1" and b[1] == "2", (a, b)
+for key in ("loss", "mae", "checksum"):
+    x = float(a[a.index(key) + 1]); y = float(b[b.index(key) + 1])
+    if abs(x - y) > 1e-5 * max(1.0, abs(x)):
+        sys.exit(f"FAIL: {key} {x} (one replica) and {y} (two) differ by more than 1e-5")
+print("ok")
+PY
