@@ -16,7 +16,14 @@
 namespace kiln::compute {
 
 std::string CollectiveCall::ToString() const {
-  return fmt::format("{} #{} of {} bytes of {}", OpName(op), sequence, bytes, dtype);
+  return fmt::format("{} #{} of {} bytes of {}{}", OpName(op), sequence, bytes, dtype,
+                     program != 0 ? fmt::format(" in program {:016x}", program) : std::string());
+}
+
+uint64_t ProgramFingerprint(const Program& program) {
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a.
+  for (const char c : program.ToString()) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ULL;
+  return h == 0 ? 1 : h;
 }
 
 /// One collective at a time: the replicas of this process arrive, the last one joins the other
@@ -32,6 +39,7 @@ struct ReplicaGroup::Rendezvous {
   std::vector<CollectiveCall> calls;
   std::vector<const void*> data;
   std::vector<uint8_t> local, all;
+  std::vector<const uint8_t*> views;  // Every replica's operand, in replica order.
   // A failure: every waiting and later call throws it.
   bool failed = false;
   std::string error;
@@ -119,6 +127,14 @@ void ReplicaGroup::ResetStats() {
 }
 
 void ReplicaGroup::Exchange(int device, const CollectiveCall& call, const void* data, void* out) {
+  Exchange(device, call, data, [&](const std::vector<const uint8_t*>& all) {
+    for (size_t r = 0; r < all.size() && call.bytes > 0; ++r)
+      std::memcpy(static_cast<uint8_t*>(out) + r * static_cast<size_t>(call.bytes), all[r],
+                  static_cast<size_t>(call.bytes));
+  });
+}
+
+void ReplicaGroup::Exchange(int device, const CollectiveCall& call, const void* data, const Reader& read) {
   if (device < 0 || device >= devices_)
     kiln::detail::Throw("ReplicaGroup::Exchange: device {} of {} devices", device, devices_);
   Rendezvous& s = *state_;
@@ -139,8 +155,13 @@ void ReplicaGroup::Exchange(int device, const CollectiveCall& call, const void* 
     }
     if (s.failed) kiln::detail::Throw("{} (seen by replica {} at {})", s.error, replica, call.ToString());
   };
+  auto fail = [&](std::string error) {
+    s.failed = true;
+    s.error = std::move(error);
+    s.cv.notify_all();
+  };
   std::unique_lock lock(s.mu);
-  // A replica fast enough to reach its next collective waits for the last one to be left by all.
+  // A replica fast enough to reach its next collective waits until every replica left the last.
   wait(
       lock, [&] { return !s.ready; }, "for the previous collective to finish");
   const int64_t round = s.round;
@@ -149,35 +170,34 @@ void ReplicaGroup::Exchange(int device, const CollectiveCall& call, const void* 
   if (++s.arrived == devices_) {
     for (int d = 0; d < devices_; ++d) {
       if (!(s.calls[static_cast<size_t>(d)] == s.calls[0])) {
-        s.failed = true;
-        s.error =
-            fmt::format("replicas disagree: replica {} runs {} but replica {} runs {}", ReplicaOf(0),
-                        s.calls[0].ToString(), ReplicaOf(d), s.calls[static_cast<size_t>(d)].ToString());
-        s.cv.notify_all();
+        fail(fmt::format("replicas disagree: replica {} runs {} but replica {} runs {}", ReplicaOf(0),
+                         s.calls[0].ToString(), ReplicaOf(d), s.calls[static_cast<size_t>(d)].ToString()));
         kiln::detail::Throw("{}", s.error);
       }
     }
     const auto bytes = static_cast<size_t>(call.bytes);
-    s.local.resize(bytes * static_cast<size_t>(devices_));
-    for (int d = 0; d < devices_; ++d)
-      if (bytes > 0)
-        std::memcpy(s.local.data() + bytes * static_cast<size_t>(d), s.data[static_cast<size_t>(d)], bytes);
-    s.all.resize(bytes * static_cast<size_t>(NumReplicas()));
+    s.views.assign(static_cast<size_t>(NumReplicas()), nullptr);
     if (processes_ == 1) {
-      s.all.swap(s.local);
+      // One process: every replica reads the others' operands where they are.
+      for (int d = 0; d < devices_; ++d)
+        s.views[static_cast<size_t>(d)] = static_cast<const uint8_t*>(s.data[static_cast<size_t>(d)]);
     } else {
+      s.local.resize(bytes * static_cast<size_t>(devices_));
+      for (int d = 0; d < devices_; ++d)
+        if (bytes > 0)
+          std::memcpy(s.local.data() + bytes * static_cast<size_t>(d), s.data[static_cast<size_t>(d)], bytes);
+      s.all.resize(bytes * static_cast<size_t>(NumReplicas()));
       // The others wait on the condition; the exchange between processes runs unlocked.
       lock.unlock();
       try {
         exchange_(call, s.local.data(), static_cast<int64_t>(s.local.size()), s.all.data());
       } catch (const std::exception& e) {
         lock.lock();
-        s.failed = true;
-        s.error = e.what();
-        s.cv.notify_all();
+        fail(e.what());
         throw;
       }
       lock.lock();
+      for (size_t r = 0; r < s.views.size(); ++r) s.views[r] = s.all.data() + r * bytes;
     }
     s.ready = true;
     s.cv.notify_all();
@@ -185,18 +205,31 @@ void ReplicaGroup::Exchange(int device, const CollectiveCall& call, const void* 
     wait(
         lock, [&] { return s.ready && s.round == round; }, "for the other replicas");
   }
-  if (call.bytes > 0) std::memcpy(out, s.all.data(), s.all.size());
-  s.data[static_cast<size_t>(device)] = nullptr;
+  // Every replica reads at once; none leaves (and frees or overwrites its operand) before all read.
+  const std::vector<const uint8_t*> views = s.views;
+  lock.unlock();
+  try {
+    read(views);
+  } catch (const std::exception& e) {
+    lock.lock();
+    fail(fmt::format("replica {} failed reading {}: {}", replica, call.ToString(), e.what()));
+    throw;
+  }
+  lock.lock();
+  if (++s.departed == devices_) {
+    s.arrived = s.departed = 0;
+    s.ready = false;
+    for (const void*& d : s.data) d = nullptr;
+    ++s.round;
+    s.cv.notify_all();
+  } else {
+    wait(
+        lock, [&] { return s.round != round; }, "for the other replicas to read");
+  }
   if (device == 0) {
     ++s.stats.calls;
     s.stats.bytes += call.bytes;
     s.stats.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  }
-  if (++s.departed == devices_) {
-    s.arrived = s.departed = 0;
-    s.ready = false;
-    ++s.round;
-    s.cv.notify_all();
   }
 }
 
@@ -206,7 +239,8 @@ namespace {
 thread_local ReplicaBinding* current_binding = nullptr;
 }
 
-ReplicaBinding::ReplicaBinding(ReplicaGroup& group, int device) : group_(group), device_(device) {
+ReplicaBinding::ReplicaBinding(ReplicaGroup& group, int device, uint64_t program)
+    : group_(group), device_(device), program_(program) {
   if (current_binding != nullptr)
     kiln::detail::Throw("ReplicaBinding: this thread already runs replica {}", current_binding->replica());
   if (device < 0 || device >= group.Devices())
@@ -220,12 +254,12 @@ ReplicaBinding* ReplicaBinding::Current() { return current_binding; }
 
 // ---- Replicated runs -----------------------------------------------------------------------------
 
-void RunReplicas(ReplicaGroup& group, const std::function<void(int device)>& run) {
+void RunReplicas(ReplicaGroup& group, const std::function<void(int device)>& run, uint64_t program) {
   ReplicaGroup::Rendezvous& s = *group.state_;
   const int devices = group.Devices();
-  auto run_one = [&group](const std::function<void(int)>& fn, int device) -> std::exception_ptr {
+  auto run_one = [&group, program](const std::function<void(int)>& fn, int device) -> std::exception_ptr {
     try {
-      ReplicaBinding bind(group, device);
+      ReplicaBinding bind(group, device, program);
       fn(device);
       return nullptr;
     } catch (const std::exception& e) {

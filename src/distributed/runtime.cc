@@ -75,39 +75,42 @@ void Wait(MPI_Request& request, const std::string& what) {
 /// The header every process sends before the data of one exchange.
 struct Header {
   int64_t op = 0, dtype = 0, bytes = 0, sequence = 0;
+  uint64_t program = 0;
+  char what[48] = {};  // For the host-side calls (op < 0): their name.
 };
 
-std::string HeaderText(const Header& h, const std::string& kind) {
-  if (h.op < 0) return fmt::format("{} of {} values", kind, h.bytes);
+std::string HeaderText(const Header& h) {
+  if (h.op < 0)
+    return fmt::format("{} of {} values", std::string(h.what, strnlen(h.what, sizeof h.what)), h.bytes);
   return compute::CollectiveCall{static_cast<compute::OpType>(h.op), static_cast<DType>(h.dtype), h.bytes,
-                                 h.sequence}
+                                 h.sequence, h.program}
       .ToString();
 }
 
 /// Gathers every process's `bytes` bytes at `local` into `all` (size × bytes), after checking
 /// that every process sends the same header.
-void Exchange(const Header& mine, const std::string& kind, const void* local, int64_t bytes, void* all) {
+void Exchange(const Header& mine, const void* local, int64_t bytes, void* all) {
   Runtime& rt = State();
   if (bytes > std::numeric_limits<int>::max())
     kiln::detail::Throw("distributed: {} exchanges {} bytes per process; at most 2^31-1 are supported",
-                        HeaderText(mine, kind), bytes);
+                        HeaderText(mine), bytes);
   std::lock_guard lock(rt.mu);
   std::vector<Header> headers(static_cast<size_t>(rt.size));
   MPI_Request request;
   Check(MPI_Iallgather(&mine, sizeof(Header), MPI_BYTE, headers.data(), sizeof(Header), MPI_BYTE,
                        MPI_COMM_WORLD, &request),
         "MPI_Iallgather");
-  Wait(request, HeaderText(mine, kind));
+  Wait(request, HeaderText(mine));
   for (int r = 0; r < rt.size; ++r) {
     const Header& h = headers[static_cast<size_t>(r)];
     if (std::memcmp(&h, &headers[0], sizeof(Header)) != 0)
       kiln::detail::Throw("distributed: processes disagree: rank 0 runs {} but rank {} runs {}",
-                          HeaderText(headers[0], kind), r, HeaderText(h, kind));
+                          HeaderText(headers[0]), r, HeaderText(h));
   }
   Check(MPI_Iallgather(local, static_cast<int>(bytes), MPI_BYTE, all, static_cast<int>(bytes), MPI_BYTE,
                        MPI_COMM_WORLD, &request),
         "MPI_Iallgather");
-  Wait(request, HeaderText(mine, kind));
+  Wait(request, HeaderText(mine));
 }
 
 }  // namespace
@@ -152,9 +155,10 @@ int LocalSize() { return State().local_size; }
 void AllReduceSum(std::span<double> values, const std::string& what) {
   Runtime& rt = State();
   if (rt.size == 1 || rt.finalized) return;
-  Header h{-1, 0, static_cast<int64_t>(values.size()), 0};
+  Header h{-1, 0, static_cast<int64_t>(values.size()), 0, 0, {}};
+  std::strncpy(h.what, what.c_str(), sizeof h.what - 1);
   std::vector<double> all(values.size() * static_cast<size_t>(rt.size));
-  Exchange(h, what, values.data(), static_cast<int64_t>(values.size_bytes()), all.data());
+  Exchange(h, values.data(), static_cast<int64_t>(values.size_bytes()), all.data());
   for (size_t i = 0; i < values.size(); ++i) {
     double sum = 0;
     for (int r = 0; r < rt.size; ++r) sum += all[static_cast<size_t>(r) * values.size() + i];
@@ -166,7 +170,7 @@ void Barrier() {
   Runtime& rt = State();
   if (rt.size == 1 || rt.finalized) return;
   double none = 0;
-  AllReduceSum(std::span<double>(&none, 1), "Barrier");
+  AllReduceSum(std::span<double>(&none, 1), "distributed::Barrier");
 }
 
 std::shared_ptr<compute::ReplicaGroup> NewReplicaGroup(int devices) {
@@ -184,8 +188,13 @@ std::shared_ptr<compute::ReplicaGroup> NewReplicaGroup(int devices) {
                             rt.rank, devices, r, counts[static_cast<size_t>(r)]);
     }
     exchange = [](const compute::CollectiveCall& call, const void* local, int64_t bytes, void* all) {
-      const Header h{static_cast<int64_t>(call.op), static_cast<int64_t>(call.dtype), bytes, call.sequence};
-      Exchange(h, "collective", local, bytes, all);
+      const Header h{static_cast<int64_t>(call.op),
+                     static_cast<int64_t>(call.dtype),
+                     bytes,
+                     call.sequence,
+                     call.program,
+                     {}};
+      Exchange(h, local, bytes, all);
     };
   }
   return std::make_shared<compute::ReplicaGroup>(devices, rt.size, rt.rank, std::move(exchange));

@@ -91,6 +91,7 @@ struct CacheEntry {
   std::vector<Shape> key;
   bool with_aliases = false;  // Built for CallWithAliases (aliased values are extra outputs).
   int replicas = 1;           // Graph::Replicas() of the graph.
+  uint64_t fingerprint = 0;   // compute::ProgramFingerprint of a replicated program.
   exec_internal::DebugOutputs debug;
   std::unique_ptr<Graph> graph;
   std::shared_ptr<const compute::Program> program;
@@ -146,6 +147,7 @@ struct Exec::State {
     entry->debug = exec_internal::AppendDebugOutputs(*entry->graph, outputs, with_aliases, nan_check);
     entry->program = entry->graph->Build(outputs, std::vector<bool>(shapes.size(), true));
     entry->executable = backend->Compile(entry->program);
+    if (replicas > 1) entry->fingerprint = compute::ProgramFingerprint(*entry->program);
     lru.push_front(entry);
     while (lru.size() > max_cache) lru.pop_back();
     return entry;
@@ -297,9 +299,12 @@ std::vector<std::vector<Tensor>> Exec::CallReplicas(compute::ReplicaGroup& group
   }
   std::shared_ptr<CacheEntry> entry = st.Get(SignatureOf(shapes), false, group.NumReplicas());
   std::vector<std::vector<Tensor>> results(static_cast<size_t>(devices));
-  compute::RunReplicas(group, [&](int d) {
-    results[static_cast<size_t>(d)] = RunOn(st, *entry, d, inputs[static_cast<size_t>(d)], nullptr);
-  });
+  compute::RunReplicas(
+      group,
+      [&](int d) {
+        results[static_cast<size_t>(d)] = RunOn(st, *entry, d, inputs[static_cast<size_t>(d)], nullptr);
+      },
+      entry->fingerprint);
   return results;
 }
 

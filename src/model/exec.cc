@@ -20,7 +20,8 @@ namespace {
 struct Entry {
   std::vector<Shape> key;
   bool with_aliases = false;
-  int replicas = 1;  // Graph::Replicas() of the graph.
+  int replicas = 1;          // Graph::Replicas() of the graph.
+  uint64_t fingerprint = 0;  // compute::ProgramFingerprint of a replicated program.
   graph::exec_internal::DebugOutputs debug;
   std::unique_ptr<graph::Graph> graph;
   std::shared_ptr<const compute::Program> program;
@@ -113,6 +114,7 @@ struct Exec::State {
     e->debug = graph::exec_internal::AppendDebugOutputs(g, outputs, with_aliases, nan_check);
     e->program = g.Build(outputs, std::vector<bool>(static_cast<size_t>(g.NumParameters()), true));
     e->executable = backend->Compile(e->program);
+    if (replicas > 1) e->fingerprint = compute::ProgramFingerprint(*e->program);
     lru.push_front(e);
     while (lru.size() > 32) lru.pop_back();
     return e;
@@ -305,9 +307,12 @@ std::vector<std::vector<Tensor>> Exec::CallReplicas(compute::ReplicaGroup& group
       if (!copy.Ok()) copy = v->value.Clone();
   }
   std::vector<std::vector<Tensor>> results(static_cast<size_t>(devices));
-  compute::RunReplicas(group, [&](int d) {
-    results[static_cast<size_t>(d)] = st.RunOn(e, d, inputs[static_cast<size_t>(d)], logger, nullptr);
-  });
+  compute::RunReplicas(
+      group,
+      [&](int d) {
+        results[static_cast<size_t>(d)] = st.RunOn(e, d, inputs[static_cast<size_t>(d)], logger, nullptr);
+      },
+      e->fingerprint);
   return results;
 }
 

@@ -65,7 +65,8 @@ void AttachProgressBar(train::Loop& loop, std::ostream& out, bool terminal) {
     bar->drawn = false;
   });
   loop.OnStep("progress bar", 1000, [bar](train::Loop& l, const std::vector<Tensor>& m) {
-    bar->examples += l.LastBatchSize();
+    // A data-parallel job's global batch: every process's batch (the processes' are equal).
+    bar->examples += l.LastBatchSize() * (l.trainer().Replicas() ? distributed::WorldSize() : 1);
     const auto now = Clock::now();
     const int64_t done = l.LoopStep() - l.StartStep() + 1;
     const int64_t total = l.EndStep() >= 0 ? l.EndStep() - l.StartStep() : -1;

@@ -214,3 +214,29 @@ TEST(Replicas, AProgramOfManyReplicasRunOutsideAGroupIsAnError) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// Under ThreadSanitizer (the tsan preset runs the ThreadSafety* tests): replicas meeting again and
+// again, the fast ones waiting at the next collective for the slow ones to leave the last.
+TEST(ThreadSafetyReplicas, ManyCollectivesInARow) {
+  const compute::BackendPtr b = compute::NewWithConfig("ref:devices=3");
+  compute::ReplicaGroup group(3, 1, 0, nullptr, std::chrono::seconds(60));
+  graph::Exec exec = graph::NewExec(b, [](graph::Node x) {
+    for (int i = 0; i < 20; ++i)
+      x = graph::AllReduce(x, graph::ReduceOp::Mean) + graph::ReduceSum(graph::AllGather(x, 0), {0});
+    return x;
+  });
+  for (int run = 0; run < 5; ++run) {
+    std::vector<std::vector<Tensor>> in;
+    for (int d = 0; d < 3; ++d)
+      in.push_back({Tensor::FromFlat(Shape(DType::Float64, {1}), std::vector<double>{1.0 * d})});
+    const auto out = exec.CallReplicas(group, in);
+    EXPECT_EQ(out[0][0].ToVector<double>(), out[1][0].ToVector<double>());
+    EXPECT_EQ(out[0][0].ToVector<double>(), out[2][0].ToVector<double>());
+  }
+}
+
+}  // namespace
+}  // namespace kiln

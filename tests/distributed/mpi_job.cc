@@ -3,9 +3,14 @@
 // mpirun. It trains a small MLP with Adam on a fixed regression, each process on its shard, and
 // prints the last loss and metric and a checksum of the weights with every digit: the two
 // two-replica layouts must print the same line, the one-replica layout one within 1e-5.
+//
+// KILN_TEST_FAULT makes rank 1 misbehave, for run_mpi_faults.sh: "shapes" (a wider hidden layer,
+// so other variables), "steps" (one step fewer), "die" (exits at once, without a word).
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "kiln/kiln.h"
@@ -15,8 +20,14 @@ using graph::Node;
 
 namespace {
 
+std::string Fault() {
+  const char* f = std::getenv("KILN_TEST_FAULT");
+  return f != nullptr && distributed::Rank() == 1 ? f : "";
+}
+
 std::vector<Node> Mlp(model::Scope scope, const std::any&, std::vector<Node> inputs) {
-  Node h = activations::Relu(layers::Dense(scope.In("hidden"), inputs[0], true, 32));
+  Node h =
+      activations::Relu(layers::Dense(scope.In("hidden"), inputs[0], true, Fault() == "shapes" ? 33 : 32));
   return {layers::Dense(scope.In("out"), h, true, 1)};
 }
 
@@ -51,7 +62,8 @@ int main(int argc, char** argv) {
                            {metrics::NewMeanAbsoluteError("Mean Absolute Error", "mae")}, {});
     trainer.DataParallel();
     train::Loop loop(trainer);
-    const std::vector<Tensor> m = loop.RunSteps(ds, 60);
+    if (Fault() == "die") std::_Exit(3);
+    const std::vector<Tensor> m = loop.RunSteps(ds, Fault() == "steps" ? 59 : 60);
     double checksum = 0;
     for (const model::Variable& v : store.Variables())
       if (v.Trainable())
@@ -60,10 +72,10 @@ int main(int argc, char** argv) {
     if (distributed::Rank() == 0)
       std::printf("replicas %d loss %.9g mae %.9g checksum %.12g\n", trainer.Replicas()->NumReplicas(),
                   m[0].Item<float>(), m[2].Item<float>(), checksum);
+    distributed::Finalize();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %d: %s\n", distributed::Rank(), e.what());
     return 1;
   }
-  distributed::Finalize();
   return 0;
 }

@@ -26,9 +26,10 @@ struct CollectiveCall {
   DType dtype = DType::Invalid;   ///< The element dtype.
   int64_t bytes = 0;              ///< Bytes each replica contributes.
   int64_t sequence = 0;           ///< Collectives this replica ran before this one in the run.
+  uint64_t program = 0;           ///< The running program's ProgramFingerprint (0: not given).
   /// Same op, dtype, size and position.
   friend bool operator==(const CollectiveCall&, const CollectiveCall&) = default;
-  /// "AllReduce #3 of 40 bytes of Float32".
+  /// "AllReduce #3 of 40 bytes of Float32 in program 0123456789abcdef".
   std::string ToString() const;
 };
 
@@ -40,14 +41,18 @@ struct CollectiveCall {
 using ProcessExchange =
     std::function<void(const CollectiveCall& call, const void* local, int64_t local_bytes, void* all)>;
 
+/// A hash of `program`'s listing: replicas running different programs (other shapes, other
+/// variables) see different fingerprints in their collective calls.
+uint64_t ProgramFingerprint(const Program& program);
+
 class ReplicaGroup;
-void RunReplicas(ReplicaGroup& group, const std::function<void(int device)>& run);
+void RunReplicas(ReplicaGroup& group, const std::function<void(int device)>& run, uint64_t program = 0);
 
 /// What the collectives of a group cost, as seen by its device 0.
 struct CollectiveStats {
-  int64_t calls = 0;     ///< Collective calls.
-  int64_t bytes = 0;     ///< Bytes device 0 contributed to them.
-  double seconds = 0;    ///< Time spent in them, waiting for the other replicas included.
+  int64_t calls = 0;   ///< Collective calls.
+  int64_t bytes = 0;   ///< Bytes device 0 contributed to them.
+  double seconds = 0;  ///< Time spent in them, waiting for the other replicas included.
 };
 
 /// The replicas of one job as seen from one process: its devices, and how values reach the other
@@ -76,6 +81,14 @@ class ReplicaGroup {
   /// disagree on the call (naming the replica and both calls), when another replica failed
   /// (Abort), or when the others do not arrive within the timeout.
   void Exchange(int device, const CollectiveCall& call, const void* data, void* out);
+  /// What a replica does with every replica's operand (pointers in replica order).
+  using Reader = std::function<void(const std::vector<const uint8_t*>& all)>;
+  /// Exchange without copies: once every replica of the job made the same call, runs
+  /// `read(all)` with each replica's `call.bytes` bytes (the operands themselves for the devices
+  /// of this process, received copies for other processes'), and returns once every replica of
+  /// this process has finished reading, so no operand changes while another replica reads it.
+  /// The same errors as Exchange.
+  void Exchange(int device, const CollectiveCall& call, const void* data, const Reader& read);
   /// Marks the group failed: every replica waiting in Exchange, and every later call, throws a
   /// kiln::Error naming `device`'s replica and `why`. Reset() makes the group usable again.
   void Abort(int device, const std::string& why);
@@ -91,7 +104,7 @@ class ReplicaGroup {
   static std::chrono::milliseconds DefaultTimeout();
 
  private:
-  friend void RunReplicas(ReplicaGroup& group, const std::function<void(int device)>& run);
+  friend void RunReplicas(ReplicaGroup& group, const std::function<void(int device)>& run, uint64_t program);
   struct Rendezvous;
   int devices_, processes_, rank_;
   ProcessExchange exchange_;
@@ -103,8 +116,9 @@ class ReplicaGroup {
 /// ops run on this thread exchange their values through the group. Bindings do not nest.
 class ReplicaBinding {
  public:
-  /// Binds the calling thread; a kiln::Error if it is bound already or `device` is not the group's.
-  ReplicaBinding(ReplicaGroup& group, int device);
+  /// Binds the calling thread to run `program` (its ProgramFingerprint, 0 if not given); a
+  /// kiln::Error if it is bound already or `device` is not the group's.
+  ReplicaBinding(ReplicaGroup& group, int device, uint64_t program = 0);
   /// Unbinds the thread.
   ~ReplicaBinding();
   ReplicaBinding(const ReplicaBinding&) = delete;
@@ -114,6 +128,8 @@ class ReplicaBinding {
   ReplicaGroup& group() const { return group_; }
   /// The device of this process the thread runs.
   int device() const { return device_; }
+  /// The fingerprint of the program the thread runs.
+  uint64_t program() const { return program_; }
   /// This replica's id in the job.
   int replica() const { return group_.ReplicaOf(device_); }
   /// The position of the next collective call in this run (counts calls).
@@ -125,12 +141,14 @@ class ReplicaBinding {
  private:
   ReplicaGroup& group_;
   int device_;
+  uint64_t program_;
   int64_t sequence_ = 0;
 };
 
 /// Runs `run(device)` for every device 0..group.Devices()-1 at once, each on its own thread (device
-/// 0 on the caller's) bound to its replica; returns when all have finished. When one throws, the
+/// 0 on the caller's) bound to its replica and to `program` (a ProgramFingerprint, which the
+/// collectives compare between replicas); returns when all have finished. When one throws, the
 /// group is aborted (so the others stop waiting for it) and the first error is rethrown.
-void RunReplicas(ReplicaGroup& group, const std::function<void(int device)>& run);
+void RunReplicas(ReplicaGroup& group, const std::function<void(int device)>& run, uint64_t program);
 
 }  // namespace kiln::compute

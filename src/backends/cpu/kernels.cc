@@ -28,6 +28,7 @@ bool WritesEveryElement(OpType op) {
     case OpCategory::Movement:
     case OpCategory::Convert:
     case OpCategory::Leaf:
+    case OpCategory::Collective:
       return true;
     default:
       return false;

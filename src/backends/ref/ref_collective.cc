@@ -1,10 +1,12 @@
-// Collective kernels (AllReduce, AllGather, ReduceScatter, CollectiveBroadcast). The calling
-// thread's ReplicaBinding says which replica runs; its group gathers every replica's operand in
-// replica order, and each replica reduces them itself in one fixed tree over replica ids (pairs
-// (0,1), (2,3)... then (0,2)...), so all replicas hold bit-identical results. The cpu backend
-// runs these kernels too.
+// Collective kernels (AllReduce, AllGather, ReduceScatter, CollectiveBroadcast, ReplicaId). The
+// calling thread's ReplicaBinding says which replica runs; its group shows it every replica's
+// operand in replica order (in place for the devices of this process), and each replica reduces
+// them itself in one fixed tree over replica ids (pairs (0,1), (2,3)... then pairs of those), so
+// all replicas hold bit-identical results. The cpu backend runs these kernels too.
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "backends/ref/ref_kernels.h"
 #include "core/check.h"
@@ -14,43 +16,77 @@ namespace kiln::compute::ref {
 
 namespace {
 
-/// Folds the `replicas` arrays of `n` elements at `values` into the first, pairwise up a fixed
-/// tree over replica ids.
+/// The largest power of two below n (n >= 2): where the fixed tree splits n replicas.
+int64_t Split(int64_t n) {
+  int64_t m = 1;
+  while (m * 2 < n) m *= 2;
+  return m;
+}
+
+/// out[i] = the fold of all[lo..hi)[first + i] for i < n, up the fixed tree: the first Split(n)
+/// replicas, then the rest, combined (pairs (0,1), (2,3)... first, as a level-by-level fold).
+/// `scratch` holds n elements per tree level below.
 template <typename T, typename Combine>
-void TreeReduce(T* values, int64_t n, int64_t replicas, Combine combine) {
-  for (int64_t step = 1; step < replicas; step *= 2) {
-    for (int64_t r = 0; r + step < replicas; r += 2 * step) {
-      T* a = values + r * n;
-      const T* b = values + (r + step) * n;
-      for (int64_t i = 0; i < n; ++i) a[i] = combine(a[i], b[i]);
-    }
+void TreeFold(const std::vector<const uint8_t*>& all, int64_t lo, int64_t hi, int64_t first, int64_t n,
+              T* out, T* scratch, Combine combine) {
+  if (hi - lo == 1) {
+    std::memcpy(out, reinterpret_cast<const T*>(all[static_cast<size_t>(lo)]) + first,
+                static_cast<size_t>(n) * sizeof(T));
+    return;
+  }
+  if (hi - lo == 2) {
+    const T* a = reinterpret_cast<const T*>(all[static_cast<size_t>(lo)]) + first;
+    const T* b = reinterpret_cast<const T*>(all[static_cast<size_t>(lo + 1)]) + first;
+    for (int64_t i = 0; i < n; ++i) out[i] = combine(a[i], b[i]);
+    return;
+  }
+  const int64_t mid = lo + Split(hi - lo);
+  TreeFold(all, lo, mid, first, n, out, scratch + n, combine);
+  TreeFold(all, mid, hi, first, n, scratch, scratch + n, combine);
+  for (int64_t i = 0; i < n; ++i) out[i] = combine(out[i], scratch[i]);
+}
+
+/// Elements [first, first + n) of the reduction of every replica's array into `out`, a chunk at
+/// a time (the tree's scratch stays in cache).
+template <typename T, typename Combine>
+void FoldAll(const std::vector<const uint8_t*>& all, int64_t first, int64_t n, T* out, Combine combine) {
+  constexpr int64_t kChunk = 2048;
+  const auto replicas = static_cast<int64_t>(all.size());
+  int64_t depth = 0;
+  for (int64_t r = replicas; r > 2; r = Split(r)) ++depth;
+  std::vector<T> scratch(static_cast<size_t>(kChunk * (depth + 1)));
+  for (int64_t at = 0; at < n; at += kChunk) {
+    const int64_t len = std::min(kChunk, n - at);
+    TreeFold(all, 0, replicas, first + at, len, out + at, scratch.data(), combine);
   }
 }
 
 template <typename T>
-void Reduce(ReduceKind kind, uint8_t* bytes, int64_t n, int64_t replicas) {
-  T* v = reinterpret_cast<T*>(bytes);
+void Reduce(ReduceKind kind, const std::vector<const uint8_t*>& all, int64_t first, int64_t n, T* out) {
   if (kind == ReduceKind::Max)
-    return TreeReduce(v, n, replicas, [](T a, T b) { return Store<T>(MaxOf(Load(a), Load(b))); });
+    return FoldAll(all, first, n, out, [](T a, T b) { return Store<T>(MaxOf(Load(a), Load(b))); });
   if (kind == ReduceKind::Min)
-    return TreeReduce(v, n, replicas, [](T a, T b) { return Store<T>(MinOf(Load(a), Load(b))); });
-  if constexpr (kIsFloat<T>) {
-    // Each addition rounds once to T (exact in double for two values of T).
-    TreeReduce(v, n, replicas, [](T a, T b) {
+    return FoldAll(all, first, n, out, [](T a, T b) { return Store<T>(MinOf(Load(a), Load(b))); });
+  if constexpr (std::is_floating_point_v<T>) {
+    FoldAll(all, first, n, out, [](T a, T b) { return a + b; });  // One rounding per addition.
+  } else if constexpr (kIsFloat<T>) {
+    // Half types: exact in double, rounded once to T.
+    FoldAll(all, first, n, out, [](T a, T b) {
       return RoundDouble<T>(static_cast<double>(Load(a)) + static_cast<double>(Load(b)));
     });
   } else {
-    TreeReduce(v, n, replicas,
-               [](T a, T b) { return FromBits<T>(static_cast<Wide<T>>(ToBits(a) + ToBits(b))); });
+    FoldAll(all, first, n, out,
+            [](T a, T b) { return FromBits<T>(static_cast<Wide<T>>(ToBits(a) + ToBits(b))); });
   }
 }
 
-/// Reduces the gathered arrays in place (the result in the first).
-void ReduceGathered(OpType op, DType dtype, ReduceKind kind, uint8_t* all, int64_t n, int64_t replicas) {
+/// Elements [first, first + n) of the reduction of the replicas' arrays, into `out`.
+void ReduceGathered(OpType op, DType dtype, ReduceKind kind, const std::vector<const uint8_t*>& all,
+                    int64_t first, int64_t n, uint8_t* out) {
   DispatchDType(dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (kIsFloat<T> || (std::is_integral_v<T> && !std::is_same_v<T, bool>)) {
-      Reduce<T>(kind, all, n, replicas);
+      Reduce<T>(kind, all, first, n, reinterpret_cast<T*>(out));
     } else {
       NoKernel(op, dtype);
     }
@@ -96,38 +132,38 @@ Kernel MakeCollectiveKernel(const Instruction& inst, const std::vector<Shape>& o
     if (group.NumReplicas() != replicas)
       kiln::detail::Throw("{}: the program was built for {} replicas but runs on a group of {}", OpName(op),
                           replicas, group.NumReplicas());
-    const CollectiveCall call{op, x.dtype(), bytes, binding->NextSequence()};
-    std::vector<uint8_t> all(static_cast<size_t>(bytes * replicas));
-    group.Exchange(binding->device(), call, in[0], all.data());
+    const CollectiveCall call{op, x.dtype(), bytes, binding->NextSequence(), binding->program()};
     const int me = binding->replica();
-    switch (op) {
-      case OpType::AllReduce:
-        ReduceGathered(op, x.dtype(), kind, all.data(), n, replicas);
-        if (bytes > 0) std::memcpy(out, all.data(), static_cast<size_t>(bytes));
-        return;
-      case OpType::ReduceScatter: {
-        ReduceGathered(op, x.dtype(), kind, all.data(), n, replicas);
-        const int64_t block = inner / replicas;  // Bytes of this replica's share of each outer block.
-        for (int64_t o = 0; o < outer; ++o)
-          std::memcpy(out + o * block, all.data() + o * inner + me * block, static_cast<size_t>(block));
-        return;
-      }
-      case OpType::AllGather:
-        for (int64_t r = 0; r < replicas; ++r)
+    const DType dtype = x.dtype();
+    group.Exchange(binding->device(), call, in[0], [&](const std::vector<const uint8_t*>& all) {
+      switch (op) {
+        case OpType::AllReduce:
+          ReduceGathered(op, dtype, kind, all, 0, n, out);
+          return;
+        case OpType::ReduceScatter: {
+          // This replica's block of each outer slice.
+          const int64_t block = inner / replicas, per = block / element;
           for (int64_t o = 0; o < outer; ++o)
-            std::memcpy(out + (o * replicas + r) * inner, all.data() + r * bytes + o * inner,
-                        static_cast<size_t>(inner));
-        return;
-      case OpType::CollectiveBroadcast:
-        if (bytes > 0) std::memcpy(out, all.data() + root * bytes, static_cast<size_t>(bytes));
-        return;
-      case OpType::ReplicaId:
-        break;
+            ReduceGathered(op, dtype, kind, all, (o * inner + me * block) / element, per, out + o * block);
+          return;
+        }
+        case OpType::AllGather:
+          for (int64_t r = 0; r < replicas; ++r)
+            for (int64_t o = 0; o < outer; ++o)
+              std::memcpy(out + (o * replicas + r) * inner, all[static_cast<size_t>(r)] + o * inner,
+                          static_cast<size_t>(inner));
+          return;
+        case OpType::CollectiveBroadcast:
+          if (bytes > 0) std::memcpy(out, all[static_cast<size_t>(root)], static_cast<size_t>(bytes));
+          return;
+        case OpType::ReplicaId:
+          break;
 #define KILN_LISTED_Collective
 #include "kiln/compute/op_cases.inc"
-        break;
-    }
-    NoKernel(op, x.dtype());
+          break;
+      }
+      NoKernel(op, dtype);
+    });
   };
 }
 
