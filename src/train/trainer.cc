@@ -92,6 +92,17 @@ struct Trainer::State {
     std::vector<Node> values;
     TrainableInputs(g, vars, values);
     std::vector<Node> grads = graph::Gradient(l, values);
+    ApplyUpdate(scope, g, vars, grads);
+    Node l32 = graph::ConvertDType(l, DType::Float32);
+    std::vector<Node> out = {l32, moving_loss->UpdateGraph(scope, {l32}, {l32})};
+    for (const metrics::Metric& m : train_metrics) out.push_back(m->UpdateGraph(scope, labels, preds));
+    return out;
+  }
+
+  /// The optimizer's update of `vars` with `grads` (through the accumulators when accumulating)
+  /// and the global step's increment.
+  void ApplyUpdate(model::Scope scope, graph::Graph& g, const std::vector<model::Variable>& vars,
+                   const std::vector<Node>& grads) {
     model::Variable step_var = store.GlobalStep();
     Node step = step_var.NodeValue(g);
     if (accumulate > 1)
@@ -99,10 +110,6 @@ struct Trainer::State {
     else
       optimizer->UpdateGraph(scope, vars, grads, step);
     step_var.SetNodeValue(step + int64_t{1});
-    Node l32 = graph::ConvertDType(l, DType::Float32);
-    std::vector<Node> out = {l32, moving_loss->UpdateGraph(scope, {l32}, {l32})};
-    for (const metrics::Metric& m : train_metrics) out.push_back(m->UpdateGraph(scope, labels, preds));
-    return out;
   }
 
   /// The trainable variables graph `g` reads and their input nodes.
@@ -143,13 +150,7 @@ struct Trainer::State {
     for (auto& [v, node] : st.updates)
       if (IsFloat(node.dtype())) averaged.push_back(&node);
     AverageOverReplicas(averaged);
-    model::Variable step_var = store.GlobalStep();
-    Node step = step_var.NodeValue(g);
-    if (accumulate > 1)
-      AccumulatedUpdate(scope, vars, grads, step);
-    else
-      optimizer->UpdateGraph(scope, vars, grads, step);
-    step_var.SetNodeValue(step + int64_t{1});
+    ApplyUpdate(scope, g, vars, grads);
     std::vector<Node> out = {l32, moving_loss->UpdateGraph(scope, {l32}, {l32})};
     out.insert(out.end(), metric_values.begin(), metric_values.end());
     return out;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <set>
 
+#include "distributed/regression_data.h"
 #include "kiln/compute/backend.h"
 #include "kiln/compute/replicas.h"
 #include "kiln/data/dataset.h"
@@ -30,23 +31,9 @@ std::vector<Node> Mlp(model::Scope scope, const std::any&, std::vector<Node> inp
   return {layers::Dense(scope.In("out"), h, true, 1)};
 }
 
-/// y = sum_j (j+1) x_j / 8 on 512 examples from a fixed generator.
+/// The regression of 512 examples.
 std::shared_ptr<data::InMemoryDataset> Regression(const compute::BackendPtr& backend) {
-  const int64_t n = 512, f = 8;
-  std::vector<float> xs(n * f), ys(n);
-  uint64_t s = 99;
-  for (int64_t i = 0; i < n; ++i) {
-    float y = 0;
-    for (int64_t j = 0; j < f; ++j) {
-      s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-      const float v = static_cast<float>((s >> 40) % 2001) / 1000.0f - 1.0f;
-      xs[static_cast<size_t>(i * f + j)] = v;
-      y += static_cast<float>(j + 1) * v / 8;
-    }
-    ys[static_cast<size_t>(i)] = y;
-  }
-  return data::InMemoryFromData(backend, "regression", {Tensor::FromFlat(Shape(DType::Float32, {n, f}), xs)},
-                                {Tensor::FromFlat(Shape(DType::Float32, {n, 1}), ys)});
+  return test::Regression(backend, 512, 99, false);
 }
 
 struct Result {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "distributed/regression_data.h"
 #include "kiln/kiln.h"
 
 using namespace kiln;
@@ -37,22 +38,8 @@ int main(int argc, char** argv) {
   distributed::Init(argc, argv);
   try {
     compute::BackendPtr backend = compute::New();
-    const int64_t n = 2048, f = 8, global_batch = 128;
-    std::vector<float> xs(n * f), ys(n);
-    uint64_t s = 12345;
-    for (int64_t i = 0; i < n; ++i) {
-      float y = 0;
-      for (int64_t j = 0; j < f; ++j) {
-        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-        const float v = static_cast<float>((s >> 40) % 2001) / 1000.0f - 1.0f;
-        xs[static_cast<size_t>(i * f + j)] = v;
-        y += static_cast<float>(j + 1) * v * v / 8;
-      }
-      ys[static_cast<size_t>(i)] = y;
-    }
-    auto ds =
-        data::InMemoryFromData(backend, "regression", {Tensor::FromFlat(Shape(DType::Float32, {n, f}), xs)},
-                               {Tensor::FromFlat(Shape(DType::Float32, {n, 1}), ys)});
+    const int64_t global_batch = 128;
+    auto ds = test::Regression(backend, 2048, 12345, true);
     ds->Shuffle(7).Shard(distributed::Rank(), distributed::WorldSize());
     ds->BatchSize(global_batch / distributed::WorldSize(), true).Infinite(true);
     model::Store store;
