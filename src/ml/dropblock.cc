@@ -5,6 +5,7 @@
 #include "core/check.h"
 #include "kiln/graph/random.h"
 #include "kiln/ml/layers.h"
+#include "kiln/model/random_state.h"
 
 namespace kiln::layers {
 
@@ -71,9 +72,8 @@ Node DropBlockBuilder::Done() const {
   if (layout_ == Layout::kChannelsFirst) mask_dims[1] = 1;
   const DType dtype = IsFloat(x_.dtype()) ? x_.dtype() : DType::Float32;
   const double gamma = prob_ / static_cast<double>(pixels);
-  model::Variable rng = scope_.store().RNGState();
-  auto [state, u] = graph::RandomUniform(rng.NodeValue(x_.graph()), Shape(dtype, mask_dims));
-  rng.SetNodeValue(state);
+  auto [state, u] = graph::RandomUniform(model::RandomStateForDraws(scope_), Shape(dtype, mask_dims));
+  model::SetRandomStateAfterDraws(scope_, state);
   Node keep = graph::ConvertDType(graph::GreaterOrEqual(u, graph::ScalarLike(u, gamma)), dtype);
 
   // A position is kept when no seed lies within its block: the minimum over a stride-1 window.

@@ -11,6 +11,7 @@
 #include "kiln/ml/nn.h"
 #include "kiln/ml/quantized.h"
 #include "kiln/ml/regularizers.h"
+#include "kiln/model/random_state.h"
 #include "kiln/quant/quant.h"
 
 namespace kiln::layers {
@@ -172,10 +173,9 @@ Node Dropout(model::Scope scope, Node x, double rate) {
   if (!model::IsTraining(scope) || rate == 0) return x;
   if (!IsFloat(x.dtype()))
     kiln::detail::Throw("layers::Dropout({}): x {} must be float", scope.Path(), x.shape());
-  model::Variable rng = scope.store().RNGState();
-  Node state = rng.NodeValue(x.graph());
+  Node state = model::RandomStateForDraws(scope);
   Node y = nn::Dropout(x, state, rate, true);
-  rng.SetNodeValue(state);
+  model::SetRandomStateAfterDraws(scope, state);
   return y;
 }
 
@@ -188,12 +188,11 @@ Node DropPath(model::Scope scope, Node x, double rate) {
     kiln::detail::Throw("layers::DropPath({}): x {} must be float with a batch axis", scope.Path(),
                         x.shape());
   }
-  model::Variable rng = scope.store().RNGState();
   // One uniform number per example, broadcast over the example's other axes.
   std::vector<int64_t> dims(static_cast<size_t>(x.rank()), 1);
   dims[0] = x.shape().Dim(0);
-  auto [next, u] = graph::RandomUniform(rng.NodeValue(x.graph()), Shape(x.dtype(), dims));
-  rng.SetNodeValue(next);
+  auto [next, u] = graph::RandomUniform(model::RandomStateForDraws(scope), Shape(x.dtype(), dims));
+  model::SetRandomStateAfterDraws(scope, next);
   Node keep =
       graph::BroadcastToDims(graph::GreaterOrEqual(u, graph::ScalarLike(u, rate)), x.shape().Dimensions());
   return graph::Where(keep, x * (1 / (1 - rate)), graph::ZerosLike(x));

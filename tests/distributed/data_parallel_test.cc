@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <set>
 
@@ -16,6 +17,7 @@
 #include "kiln/ml/losses.h"
 #include "kiln/ml/metrics.h"
 #include "kiln/ml/optimizers.h"
+#include "kiln/model/exec.h"
 #include "kiln/train/loop.h"
 #include "kiln/train/trainer.h"
 #include "test_util.h"
@@ -133,6 +135,36 @@ TEST(DatasetShard, ShardsAreDisjointAndMakeTheEpoch) {
   }
   EXPECT_EQ(seen, std::multiset<float>(order.begin(), order.end()));
   EXPECT_TRUE(Throws([&] { make()->Shard(2, 2); }, {"Shard(2, 2)"}));
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// Dropout in a replicated step: each replica draws its own mask from the one stored random state,
+// and every replica stores the same next state.
+TEST(DataParallel, ReplicasDrawTheirOwnRandomNumbersFromOneState) {
+  const compute::BackendPtr backend = compute::NewWithConfig("ref:devices=2");
+  compute::ReplicaGroup group(2, 1, 0, nullptr, std::chrono::seconds(30));
+  model::Store store;
+  store.SetRNGStateFromSeed(5);
+  model::Exec drop = model::NewExec(backend, store, [](model::Scope scope, Node x) {
+    return std::vector<Node>{layers::Dropout(scope, x, 0.5), scope.store().RNGState().NodeValue(x.graph())};
+  });
+  drop.OnNewGraph([](graph::Graph& g) { model::SetTraining(g, true); });
+  const Tensor ones = Tensor::FromFlat(Shape(DType::Float32, {64}), std::vector<float>(64, 1.0f));
+  std::vector<std::vector<Tensor>> out = drop.CallReplicas(group, {{ones}, {ones}});
+  EXPECT_NE(out[0][0].ToVector<float>(), out[1][0].ToVector<float>());
+  // The state each replica sets after drawing (read after Dropout) is the same on both.
+  EXPECT_EQ(out[0][1].ToVector<uint64_t>(), out[1][1].ToVector<uint64_t>());
+  const std::vector<uint64_t> before = out[0][1].ToVector<uint64_t>();
+  out = drop.CallReplicas(group, {{ones}, {ones}});
+  EXPECT_EQ(out[0][1].ToVector<uint64_t>(), out[1][1].ToVector<uint64_t>());
+  EXPECT_NE(out[0][1].ToVector<uint64_t>(), before);
+  EXPECT_EQ(out[0][1].ToVector<uint64_t>()[0], before[0]);  // The key stays; the counter moves.
+  EXPECT_EQ(store.RNGState().Value().ToVector<uint64_t>(), out[0][1].ToVector<uint64_t>());
 }
 
 }  // namespace
