@@ -67,14 +67,15 @@ int main(int argc, char** argv) {
     std::uniform_real_distribution<float> u(0, 1);
     for (float& p : pixels) p = u(rng);
     for (int32_t& l : labels) l = static_cast<int32_t>(rng() % 10);
-    auto ds = data::InMemoryFromData(backend, "synthetic", {Tensor::FromFlat(Shape(DType::Float32, dims), pixels)},
-                                     {Tensor::FromFlat(Shape(DType::Int32, {n, 1}), labels)});
+    auto ds =
+        data::InMemoryFromData(backend, "synthetic", {Tensor::FromFlat(Shape(DType::Float32, dims), pixels)},
+                               {Tensor::FromFlat(Shape(DType::Int32, {n, 1}), labels)});
     ds->Shard(rank, world).BatchSize(batch / world, true).Infinite(true);
     model::Store store;
     store.SetRNGStateFromSeed(1);
     train::Trainer trainer(backend, store, cnn ? train::ModelFn(Cnn) : train::ModelFn(Mlp),
-                           losses::SparseCategoricalCrossEntropyLogits, optimizers::Adam().LearningRate(1e-3).Done(),
-                           {}, {});
+                           losses::SparseCategoricalCrossEntropyLogits,
+                           optimizers::Adam().LearningRate(1e-3).Done(), {}, {});
     const bool parallel = world > 1 || backend->NumDevices() > 1;
     if (parallel) trainer.DataParallel();
     std::any spec;
@@ -90,15 +91,18 @@ int main(int argc, char** argv) {
     float loss = 0;
     for (int i = 0; i < steps; ++i) loss = step();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const compute::CollectiveStats stats = parallel ? trainer.Replicas()->Stats() : compute::CollectiveStats{};
+    const compute::CollectiveStats stats =
+        parallel ? trainer.Replicas()->Stats() : compute::CollectiveStats{};
     if (rank == 0)
       std::printf(
           "{\"model\": \"%s\", \"replicas\": %d, \"processes\": %d, \"examples_per_s\": %.1f, "
-          "\"collective_ms_per_step\": %.3f, \"collective_bytes_per_step\": %lld, \"loss\": %.5f, \"backend\": "
+          "\"collective_ms_per_step\": %.3f, \"collective_bytes_per_step\": %lld, \"loss\": %.5f, "
+          "\"backend\": "
           "\"%s\"}\n",
           which.c_str(), parallel ? trainer.Replicas()->NumReplicas() : 1, world,
           static_cast<double>(batch) * steps / seconds, 1e3 * stats.seconds / steps,
-          static_cast<long long>(stats.calls > 0 ? stats.bytes / steps : 0), loss, backend->Description().c_str());
+          static_cast<long long>(stats.calls > 0 ? stats.bytes / steps : 0), loss,
+          backend->Description().c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %d: %s\n", distributed::Rank(), e.what());
     return 1;
