@@ -46,7 +46,8 @@ Shape CollectiveShape(OpType op, const std::vector<Shape>& operands, const OpAtt
     case OpType::AllGather: {
       CheckAxis(op, x, attrs.axis);
       Axis& a = dims[static_cast<size_t>(attrs.axis)];
-      if (a.size == Shape::kDynamic) Fail(op, fmt::format("axis {} of {} is dynamic; it must be static", attrs.axis, x));
+      if (a.size == Shape::kDynamic)
+        Fail(op, fmt::format("axis {} of {} is dynamic; it must be static", attrs.axis, x));
       if (a.size > std::numeric_limits<int64_t>::max() / attrs.replicas)
         Fail(op, fmt::format("gathering {} from {} replicas overflows", x, attrs.replicas));
       a = Axis{a.size * attrs.replicas, ""};
@@ -55,9 +56,11 @@ Shape CollectiveShape(OpType op, const std::vector<Shape>& operands, const OpAtt
     case OpType::ReduceScatter: {
       CheckAxis(op, x, attrs.axis);
       Axis& a = dims[static_cast<size_t>(attrs.axis)];
-      if (a.size == Shape::kDynamic) Fail(op, fmt::format("axis {} of {} is dynamic; it must be static", attrs.axis, x));
+      if (a.size == Shape::kDynamic)
+        Fail(op, fmt::format("axis {} of {} is dynamic; it must be static", attrs.axis, x));
       if (a.size % attrs.replicas != 0)
-        Fail(op, fmt::format("axis {} of {} does not split into {} equal blocks", attrs.axis, x, attrs.replicas));
+        Fail(op,
+             fmt::format("axis {} of {} does not split into {} equal blocks", attrs.axis, x, attrs.replicas));
       a = Axis{a.size / attrs.replicas, ""};
       return ShapeOf(x.dtype(), dims);
     }
