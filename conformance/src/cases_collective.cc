@@ -66,6 +66,9 @@ void ReduceScatterRows(CaseList& L, DType d) {
   Replicated(L, "ReduceScatter", "axis1_max", d,
              P([](const Nodes& p) { return ReduceScatter(p[0], 1, ReduceOp::Max); }), {a, b},
              {V(d, {2, 1}, {5, 7}), V(d, {2, 1}, {6, 4})});
+  const Tensor empty = V(d, {2, 0}, {}), half = V(d, {1, 0}, {});
+  Replicated(L, "ReduceScatter", "empty", d, P([](const Nodes& p) { return ReduceScatter(p[0], 0); }),
+             {empty, empty}, {half, half});
 }
 
 void MovementRows(CaseList& L, DType d) {

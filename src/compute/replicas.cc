@@ -27,18 +27,18 @@ uint64_t ProgramFingerprint(const Program& program) {
 }
 
 /// One collective at a time: the replicas of this process arrive, the last one joins the other
-/// processes (ProcessExchange), and all leave with the job's bytes. A worker thread per device
-/// above 0 waits here for replicated runs too.
+/// processes (ProcessExchange), all read every replica's bytes (`views`), and none leaves before
+/// all have read. A worker thread per device above 0 waits here for replicated runs too.
 struct ReplicaGroup::Rendezvous {
   std::mutex mu;
   std::condition_variable cv;
   // The current collective.
   int arrived = 0, departed = 0;
-  bool ready = false;  // `all` holds the job's bytes.
+  bool ready = false;  // `views` point at every replica's bytes.
   int64_t round = 0;   // Collectives completed (threads wait for the round they joined to finish).
   std::vector<CollectiveCall> calls;
   std::vector<const void*> data;
-  std::vector<uint8_t> local, all;
+  std::vector<uint8_t> local, all;    // Between processes: this process's bytes, the job's.
   std::vector<const uint8_t*> views;  // Every replica's operand, in replica order.
   // A failure: every waiting and later call throws it.
   bool failed = false;
@@ -298,14 +298,8 @@ void RunReplicas(ReplicaGroup& group, const std::function<void(int device)>& run
     std::unique_lock lock(s.mu);
     s.cv.wait(lock, [&] { return s.pending == 0; });
     s.errors[0] = first;
-    first = s.first_failed >= 0 ? s.errors[static_cast<size_t>(s.first_failed)] : nullptr;
-    for (const std::exception_ptr& e : s.errors) {
-      if (first) break;
-      if (e) {
-        first = e;
-        break;
-      }
-    }
+    // The error of the replica that failed first, not the others' "replica r failed" echoes.
+    if (s.first_failed >= 0) first = s.errors[static_cast<size_t>(s.first_failed)];
   }
   if (first) {
     group.Reset();

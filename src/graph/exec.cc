@@ -1,7 +1,5 @@
 #include "kiln/graph/exec.h"
 
-#include "kiln/compute/replicas.h"
-
 #include <algorithm>
 #include <list>
 #include <map>
@@ -11,6 +9,7 @@
 #include "graph/exec_debug.h"
 #include "graph/exec_internal.h"
 #include "kiln/compute/backend.h"
+#include "kiln/compute/replicas.h"
 
 namespace kiln::graph {
 
@@ -42,6 +41,25 @@ void CheckDynamicAxesInputs(const std::string& what, size_t lists, int num_input
     kiln::detail::Throw("{}: WithDynamicAxes names axes for {} inputs, but its function takes {}", what,
                         lists, num_inputs);
   }
+}
+
+std::vector<Shape> CheckReplicatedCall(
+    const std::string& what, const compute::Backend& backend, const compute::ReplicaGroup& group,
+    const std::vector<std::vector<Tensor>>& inputs,
+    const std::function<std::vector<Shape>(const std::vector<Tensor>&)>& shapes_of) {
+  const int devices = group.Devices();
+  if (devices > backend.NumDevices())
+    kiln::detail::Throw("{}: a replica group of {} devices on backend \"{}\" with {}", what, devices,
+                        backend.Name(), backend.NumDevices());
+  if (static_cast<int>(inputs.size()) != devices)
+    kiln::detail::Throw("{}: CallReplicas given inputs for {} devices, the group has {}", what, inputs.size(),
+                        devices);
+  const std::vector<Shape> shapes = shapes_of(inputs[0]);
+  for (int d = 1; d < devices; ++d) {
+    if (shapes_of(inputs[static_cast<size_t>(d)]) != shapes)
+      kiln::detail::Throw("{}: device {}'s inputs differ in shape from device 0's", what, d);
+  }
+  return shapes;
 }
 
 std::vector<Shape> DynamicSignature(const std::string& name,
@@ -258,58 +276,6 @@ std::vector<Tensor> Exec::CallTensors(const std::vector<Tensor>& inputs) { retur
 
 namespace {
 
-std::vector<Shape> InputShapes(const Exec::State& st, const std::vector<Tensor>& inputs);
-std::vector<Tensor> RunOn(Exec::State& st, CacheEntry& entry, int device, const std::vector<Tensor>& inputs,
-                          std::map<std::string, Tensor>* aliased);
-
-}  // namespace
-
-std::vector<Tensor> Exec::Run(const std::vector<Tensor>& inputs, std::map<std::string, Tensor>* aliased) {
-  State& st = *state_;
-  std::shared_ptr<CacheEntry> entry = st.Get(SignatureOf(InputShapes(st, inputs)), aliased != nullptr);
-  int device = 0;
-  {
-    std::lock_guard lock(st.mu.Checked(st.What()));
-    device = st.device;
-  }
-  return RunOn(st, *entry, device, inputs, aliased);
-}
-
-Exec& Exec::InDevice(int device) {
-  state_->backend->CheckDevice(device);
-  std::lock_guard lock(state_->mu.Checked(state_->What()));
-  state_->device = device;
-  return *this;
-}
-
-std::vector<std::vector<Tensor>> Exec::CallReplicas(compute::ReplicaGroup& group,
-                                                    const std::vector<std::vector<Tensor>>& inputs) {
-  State& st = *state_;
-  const int devices = group.Devices();
-  if (devices > st.backend->NumDevices())
-    kiln::detail::Throw("exec \"{}\": a replica group of {} devices on backend \"{}\" with {}", st.name,
-                        devices, st.backend->Name(), st.backend->NumDevices());
-  if (static_cast<int>(inputs.size()) != devices)
-    kiln::detail::Throw("exec \"{}\": CallReplicas given inputs for {} devices, the group has {}", st.name,
-                        inputs.size(), devices);
-  const std::vector<Shape> shapes = InputShapes(st, inputs[0]);
-  for (int d = 1; d < devices; ++d) {
-    if (InputShapes(st, inputs[static_cast<size_t>(d)]) != shapes)
-      kiln::detail::Throw("exec \"{}\": device {}'s inputs differ in shape from device 0's", st.name, d);
-  }
-  std::shared_ptr<CacheEntry> entry = st.Get(SignatureOf(shapes), false, group.NumReplicas());
-  std::vector<std::vector<Tensor>> results(static_cast<size_t>(devices));
-  compute::RunReplicas(
-      group,
-      [&](int d) {
-        results[static_cast<size_t>(d)] = RunOn(st, *entry, d, inputs[static_cast<size_t>(d)], nullptr);
-      },
-      entry->fingerprint);
-  return results;
-}
-
-namespace {
-
 std::vector<Shape> InputShapes(const Exec::State& st, const std::vector<Tensor>& inputs) {
   if (st.num_inputs >= 0 && static_cast<int>(inputs.size()) != st.num_inputs) {
     kiln::detail::Throw("exec \"{}\": called with {} inputs, but its function takes {}", st.name,
@@ -365,6 +331,41 @@ std::vector<Tensor> RunOn(Exec::State& st, CacheEntry& entry, int device, const 
 }
 
 }  // namespace
+
+std::vector<Tensor> Exec::Run(const std::vector<Tensor>& inputs, std::map<std::string, Tensor>* aliased) {
+  State& st = *state_;
+  std::shared_ptr<CacheEntry> entry = st.Get(SignatureOf(InputShapes(st, inputs)), aliased != nullptr);
+  int device = 0;
+  {
+    std::lock_guard lock(st.mu.Checked(st.What()));
+    device = st.device;
+  }
+  return RunOn(st, *entry, device, inputs, aliased);
+}
+
+Exec& Exec::InDevice(int device) {
+  state_->backend->CheckDevice(device);
+  std::lock_guard lock(state_->mu.Checked(state_->What()));
+  state_->device = device;
+  return *this;
+}
+
+std::vector<std::vector<Tensor>> Exec::CallReplicas(compute::ReplicaGroup& group,
+                                                    const std::vector<std::vector<Tensor>>& inputs) {
+  State& st = *state_;
+  const std::vector<Shape> shapes =
+      exec_internal::CheckReplicatedCall(st.What(), *st.backend, group, inputs,
+                                         [&](const std::vector<Tensor>& in) { return InputShapes(st, in); });
+  std::shared_ptr<CacheEntry> entry = st.Get(SignatureOf(shapes), false, group.NumReplicas());
+  std::vector<std::vector<Tensor>> results(static_cast<size_t>(group.Devices()));
+  compute::RunReplicas(
+      group,
+      [&](int d) {
+        results[static_cast<size_t>(d)] = RunOn(st, *entry, d, inputs[static_cast<size_t>(d)], nullptr);
+      },
+      entry->fingerprint);
+  return results;
+}
 
 Tensor Exec::Single(std::vector<Tensor> outputs) const {
   if (outputs.size() != 1) {

@@ -1,13 +1,17 @@
 #pragma once
-// What graph::Exec and model::Exec share: dynamic axes, and the lock of their state.
+// What graph::Exec and model::Exec share: dynamic axes, the checks of a replicated call, and the
+// lock of their state.
 
 #include <atomic>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "kiln/compute/fwd.h"
 #include "kiln/core/shape.h"
+#include "kiln/core/tensor.h"
 
 namespace kiln::graph::exec_internal {
 
@@ -19,6 +23,14 @@ namespace kiln::graph::exec_internal {
 /// Throws kiln::Error when WithDynamicAxes names axes for more inputs than `num_inputs` (-1: any);
 /// `what` names the Exec in the message ("exec \"f\"").
 void CheckDynamicAxesInputs(const std::string& what, size_t lists, int num_inputs);
+
+/// The checks of CallReplicas: the group has no more devices than `backend`, there is one input
+/// list per device, and every device's inputs have device 0's shapes (`shapes_of` checks one list
+/// and returns its shapes). Returns device 0's shapes; `what` names the Exec in the messages.
+std::vector<Shape> CheckReplicatedCall(
+    const std::string& what, const compute::Backend& backend, const compute::ReplicaGroup& group,
+    const std::vector<std::vector<Tensor>>& inputs,
+    const std::function<std::vector<Shape>(const std::vector<Tensor>&)>& shapes_of);
 
 /// The mutex of an Exec's state, which is held while the Exec's graph function builds a graph:
 /// a call of the same Exec from inside that function (which would wait for itself) is a

@@ -275,18 +275,9 @@ std::vector<std::vector<Tensor>> Exec::CallReplicas(compute::ReplicaGroup& group
                                                     const std::vector<std::vector<Tensor>>& inputs) {
   State& st = *state_;
   const int devices = group.Devices();
-  if (devices > st.backend->NumDevices())
-    kiln::detail::Throw("model exec \"{}\": a replica group of {} devices on backend \"{}\" with {}", st.name,
-                        devices, st.backend->Name(), st.backend->NumDevices());
-  if (static_cast<int>(inputs.size()) != devices)
-    kiln::detail::Throw("model exec \"{}\": CallReplicas given inputs for {} devices, the group has {}",
-                        st.name, inputs.size(), devices);
-  const std::vector<Shape> shapes = st.InputShapes(inputs[0]);
-  for (int d = 1; d < devices; ++d) {
-    if (st.InputShapes(inputs[static_cast<size_t>(d)]) != shapes)
-      kiln::detail::Throw("model exec \"{}\": device {}'s inputs differ in shape from device 0's", st.name,
-                          d);
-  }
+  const std::vector<Shape> shapes = graph::exec_internal::CheckReplicatedCall(
+      st.What(), *st.backend, group, inputs,
+      [&](const std::vector<Tensor>& in) { return st.InputShapes(in); });
   std::shared_ptr<Entry> e = st.Get(st.Signature(shapes), false, group.NumReplicas());
   graph::NodeLogger logger;
   {

@@ -20,6 +20,32 @@ using graph::Node;
 
 namespace {
 
+/// Device d's part of a batch for a data-parallel step: examples d, d + devices, d + 2 devices...
+/// (on device d).
+std::vector<Tensor> SplitExamples(const Tensor& t, int devices, const compute::BackendPtr& backend) {
+  if (devices == 1) return {t};
+  if (t.rank() < 1 || t.shape().Dim(0) % devices != 0)
+    kiln::detail::Throw("Trainer::DataParallel: a batch of shape {} does not split evenly over {} devices",
+                        t.shape(), devices);
+  std::vector<int64_t> dims = t.shape().Dimensions();
+  const int64_t rows = dims[0], per = rows / devices;
+  const int64_t row_bytes = rows == 0 ? 0 : t.shape().ByteSize() / rows;
+  dims[0] = per;
+  std::vector<Tensor> parts;
+  t.ConstBytes([&](std::span<const uint8_t> src) {
+    for (int d = 0; d < devices; ++d) {
+      Tensor part = Tensor::FromShapeForBackend(backend, d, Shape(t.dtype(), dims));
+      part.MutableBytes([&](std::span<uint8_t> dst) {
+        for (int64_t j = 0; j < per; ++j)  // Example j * devices + d of the batch.
+          std::memcpy(dst.data() + j * row_bytes, src.data() + (j * devices + d) * row_bytes,
+                      static_cast<size_t>(row_bytes));
+      });
+      parts.push_back(std::move(part));
+    }
+  });
+  return parts;
+}
+
 struct LossTerms {
   std::vector<Node> terms;
 };
@@ -348,30 +374,6 @@ std::vector<Tensor> Trainer::TrainStep(const std::any& spec, const std::vector<T
   for (const Tensor& t : inputs) all.push_back(graph::Donate(t));
   for (const Tensor& t : labels) all.push_back(graph::Donate(t));
   return s.train_exec->Call(all);
-}
-
-std::vector<Tensor> Trainer::SplitExamples(const Tensor& t, int devices, const compute::BackendPtr& backend) {
-  if (devices == 1) return {t};
-  if (t.rank() < 1 || t.shape().Dim(0) % devices != 0)
-    kiln::detail::Throw("Trainer::DataParallel: a batch of shape {} does not split evenly over {} devices",
-                        t.shape(), devices);
-  std::vector<int64_t> dims = t.shape().Dimensions();
-  const int64_t rows = dims[0], per = rows / devices;
-  const int64_t row_bytes = rows == 0 ? 0 : t.shape().ByteSize() / rows;
-  dims[0] = per;
-  std::vector<Tensor> parts;
-  t.ConstBytes([&](std::span<const uint8_t> src) {
-    for (int d = 0; d < devices; ++d) {
-      Tensor part = Tensor::FromShapeForBackend(backend, d, Shape(t.dtype(), dims));
-      part.MutableBytes([&](std::span<uint8_t> dst) {
-        for (int64_t j = 0; j < per; ++j)  // Example j * devices + d of the batch.
-          std::memcpy(dst.data() + j * row_bytes, src.data() + (j * devices + d) * row_bytes,
-                      static_cast<size_t>(row_bytes));
-      });
-      parts.push_back(std::move(part));
-    }
-  });
-  return parts;
 }
 
 Trainer& Trainer::DataParallel(std::shared_ptr<compute::ReplicaGroup> group) {

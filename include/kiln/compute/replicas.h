@@ -46,6 +46,10 @@ using ProcessExchange =
 uint64_t ProgramFingerprint(const Program& program);
 
 class ReplicaGroup;
+/// Runs `run(device)` for every device 0..group.Devices()-1 at once, each on its own thread (device
+/// 0 on the caller's) bound to its replica and to `program` (a ProgramFingerprint, which the
+/// collectives compare between replicas); returns when all have finished. When one throws, the
+/// group is aborted (so the others stop waiting for it) and the first error is rethrown.
 void RunReplicas(ReplicaGroup& group, const std::function<void(int device)>& run, uint64_t program = 0);
 
 /// What the collectives of a group cost, as seen by its device 0.
@@ -144,11 +148,5 @@ class ReplicaBinding {
   uint64_t program_;
   int64_t sequence_ = 0;
 };
-
-/// Runs `run(device)` for every device 0..group.Devices()-1 at once, each on its own thread (device
-/// 0 on the caller's) bound to its replica and to `program` (a ProgramFingerprint, which the
-/// collectives compare between replicas); returns when all have finished. When one throws, the
-/// group is aborted (so the others stop waiting for it) and the first error is rethrown.
-void RunReplicas(ReplicaGroup& group, const std::function<void(int device)>& run, uint64_t program);
 
 }  // namespace kiln::compute

@@ -136,8 +136,6 @@ class Trainer {
   struct State;
 
  private:
-  /// Device d's part of a batch: examples d, d + devices, d + 2 devices... (on device d).
-  static std::vector<Tensor> SplitExamples(const Tensor& t, int devices, const compute::BackendPtr& backend);
   std::unique_ptr<State> state_;
 };
 

@@ -107,7 +107,7 @@ Kernel MakeCollectiveKernel(const Instruction& inst, const std::vector<Shape>& o
   const Shape x = operands.at(0);
   const int64_t replicas = inst.attrs.replicas;
   const int64_t bytes = x.ByteSize(), n = x.Size();
-  const int64_t element = n > 0 ? bytes / n : 0;
+  const int64_t element = DTypeBits(x.dtype()) / 8;  // Collectives take no packed dtypes.
   // AllGather and ReduceScatter move blocks of `axis`: `outer` blocks of `inner` bytes per replica.
   int64_t outer = 1, inner = element;
   if (op == OpType::AllGather || op == OpType::ReduceScatter) {
