@@ -12,9 +12,9 @@
 
 namespace kiln::compute {
 
-namespace {
+void FailShape(OpType op, const std::string& what) { detail::Throw("{}: {}", OpName(op), what); }
 
-[[noreturn]] void Fail(OpType op, const std::string& what) { detail::Throw("{}: {}", OpName(op), what); }
+namespace {
 
 /// What the error for a dtype outside `dtypes` says the op wants.
 const char* DTypeClassWanted(DTypeClass dtypes) {
@@ -45,15 +45,15 @@ const char* DTypeClassWanted(DTypeClass dtypes) {
 void CheckElementDType(OpType op, DType d) {
   const DTypeClass dtypes = OpDTypeClass(op);
   if (!InDTypeClass(d, dtypes))
-    Fail(op, fmt::format("operand dtype {} is not {}", d, DTypeClassWanted(dtypes)));
+    FailShape(op, fmt::format("operand dtype {} is not {}", d, DTypeClassWanted(dtypes)));
 }
 
 /// Normalises and checks a list of distinct axes of a rank-`rank` operand.
 void CheckAxes(OpType op, const std::vector<int64_t>& axes, int rank, const char* what) {
   std::vector<bool> seen(static_cast<size_t>(rank), false);
   for (int64_t a : axes) {
-    if (a < 0 || a >= rank) Fail(op, fmt::format("{} axis {} out of range for rank {}", what, a, rank));
-    if (seen[static_cast<size_t>(a)]) Fail(op, fmt::format("{} axis {} repeated", what, a));
+    if (a < 0 || a >= rank) FailShape(op, fmt::format("{} axis {} out of range for rank {}", what, a, rank));
+    if (seen[static_cast<size_t>(a)]) FailShape(op, fmt::format("{} axis {} repeated", what, a));
     seen[static_cast<size_t>(a)] = true;
   }
 }
@@ -61,10 +61,10 @@ void CheckAxes(OpType op, const std::vector<int64_t>& axes, int rank, const char
 void CheckArity(OpType op, const std::vector<Shape>& operands) {
   const int arity = OpArity(op);
   if (arity >= 0 && static_cast<int>(operands.size()) != arity) {
-    Fail(op, fmt::format("takes {} operand{}, got {}", arity, arity == 1 ? "" : "s", operands.size()));
+    FailShape(op, fmt::format("takes {} operand{}, got {}", arity, arity == 1 ? "" : "s", operands.size()));
   }
   for (const Shape& s : operands) {
-    if (!s.Ok()) Fail(op, "an operand has an invalid shape");
+    if (!s.Ok()) FailShape(op, "an operand has an invalid shape");
   }
 }
 
@@ -78,13 +78,13 @@ std::vector<Axis> UnifyDims(OpType op, const Shape& a, const Shape& b, const cha
     ok = UnifyAxes(AxisOf(a, i), AxisOf(b, i), axis);
     axes.push_back(axis);
   }
-  if (!ok) Fail(op, fmt::format(fmt::runtime(what), a, b));
+  if (!ok) FailShape(op, fmt::format(fmt::runtime(what), a, b));
   return axes;
 }
 
 Shape SameShape(OpType op, const Shape& a, const Shape& b) {
   if (a.dtype() != b.dtype())
-    Fail(op, fmt::format("operands have different dtypes, {} and {}", a.dtype(), b.dtype()));
+    FailShape(op, fmt::format("operands have different dtypes, {} and {}", a.dtype(), b.dtype()));
   return ShapeOf(a.dtype(), UnifyDims(op, a, b, "operands have different shapes, {} and {}"));
 }
 
@@ -95,11 +95,11 @@ Shape DotShape(const std::vector<Shape>& in, const OpAttributes& at) {
   const OpType op = OpType::DotGeneral;
   const Shape &a = in[0], &b = in[1];
   if (a.dtype() != b.dtype())
-    Fail(op, fmt::format("operands have different dtypes, {} and {}", a.dtype(), b.dtype()));
+    FailShape(op, fmt::format("operands have different dtypes, {} and {}", a.dtype(), b.dtype()));
   CheckElementDType(op, a.dtype());
   if (at.lhs_contracting.size() != at.rhs_contracting.size())
-    Fail(op, "contracting axis lists differ in length");
-  if (at.lhs_batch.size() != at.rhs_batch.size()) Fail(op, "batch axis lists differ in length");
+    FailShape(op, "contracting axis lists differ in length");
+  if (at.lhs_batch.size() != at.rhs_batch.size()) FailShape(op, "batch axis lists differ in length");
   std::vector<int64_t> lhs_all = at.lhs_contracting, rhs_all = at.rhs_contracting;
   lhs_all.insert(lhs_all.end(), at.lhs_batch.begin(), at.lhs_batch.end());
   rhs_all.insert(rhs_all.end(), at.rhs_batch.begin(), at.rhs_batch.end());
@@ -110,7 +110,7 @@ Shape DotShape(const std::vector<Shape>& in, const OpAttributes& at) {
     const Axis db = AxisOf(b, at.rhs_contracting[i]);
     Axis unused;
     if (!UnifyAxes(da, db, unused))
-      Fail(op,
+      FailShape(op,
            fmt::format("contracting dimensions differ: {} (lhs axis {}) and {} (rhs axis {}) for {} and {}",
                        da.ToString(), at.lhs_contracting[i], db.ToString(), at.rhs_contracting[i], a, b));
   }
@@ -120,7 +120,7 @@ Shape DotShape(const std::vector<Shape>& in, const OpAttributes& at) {
     const Axis db = AxisOf(b, at.rhs_batch[i]);
     Axis axis;
     if (!UnifyAxes(da, db, axis))
-      Fail(op, fmt::format("batch dimensions differ: {} and {} for {} and {}", da.ToString(), db.ToString(),
+      FailShape(op, fmt::format("batch dimensions differ: {} and {} for {} and {}", da.ToString(), db.ToString(),
                            a, b));
     dims.push_back(axis);
   }
@@ -139,13 +139,13 @@ Shape DotShape(const std::vector<Shape>& in, const OpAttributes& at) {
 void CheckReshapeCount(OpType op, const Shape& x, const Shape& to) {
   if (!x.IsDynamic() && !to.IsDynamic()) {
     if (to.Size() != x.Size())
-      Fail(op,
+      FailShape(op,
            fmt::format("cannot reshape {} ({} elements) to {} ({} elements)", x, x.Size(), to, to.Size()));
     return;
   }
   const Monomial a = MonomialOf(x), b = MonomialOf(to);
   if (a.names == b.names && a.coefficient != b.coefficient)
-    Fail(op, fmt::format("cannot reshape {} to {}: their element counts differ for every size of the "
+    FailShape(op, fmt::format("cannot reshape {} to {}: their element counts differ for every size of the "
                          "dynamic axes",
                          x, to));
 }
@@ -154,7 +154,7 @@ Shape SliceShape(OpType op, const Shape& x, const OpAttributes& at) {
   const int rank = x.Rank();
   if (static_cast<int>(at.starts.size()) != rank || static_cast<int>(at.limits.size()) != rank ||
       static_cast<int>(at.strides.size()) != rank) {
-    Fail(op, fmt::format("starts, limits and strides must have {} entries for {}", rank, x));
+    FailShape(op, fmt::format("starts, limits and strides must have {} entries for {}", rank, x));
   }
   std::vector<Axis> dims;
   for (int a = 0; a < rank; ++a) {
@@ -167,7 +167,7 @@ Shape SliceShape(OpType op, const Shape& x, const OpAttributes& at) {
     const bool bad =
         start < 0 || stride < 1 || (!to_end && (start > limit || (!axis.Dynamic() && limit > axis.size)));
     if (bad) {
-      Fail(op, fmt::format("axis {} of {}: range [{}, {}) with stride {} is invalid", a, x, start,
+      FailShape(op, fmt::format("axis {} of {}: range [{}, {}) with stride {} is invalid", a, x, start,
                            limit == Shape::kDynamic ? std::string("end") : std::to_string(limit), stride));
     }
     if (!to_end) {
@@ -187,14 +187,14 @@ Shape SliceShape(OpType op, const Shape& x, const OpAttributes& at) {
 Shape PadShape(OpType op, const Shape& x, const Shape& fill, const OpAttributes& at) {
   const int rank = x.Rank();
   if (fill.dtype() != x.dtype() || !fill.IsScalar())
-    Fail(op, fmt::format("the fill value must be a scalar {}, got {}", x.dtype(), fill));
+    FailShape(op, fmt::format("the fill value must be a scalar {}, got {}", x.dtype(), fill));
   if (static_cast<int>(at.padding.size()) != rank)
-    Fail(op, fmt::format("{} padding entries for {}", at.padding.size(), x));
+    FailShape(op, fmt::format("{} padding entries for {}", at.padding.size(), x));
   std::vector<Axis> dims;
   for (int a = 0; a < rank; ++a) {
     const PadAxis& p = at.padding[static_cast<size_t>(a)];
     const Axis axis = AxisOf(x, a);
-    if (p.interior < 0) Fail(op, fmt::format("negative interior padding on axis {}", a));
+    if (p.interior < 0) FailShape(op, fmt::format("negative interior padding on axis {}", a));
     if (axis.Dynamic()) {
       if (p.low == 0 && p.high == 0 && p.interior == 0) {
         dims.push_back(axis);
@@ -210,25 +210,25 @@ Shape PadShape(OpType op, const Shape& x, const Shape& fill, const OpAttributes&
     const int64_t size =
         detail::CheckedAdd(detail::CheckedAdd(detail::CheckedAdd(p.low, p.high, what), n, what),
                            detail::CheckedMul(std::max<int64_t>(n - 1, 0), p.interior, what), what);
-    if (size < 0) Fail(op, fmt::format("axis {} of {} would have negative size {}", a, x, size));
+    if (size < 0) FailShape(op, fmt::format("axis {} of {} would have negative size {}", a, x, size));
     dims.push_back(Axis{size, ""});
   }
   return ShapeOf(x.dtype(), dims);
 }
 
 Shape MovementShape(OpType op, const std::vector<Shape>& in, const OpAttributes& at) {
-  if (in.empty()) Fail(op, "needs at least one operand");  // Concatenate is variadic.
+  if (in.empty()) FailShape(op, "needs at least one operand");  // Concatenate is variadic.
   const Shape& x = in[0];
   const int rank = x.Rank();
   switch (op) {
     case OpType::Reshape:
       if (at.shape.dtype() != x.dtype())
-        Fail(op, fmt::format("target {} has another dtype than {}", at.shape, x));
+        FailShape(op, fmt::format("target {} has another dtype than {}", at.shape, x));
       CheckReshapeCount(op, x, at.shape);
       return at.shape;
     case OpType::Transpose: {
       if (static_cast<int>(at.permutation.size()) != rank)
-        Fail(op, fmt::format("permutation of {} axes for {}", at.permutation.size(), x));
+        FailShape(op, fmt::format("permutation of {} axes for {}", at.permutation.size(), x));
       CheckAxes(op, at.permutation, rank, "permutation");
       std::vector<Axis> dims;
       for (int64_t p : at.permutation) dims.push_back(AxisOf(x, p));
@@ -236,27 +236,27 @@ Shape MovementShape(OpType op, const std::vector<Shape>& in, const OpAttributes&
     }
     case OpType::BroadcastInDim: {
       const Shape& out = at.shape;
-      if (out.dtype() != x.dtype()) Fail(op, fmt::format("target {} has another dtype than {}", out, x));
+      if (out.dtype() != x.dtype()) FailShape(op, fmt::format("target {} has another dtype than {}", out, x));
       if (static_cast<int>(at.axes.size()) != rank)
-        Fail(op, fmt::format("{} axes given for operand {}", at.axes.size(), x));
+        FailShape(op, fmt::format("{} axes given for operand {}", at.axes.size(), x));
       for (size_t i = 0; i < at.axes.size(); ++i) {
         const int64_t a = at.axes[i];
         if (a < 0 || a >= out.Rank() || (i > 0 && a <= at.axes[i - 1])) {
-          Fail(op,
+          FailShape(op,
                fmt::format("axes [{}] must be increasing output axes of {}", fmt::join(at.axes, ", "), out));
         }
         // A dynamic operand axis may be 1 or the target's size, checked when the program runs.
         const Axis from = AxisOf(x, static_cast<int64_t>(i)), to = AxisOf(out, a);
         if (!from.Dynamic() && from.size != 1 && !Fits(to, from.size)) {
-          Fail(op,
+          FailShape(op,
                fmt::format("cannot broadcast {} to {}: operand axis {} has size {}", x, out, i, from.size));
         }
       }
       return out;
     }
     case OpType::Concatenate: {
-      if (in.empty()) Fail(op, "needs at least one operand");
-      if (at.axis < 0 || at.axis >= rank) Fail(op, fmt::format("axis {} out of range for {}", at.axis, x));
+      if (in.empty()) FailShape(op, "needs at least one operand");
+      if (at.axis < 0 || at.axis >= rank) FailShape(op, fmt::format("axis {} out of range for {}", at.axis, x));
       std::vector<Axis> dims = AxesOf(x);
       std::vector<std::string> parts = {AxisOf(x, at.axis).ToString()};
       int64_t total = dims[static_cast<size_t>(at.axis)].size;
@@ -264,11 +264,11 @@ Shape MovementShape(OpType op, const std::vector<Shape>& in, const OpAttributes&
       for (size_t k = 1; k < in.size(); ++k) {
         const Shape& y = in[k];
         if (y.dtype() != x.dtype() || y.Rank() != rank)
-          Fail(op, fmt::format("operands {} and {} differ in dtype or rank", x, y));
+          FailShape(op, fmt::format("operands {} and {} differ in dtype or rank", x, y));
         for (int a = 0; a < rank; ++a) {
           if (a == at.axis) continue;
           if (!UnifyAxes(dims[static_cast<size_t>(a)], AxisOf(y, a), dims[static_cast<size_t>(a)])) {
-            Fail(op, fmt::format("operands {} and {} differ on axis {} (only the concatenation axis {} may)",
+            FailShape(op, fmt::format("operands {} and {} differ on axis {} (only the concatenation axis {} may)",
                                  x, y, a, at.axis));
           }
         }
@@ -296,7 +296,7 @@ Shape MovementShape(OpType op, const std::vector<Shape>& in, const OpAttributes&
 #include "kiln/compute/op_cases.inc"
       break;
   }
-  Fail(op, "not a movement op");
+  FailShape(op, "not a movement op");
 }
 
 /// Complex, Real, Imag, Conj and Fft.
@@ -306,7 +306,7 @@ Shape ComplexShape(OpType op, const std::vector<Shape>& in, const OpAttributes& 
     case OpType::Complex: {
       const Shape common = SameShape(op, in[0], in[1]);
       if (x.dtype() != DType::Float32 && x.dtype() != DType::Float64)
-        Fail(op, fmt::format("the parts must be Float32 or Float64, got {}", x.dtype()));
+        FailShape(op, fmt::format("the parts must be Float32 or Float64, got {}", x.dtype()));
       return common.WithDType(ComplexDTypeOf(x.dtype()));
     }
     case OpType::Real:
@@ -320,21 +320,21 @@ Shape ComplexShape(OpType op, const std::vector<Shape>& in, const OpAttributes& 
       const int64_t n = at.fft_length;
       const bool real_in = at.fft_type == FftType::ForwardReal;
       if (real_in ? (x.dtype() != DType::Float32 && x.dtype() != DType::Float64) : !IsComplex(x.dtype()))
-        Fail(op, fmt::format("a {} transform takes {} operands, got {}",
+        FailShape(op, fmt::format("a {} transform takes {} operands, got {}",
                              real_in                               ? "real"
                              : at.fft_type == FftType::InverseReal ? "inverse real"
                                                                    : "complex",
                              real_in ? "Float32 or Float64" : "complex", x));
       if (x.Rank() < 1)
-        Fail(op, fmt::format("the operand {} is a scalar; the transform runs over its last axis", x));
-      if (n < 1) Fail(op, fmt::format("fft_length {} is not positive", n));
+        FailShape(op, fmt::format("the operand {} is a scalar; the transform runs over its last axis", x));
+      if (n < 1) FailShape(op, fmt::format("fft_length {} is not positive", n));
       // The last axis the transform reads, and the one it writes.
       const int64_t half = n / 2 + 1;
       const int64_t want = at.fft_type == FftType::InverseReal ? half : n;
       const int64_t out = at.fft_type == FftType::ForwardReal ? half : n;
       std::vector<Axis> dims = AxesOf(x);
       if (!Fits(dims.back(), want))
-        Fail(op, fmt::format("the last axis of {} must have {} elements for fft_length {}", x, want, n));
+        FailShape(op, fmt::format("the last axis of {} must have {} elements for fft_length {}", x, want, n));
       dims.back() = Axis{out, ""};
       const DType dtype = at.fft_type == FftType::ForwardReal   ? ComplexDTypeOf(x.dtype())
                           : at.fft_type == FftType::InverseReal ? ComplexPartDType(x.dtype())
@@ -345,7 +345,7 @@ Shape ComplexShape(OpType op, const std::vector<Shape>& in, const OpAttributes& 
 #include "kiln/compute/op_cases.inc"
     break;
   }
-  Fail(op, "not a complex-number op");
+  FailShape(op, "not a complex-number op");
 }
 
 /// The axes of `x` but those in `removed`.
@@ -365,24 +365,24 @@ Shape InferUnchecked(OpType op, const std::vector<Shape>& in, const OpAttributes
   if (OpDTypeClass(op) != DTypeClass::Any) {
     for (const Shape& s : in) {
       if (IsStorageOnly(s.dtype()))
-        Fail(op, fmt::format("{} is a storage-only dtype; convert it first (ConvertDType)", s.dtype()));
+        FailShape(op, fmt::format("{} is a storage-only dtype; convert it first (ConvertDType)", s.dtype()));
     }
   }
   switch (category) {
     case OpCategory::Leaf:
       if (op == OpType::Parameter) {
-        if (!at.shape.Ok()) Fail(op, "invalid shape");
+        if (!at.shape.Ok()) FailShape(op, "invalid shape");
         return at.shape;
       }
       if (op == OpType::Constant) {
-        if (!at.literal.Ok()) Fail(op, "the literal tensor is not Ok");
+        if (!at.literal.Ok()) FailShape(op, "the literal tensor is not Ok");
         return at.literal.shape();
       }
       // Iota.
       if (!InDTypeClass(at.shape.dtype(), DTypeClass::Numeric))
-        Fail(op, fmt::format("dtype of {} is not numeric", at.shape));
+        FailShape(op, fmt::format("dtype of {} is not numeric", at.shape));
       if (at.axis < 0 || at.axis >= at.shape.Rank())
-        Fail(op, fmt::format("axis {} out of range for {}", at.axis, at.shape));
+        FailShape(op, fmt::format("axis {} out of range for {}", at.axis, at.shape));
       return at.shape;
     case OpCategory::Unary:
       CheckElementDType(op, in[0].dtype());
@@ -403,7 +403,7 @@ Shape InferUnchecked(OpType op, const std::vector<Shape>& in, const OpAttributes
       return common.WithDType(DType::Bool);
     }
     case OpCategory::Select: {
-      if (in[0].dtype() != DType::Bool) Fail(op, fmt::format("condition must be Bool, got {}", in[0]));
+      if (in[0].dtype() != DType::Bool) FailShape(op, fmt::format("condition must be Bool, got {}", in[0]));
       const Shape values = SameShape(op, in[1], in[2]);
       return ShapeOf(values.dtype(),
                      UnifyDims(op, in[0], values, "condition {} and values {} differ in shape"));
@@ -415,20 +415,20 @@ Shape InferUnchecked(OpType op, const std::vector<Shape>& in, const OpAttributes
     case OpCategory::ArgReduce: {
       CheckElementDType(op, in[0].dtype());
       if (!InDTypeClass(at.dtype, DTypeClass::Int))
-        Fail(op, fmt::format("index dtype {} is not an integer dtype", at.dtype));
+        FailShape(op, fmt::format("index dtype {} is not an integer dtype", at.dtype));
       if (at.axis < 0 || at.axis >= in[0].Rank())
-        Fail(op, fmt::format("axis {} out of range for {}", at.axis, in[0]));
+        FailShape(op, fmt::format("axis {} out of range for {}", at.axis, in[0]));
       return ShapeOf(at.dtype, AxesWithout(in[0], {at.axis}));
     }
     case OpCategory::Movement:
       return MovementShape(op, in, at);
     case OpCategory::Convert: {
       const Shape& x = in[0];
-      if (!IsValid(at.dtype)) Fail(op, "invalid target dtype");
+      if (!IsValid(at.dtype)) FailShape(op, "invalid target dtype");
       if (op == OpType::ConvertDType) return x.WithDType(at.dtype);
       // Bitcast. Bool is excluded: arbitrary bits are not valid bools.
-      if (x.dtype() == DType::Bool || at.dtype == DType::Bool) Fail(op, "cannot bitcast from or to Bool");
-      if (IsPacked(at.dtype)) Fail(op, fmt::format("cannot bitcast to the packed dtype {}", at.dtype));
+      if (x.dtype() == DType::Bool || at.dtype == DType::Bool) FailShape(op, "cannot bitcast from or to Bool");
+      if (IsPacked(at.dtype)) FailShape(op, fmt::format("cannot bitcast to the packed dtype {}", at.dtype));
       const int from = DTypeBits(x.dtype()), to = DTypeBits(at.dtype);
       std::vector<Axis> dims = AxesOf(x);
       if (from == to) return ShapeOf(at.dtype, dims);
@@ -437,7 +437,7 @@ Shape InferUnchecked(OpType op, const std::vector<Shape>& in, const OpAttributes
         return ShapeOf(at.dtype, dims);
       }
       if (dims.empty() || dims.back().size != to / from) {
-        Fail(op, fmt::format("bitcasting {} to {} needs a last axis of size {}", x, at.dtype, to / from));
+        FailShape(op, fmt::format("bitcasting {} to {} needs a last axis of size {}", x, at.dtype, to / from));
       }
       dims.pop_back();
       return ShapeOf(at.dtype, dims);
@@ -452,7 +452,7 @@ Shape InferUnchecked(OpType op, const std::vector<Shape>& in, const OpAttributes
       if (in.size() == 2) {
         for (int64_t a : at.conv.kernel_spatial) {
           if (a >= 0 && a < in[1].Rank() && in[1].Dim(static_cast<int>(a)) == Shape::kDynamic)
-            Fail(op,
+            FailShape(op,
                  fmt::format("the kernel {} has a dynamic spatial axis {}; they must be static", in[1], a));
         }
       }
@@ -473,7 +473,7 @@ Shape InferUnchecked(OpType op, const std::vector<Shape>& in, const OpAttributes
     case OpCategory::Collective:
       return CollectiveShape(op, in, at);
   }
-  Fail(op, "unknown op category");
+  FailShape(op, "unknown op category");
 }
 
 /// A kiln::Error when a static result has more bytes than int64 counts (a size computed from
@@ -484,7 +484,7 @@ void CheckResultSize(OpType op, const Shape& result) {
   int64_t bytes = DTypeByteSize(result.dtype(), 1);
   for (int64_t d : result.Dimensions()) {
     if (__builtin_mul_overflow(bytes, std::max<int64_t>(d, 1), &bytes))
-      Fail(op, fmt::format("the result {} has more bytes than int64 holds", result));
+      FailShape(op, fmt::format("the result {} has more bytes than int64 holds", result));
   }
 }
 

@@ -3,11 +3,15 @@
 // to them after its common checks (operand count, packed and dynamic operands).
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "kiln/compute/program.h"
 
 namespace kiln::compute {
+
+/// Throws kiln::Error "<op>: <what>": the shape rules' one way to reject operands.
+[[noreturn]] void FailShape(OpType op, const std::string& what);
 
 /// ConvGeneral (shape_rules_conv.cc).
 Shape ConvolutionShape(OpType op, const std::vector<Shape>& operands, const OpAttributes& attrs);

@@ -10,7 +10,6 @@ namespace kiln::compute {
 
 namespace {
 
-[[noreturn]] void Fail(OpType op, const std::string& what) { detail::Throw("{}: {}", OpName(op), what); }
 
 std::string ShapesText(const std::vector<Shape>& shapes) {
   std::vector<std::string> parts;
@@ -34,22 +33,22 @@ void CheckValues(OpType op, const std::vector<Shape>& values, const char* what) 
   for (size_t i = 0; i < values.size(); ++i) {
     const Shape& s = values[i];
     if (!s.Ok())
-      Fail(op, fmt::format("{} {} has an invalid shape (a tuple must go through GetTupleElement)", what, i));
+      FailShape(op, fmt::format("{} {} has an invalid shape (a tuple must go through GetTupleElement)", what, i));
     if (IsStorageOnly(s.dtype()))
-      Fail(op, fmt::format("{} {} is of the storage-only dtype {}", what, i, s.dtype()));
+      FailShape(op, fmt::format("{} {} is of the storage-only dtype {}", what, i, s.dtype()));
   }
 }
 
 const Program& Sub(OpType op, const std::vector<std::shared_ptr<const Program>>& subs, size_t k,
                    const char* name) {
-  if (!subs[k]) Fail(op, fmt::format("the {} sub-program is null", name));
+  if (!subs[k]) FailShape(op, fmt::format("the {} sub-program is null", name));
   return *subs[k];
 }
 
 void CheckParameters(OpType op, const Program& p, const std::vector<Shape>& want, const char* name) {
   const std::vector<Shape> got = ParameterShapes(p);
   if (got != want) {
-    Fail(op, fmt::format("the {} takes {} but is given {}", name, ShapesText(got), ShapesText(want)));
+    FailShape(op, fmt::format("the {} takes {} but is given {}", name, ShapesText(got), ShapesText(want)));
   }
 }
 
@@ -63,39 +62,39 @@ bool IsTupleOp(OpType op) {
 Shape ControlShape(OpType op, const std::vector<Shape>& operands, const OpAttributes& attrs) {
   (void)operands;
   (void)attrs;
-  if (op == OpType::GetTupleElement) Fail(op, "the operand must be a tuple-producing instruction");
-  Fail(op, "produces a tuple: add it with Graph::AddTupleOp (shapes from InferTupleShapes)");
+  if (op == OpType::GetTupleElement) FailShape(op, "the operand must be a tuple-producing instruction");
+  FailShape(op, "produces a tuple: add it with Graph::AddTupleOp (shapes from InferTupleShapes)");
 }
 
 std::vector<Shape> InferTupleShapes(OpType op, const std::vector<Shape>& operands, const OpAttributes& attrs,
                                     const std::vector<std::shared_ptr<const Program>>& subprograms) {
   const size_t want_subs = op == OpType::OptimizationBarrier ? 0 : op == OpType::Composite ? 1 : 2;
-  if (!IsTupleOp(op)) Fail(op, "is not a tuple-producing op");
+  if (!IsTupleOp(op)) FailShape(op, "is not a tuple-producing op");
   if (subprograms.size() != want_subs)
-    Fail(op, fmt::format("takes {} sub-programs, got {}", want_subs, subprograms.size()));
-  if (operands.empty()) Fail(op, "needs at least one operand");
+    FailShape(op, fmt::format("takes {} sub-programs, got {}", want_subs, subprograms.size()));
+  if (operands.empty()) FailShape(op, "needs at least one operand");
   switch (op) {
     case OpType::While: {
       CheckValues(op, operands, "state value");
-      if (attrs.trip_count < -1) Fail(op, fmt::format("trip_count {} is negative", attrs.trip_count));
+      if (attrs.trip_count < -1) FailShape(op, fmt::format("trip_count {} is negative", attrs.trip_count));
       const Program& cond = Sub(op, subprograms, 0, "condition");
       const Program& body = Sub(op, subprograms, 1, "body");
       CheckParameters(op, cond, operands, "condition");
       CheckParameters(op, body, operands, "body");
       const std::vector<Shape> c = OutputShapes(cond);
       if (c.size() != 1 || c[0] != Shape(DType::Bool)) {
-        Fail(op, fmt::format("the condition must return one scalar Bool, it returns {}", ShapesText(c)));
+        FailShape(op, fmt::format("the condition must return one scalar Bool, it returns {}", ShapesText(c)));
       }
       const std::vector<Shape> b = OutputShapes(body);
       if (b != operands) {
-        Fail(op, fmt::format("the body must return the state's shapes {}, it returns {}",
+        FailShape(op, fmt::format("the body must return the state's shapes {}, it returns {}",
                              ShapesText(operands), ShapesText(b)));
       }
       return operands;
     }
     case OpType::If: {
       if (operands[0] != Shape(DType::Bool))
-        Fail(op, fmt::format("the predicate must be a scalar Bool, got {}", operands[0]));
+        FailShape(op, fmt::format("the predicate must be a scalar Bool, got {}", operands[0]));
       const std::vector<Shape> values(operands.begin() + 1, operands.end());
       CheckValues(op, values, "value");
       const Program& t = Sub(op, subprograms, 0, "true branch");
@@ -103,9 +102,9 @@ std::vector<Shape> InferTupleShapes(OpType op, const std::vector<Shape>& operand
       CheckParameters(op, t, values, "true branch");
       CheckParameters(op, f, values, "false branch");
       const std::vector<Shape> a = OutputShapes(t), b = OutputShapes(f);
-      if (a.empty()) Fail(op, "the branches return nothing");
+      if (a.empty()) FailShape(op, "the branches return nothing");
       if (a != b) {
-        Fail(op, fmt::format("the branches return different shapes: {} (true) and {} (false)", ShapesText(a),
+        FailShape(op, fmt::format("the branches return different shapes: {} (true) and {} (false)", ShapesText(a),
                              ShapesText(b)));
       }
       CheckValues(op, a, "branch result");
@@ -115,15 +114,15 @@ std::vector<Shape> InferTupleShapes(OpType op, const std::vector<Shape>& operand
       CheckValues(op, operands, "operand");
       return operands;
     case OpType::Composite: {
-      if (attrs.name.empty()) Fail(op, "has no name");
+      if (attrs.name.empty()) FailShape(op, "has no name");
       for (size_t i = 0; i < operands.size(); ++i)
         if (!operands[i].Ok())
-          Fail(op,
+          FailShape(op,
                fmt::format("operand {} has an invalid shape (a tuple must go through GetTupleElement)", i));
       const Program& body = Sub(op, subprograms, 0, "decomposition");
       CheckParameters(op, body, operands, fmt::format("decomposition of {}", attrs.name).c_str());
       const std::vector<Shape> r = OutputShapes(body);
-      if (r.empty()) Fail(op, fmt::format("the decomposition of {} returns nothing", attrs.name));
+      if (r.empty()) FailShape(op, fmt::format("the decomposition of {} returns nothing", attrs.name));
       CheckValues(op, r, "result");
       return r;
     }
@@ -132,14 +131,14 @@ std::vector<Shape> InferTupleShapes(OpType op, const std::vector<Shape>& operand
 #include "kiln/compute/op_cases.inc"
       break;
   }
-  Fail(op, "is not a tuple-producing op");
+  FailShape(op, "is not a tuple-producing op");
 }
 
 Shape InferTupleElementShape(const std::vector<Shape>& tuple_shapes, const OpAttributes& attrs) {
   const OpType op = OpType::GetTupleElement;
-  if (tuple_shapes.empty()) Fail(op, "the operand must be a tuple-producing instruction");
+  if (tuple_shapes.empty()) FailShape(op, "the operand must be a tuple-producing instruction");
   if (attrs.index < 0 || attrs.index >= static_cast<int64_t>(tuple_shapes.size())) {
-    Fail(op, fmt::format("index {} out of range for a tuple of {} values", attrs.index, tuple_shapes.size()));
+    FailShape(op, fmt::format("index {} out of range for a tuple of {} values", attrs.index, tuple_shapes.size()));
   }
   return tuple_shapes[static_cast<size_t>(attrs.index)];
 }

@@ -13,22 +13,21 @@ namespace kiln::compute {
 
 namespace {
 
-[[noreturn]] void Fail(OpType op, const std::string& what) { detail::Throw("{}: {}", OpName(op), what); }
 
 std::string List(const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
 
 void CheckIndexDType(OpType op, const Shape& indices, const char* what) {
   if (!InDTypeClass(indices.dtype(), DTypeClass::Int))
-    Fail(op, fmt::format("{} must have an integer dtype, got {}", what, indices));
+    FailShape(op, fmt::format("{} must have an integer dtype, got {}", what, indices));
 }
 
 /// `axes` strictly increasing within [0, bound).
 void CheckSortedAxes(OpType op, const std::vector<int64_t>& axes, int64_t bound, const char* what) {
   for (size_t i = 0; i < axes.size(); ++i) {
     if (axes[i] < 0 || axes[i] >= bound)
-      Fail(op, fmt::format("{} {} has axis {} out of range [0, {})", what, List(axes), axes[i], bound));
+      FailShape(op, fmt::format("{} {} has axis {} out of range [0, {})", what, List(axes), axes[i], bound));
     if (i > 0 && axes[i] <= axes[i - 1])
-      Fail(op, fmt::format("{} {} must be strictly increasing", what, List(axes)));
+      FailShape(op, fmt::format("{} {} must be strictly increasing", what, List(axes)));
   }
 }
 
@@ -37,8 +36,8 @@ void CheckDistinctAxes(OpType op, const std::vector<int64_t>& axes, int64_t boun
   std::vector<bool> seen(static_cast<size_t>(bound), false);
   for (int64_t a : axes) {
     if (a < 0 || a >= bound)
-      Fail(op, fmt::format("{} {} has axis {} out of range [0, {})", what, List(axes), a, bound));
-    if (seen[static_cast<size_t>(a)]) Fail(op, fmt::format("{} {} repeats axis {}", what, List(axes), a));
+      FailShape(op, fmt::format("{} {} has axis {} out of range [0, {})", what, List(axes), a, bound));
+    if (seen[static_cast<size_t>(a)]) FailShape(op, fmt::format("{} {} repeats axis {}", what, List(axes), a));
     seen[static_cast<size_t>(a)] = true;
   }
 }
@@ -52,7 +51,7 @@ std::vector<int64_t> BatchDims(OpType op, const Shape& indices, int64_t index_ve
                                size_t& vector_size) {
   const int64_t rank = indices.Rank();
   if (index_vector_dim < 0 || index_vector_dim > rank)
-    Fail(op, fmt::format("index_vector_dim {} out of range [0, {}] for indices {}", index_vector_dim, rank,
+    FailShape(op, fmt::format("index_vector_dim {} out of range [0, {}] for indices {}", index_vector_dim, rank,
                          indices));
   std::vector<int64_t> batch = indices.Dimensions();
   vector_size = 1;
@@ -71,25 +70,25 @@ Shape GatherShape(const std::vector<Shape>& in, const GatherDims& g) {
   size_t k = 0;
   const std::vector<int64_t> batch = BatchDims(op, indices, g.index_vector_dim, k);
   if (g.start_index_map.size() != k)
-    Fail(op, fmt::format("start_index_map {} has {} entries but the index vectors of {} have {}",
+    FailShape(op, fmt::format("start_index_map {} has {} entries but the index vectors of {} have {}",
                          List(g.start_index_map), g.start_index_map.size(), indices, k));
   CheckDistinctAxes(op, g.start_index_map, rank, "start_index_map");
   if (static_cast<int64_t>(g.slice_sizes.size()) != rank)
-    Fail(op, fmt::format("slice_sizes {} must have one entry per axis of {}", List(g.slice_sizes), x));
+    FailShape(op, fmt::format("slice_sizes {} must have one entry per axis of {}", List(g.slice_sizes), x));
   for (int64_t a = 0; a < rank; ++a) {
     const int64_t s = g.slice_sizes[static_cast<size_t>(a)], d = x.Dimensions()[static_cast<size_t>(a)];
     if (s < 0 || s > d)
-      Fail(op, fmt::format("slice size {} of axis {} is out of range [0, {}] for {}", s, a, d, x));
+      FailShape(op, fmt::format("slice size {} of axis {} is out of range [0, {}] for {}", s, a, d, x));
   }
   CheckSortedAxes(op, g.collapsed_slice_dims, rank, "collapsed_slice_dims");
   for (int64_t a : g.collapsed_slice_dims) {
     if (g.slice_sizes[static_cast<size_t>(a)] != 1)
-      Fail(op, fmt::format("collapsed axis {} must have slice size 1, got {}", a,
+      FailShape(op, fmt::format("collapsed axis {} must have slice size 1, got {}", a,
                            g.slice_sizes[static_cast<size_t>(a)]));
   }
   const size_t offset_count = static_cast<size_t>(rank) - g.collapsed_slice_dims.size();
   if (g.offset_dims.size() != offset_count)
-    Fail(op, fmt::format("offset_dims {} must have {} entries (operand rank {} minus {} collapsed axes)",
+    FailShape(op, fmt::format("offset_dims {} must have {} entries (operand rank {} minus {} collapsed axes)",
                          List(g.offset_dims), offset_count, rank, g.collapsed_slice_dims.size()));
   const int64_t out_rank = static_cast<int64_t>(batch.size() + offset_count);
   CheckSortedAxes(op, g.offset_dims, out_rank, "offset_dims");
@@ -112,37 +111,37 @@ Shape ScatterShape(const std::vector<Shape>& in, const ScatterDims& s, ReduceKin
   const Shape &x = in[0], &indices = in[1], &updates = in[2];
   CheckIndexDType(op, indices, "indices");
   if (updates.dtype() != x.dtype())
-    Fail(op, fmt::format("updates {} must have the operand's dtype {}", updates, x.dtype()));
+    FailShape(op, fmt::format("updates {} must have the operand's dtype {}", updates, x.dtype()));
   switch (kind) {
     case ReduceKind::Set:
       break;
     case ReduceKind::Sum:
       if (!InDTypeClass(x.dtype(), DTypeClass::NumericComplex))
-        Fail(op, fmt::format("combining with Sum needs a numeric or complex dtype, got {}", x.dtype()));
+        FailShape(op, fmt::format("combining with Sum needs a numeric or complex dtype, got {}", x.dtype()));
       break;
     case ReduceKind::Max:
     case ReduceKind::Min:
       if (!InDTypeClass(x.dtype(), DTypeClass::Numeric))
-        Fail(op, fmt::format("combining with Max or Min needs a numeric dtype, got {}", x.dtype()));
+        FailShape(op, fmt::format("combining with Max or Min needs a numeric dtype, got {}", x.dtype()));
       break;
     default:
-      Fail(op, "reduce_kind must be Set, Sum, Max or Min");
+      FailShape(op, "reduce_kind must be Set, Sum, Max or Min");
   }
   const int64_t rank = x.Rank();
   size_t k = 0;
   const std::vector<int64_t> batch = BatchDims(op, indices, s.index_vector_dim, k);
   if (s.scatter_dims_to_operand_dims.size() != k)
-    Fail(op, fmt::format("scatter_dims_to_operand_dims {} has {} entries but the index vectors of {} have {}",
+    FailShape(op, fmt::format("scatter_dims_to_operand_dims {} has {} entries but the index vectors of {} have {}",
                          List(s.scatter_dims_to_operand_dims), s.scatter_dims_to_operand_dims.size(), indices,
                          k));
   CheckDistinctAxes(op, s.scatter_dims_to_operand_dims, rank, "scatter_dims_to_operand_dims");
   CheckSortedAxes(op, s.inserted_window_dims, rank, "inserted_window_dims");
   if (s.update_window_dims.size() + s.inserted_window_dims.size() != static_cast<size_t>(rank))
-    Fail(op, fmt::format("update_window_dims {} and inserted_window_dims {} must add up to the rank {} of {}",
+    FailShape(op, fmt::format("update_window_dims {} and inserted_window_dims {} must add up to the rank {} of {}",
                          List(s.update_window_dims), List(s.inserted_window_dims), rank, x));
   const int64_t updates_rank = static_cast<int64_t>(batch.size() + s.update_window_dims.size());
   if (updates.Rank() != updates_rank)
-    Fail(op, fmt::format("updates {} must have rank {} ({} scatter axes of indices {} and {} window axes)",
+    FailShape(op, fmt::format("updates {} must have rank {} ({} scatter axes of indices {} and {} window axes)",
                          updates, updates_rank, batch.size(), indices, s.update_window_dims.size()));
   CheckSortedAxes(op, s.update_window_dims, updates_rank, "update_window_dims");
   size_t next_batch = 0;
@@ -153,12 +152,12 @@ Shape ScatterShape(const std::vector<Shape>& in, const ScatterDims& s, ReduceKin
       while (Contains(s.inserted_window_dims, next_axis)) ++next_axis;
       const int64_t limit = x.Dimensions()[static_cast<size_t>(next_axis)];
       if (d > limit)
-        Fail(op, fmt::format("updates {} axis {} (window of operand axis {}) is larger than {}", updates, r,
+        FailShape(op, fmt::format("updates {} axis {} (window of operand axis {}) is larger than {}", updates, r,
                              next_axis, x));
       ++next_axis;
     } else {
       if (d != batch[next_batch])
-        Fail(op, fmt::format("updates {} axis {} must match the scatter axes {} of indices {}", updates, r,
+        FailShape(op, fmt::format("updates {} axis {} must match the scatter axes {} of indices {}", updates, r,
                              List(batch), indices));
       ++next_batch;
     }
@@ -168,11 +167,11 @@ Shape ScatterShape(const std::vector<Shape>& in, const ScatterDims& s, ReduceKin
 
 void CheckScalarIndices(OpType op, const std::vector<Shape>& in, size_t first, const Shape& x) {
   if (in.size() - first != static_cast<size_t>(x.Rank()))
-    Fail(op,
+    FailShape(op,
          fmt::format("needs one start index per axis of {} ({}), got {}", x, x.Rank(), in.size() - first));
   for (size_t i = first; i < in.size(); ++i) {
     if (!in[i].IsScalar() || !InDTypeClass(in[i].dtype(), DTypeClass::Int))
-      Fail(op, fmt::format("start index {} must be an integer scalar, got {}", i - first, in[i]));
+      FailShape(op, fmt::format("start index {} must be an integer scalar, got {}", i - first, in[i]));
   }
 }
 
@@ -181,26 +180,26 @@ void CheckScalarIndices(OpType op, const std::vector<Shape>& in, size_t first, c
 Shape IndexingShape(OpType op, const std::vector<Shape>& in, const OpAttributes& at) {
   switch (op) {
     case OpType::DynamicSlice: {
-      if (in.empty()) Fail(op, "needs an operand");
+      if (in.empty()) FailShape(op, "needs an operand");
       const Shape& x = in[0];
       CheckScalarIndices(op, in, 1, x);
       if (at.sizes.size() != static_cast<size_t>(x.Rank()))
-        Fail(op, fmt::format("sizes {} must have one entry per axis of {}", List(at.sizes), x));
+        FailShape(op, fmt::format("sizes {} must have one entry per axis of {}", List(at.sizes), x));
       for (size_t a = 0; a < at.sizes.size(); ++a) {
         if (at.sizes[a] < 0 || at.sizes[a] > x.Dimensions()[a])
-          Fail(op, fmt::format("size {} of axis {} is out of range [0, {}] for {}", at.sizes[a], a,
+          FailShape(op, fmt::format("size {} of axis {} is out of range [0, {}] for {}", at.sizes[a], a,
                                x.Dimensions()[a], x));
       }
       return Shape(x.dtype(), at.sizes);
     }
     case OpType::DynamicUpdateSlice: {
-      if (in.size() < 2) Fail(op, "needs an operand and an update");
+      if (in.size() < 2) FailShape(op, "needs an operand and an update");
       const Shape &x = in[0], &update = in[1];
       if (update.dtype() != x.dtype() || update.Rank() != x.Rank())
-        Fail(op, fmt::format("update {} must have the dtype and rank of {}", update, x));
+        FailShape(op, fmt::format("update {} must have the dtype and rank of {}", update, x));
       for (int a = 0; a < x.Rank(); ++a) {
         if (update.Dimensions()[static_cast<size_t>(a)] > x.Dimensions()[static_cast<size_t>(a)])
-          Fail(op, fmt::format("update {} is larger than {} on axis {}", update, x, a));
+          FailShape(op, fmt::format("update {} is larger than {} on axis {}", update, x, a));
       }
       CheckScalarIndices(op, in, 2, x);
       return x;
@@ -213,21 +212,21 @@ Shape IndexingShape(OpType op, const std::vector<Shape>& in, const OpAttributes&
 #include "kiln/compute/op_cases.inc"
       break;
   }
-  Fail(op, "not an indexing op");
+  FailShape(op, "not an indexing op");
 }
 
 Shape SortScanShape(OpType op, const std::vector<Shape>& in, const OpAttributes& at) {
   const Shape& x = in[0];
   if (!InDTypeClass(x.dtype(), DTypeClass::Numeric))
-    Fail(op, fmt::format("operand dtype {} is not a numeric dtype (integer or float)", x.dtype()));
-  if (at.axis < 0 || at.axis >= x.Rank()) Fail(op, fmt::format("axis {} out of range for {}", at.axis, x));
+    FailShape(op, fmt::format("operand dtype {} is not a numeric dtype (integer or float)", x.dtype()));
+  if (at.axis < 0 || at.axis >= x.Rank()) FailShape(op, fmt::format("axis {} out of range for {}", at.axis, x));
   if (op == OpType::ArgSort) {
     if (x.Dimensions()[static_cast<size_t>(at.axis)] > std::numeric_limits<int32_t>::max())
-      Fail(op, fmt::format("axis {} of {} is too long for Int32 indices", at.axis, x));
+      FailShape(op, fmt::format("axis {} of {} is too long for Int32 indices", at.axis, x));
     return x.WithDType(DType::Int32);
   }
   if (op == OpType::CumSum) return x;
-  Fail(op, "not a sort or scan op");
+  FailShape(op, "not a sort or scan op");
 }
 
 }  // namespace kiln::compute

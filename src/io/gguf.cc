@@ -17,7 +17,7 @@ namespace kiln::io {
 
 namespace {
 
-constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as a little-endian uint32
+constexpr uint32_t kGgufMagic = 0x46554747;  // "GGUF" read as a little-endian uint32
 constexpr int kMaxDims = 4;              // GGML_MAX_DIMS
 constexpr int kMaxArrayDepth = 8;
 
@@ -86,9 +86,9 @@ bool IsUnsigned(GgufType t) {
 bool IsFloatType(GgufType t) { return t == GgufType::Float32 || t == GgufType::Float64; }
 
 /// Reads little-endian values from a file, never past its end.
-class Reader {
+class GgufReader {
  public:
-  Reader(std::ifstream& in, int64_t size, std::string path) : in_(in), size_(size), path_(std::move(path)) {}
+  GgufReader(std::ifstream& in, int64_t size, std::string path) : in_(in), size_(size), path_(std::move(path)) {}
 
   int64_t pos() const { return pos_; }
   int64_t left() const { return size_ - pos_; }
@@ -130,14 +130,14 @@ class Reader {
   std::string path_;
 };
 
-GgufType CheckType(uint32_t t, Reader& r, const std::string& key) {
+GgufType CheckType(uint32_t t, GgufReader& r, const std::string& key) {
   if (t > static_cast<uint32_t>(GgufType::Float64))
     detail::Throw("{}: metadata \"{}\" has an unknown value type {} (byte {})", r.path(), key, t,
                   r.pos() - 4);
   return static_cast<GgufType>(t);
 }
 
-GgufValue ReadScalar(Reader& r, GgufType t, const std::string& key) {
+GgufValue ReadScalar(GgufReader& r, GgufType t, const std::string& key) {
   switch (t) {
     case GgufType::Uint8:
       return GgufValue::Scalar(t, r.Get<uint8_t>(key.c_str()));
@@ -173,7 +173,7 @@ GgufValue ReadScalar(Reader& r, GgufType t, const std::string& key) {
   detail::Throw("{}: metadata \"{}\": bad scalar type", r.path(), key);
 }
 
-GgufValue ReadValue(Reader& r, GgufType t, const std::string& key, int depth) {
+GgufValue ReadValue(GgufReader& r, GgufType t, const std::string& key, int depth) {
   if (t != GgufType::Array) return ReadScalar(r, t, key);
   if (depth >= kMaxArrayDepth)
     detail::Throw("{}: metadata \"{}\" nests arrays deeper than {}", r.path(), key, kMaxArrayDepth);
@@ -371,9 +371,9 @@ int64_t GgufFile::Alignment() const {
 GgufFile ReadGguf(const std::string& path) {
   int64_t size = 0;
   std::ifstream in = OpenForReading(path, "ReadGguf", &size);
-  Reader r(in, size, path);
+  GgufReader r(in, size, path);
   if (size < 24) detail::Throw("{}: {} bytes is too short for a GGUF header", path, size);
-  if (r.Get<uint32_t>("the magic") != kMagic)
+  if (r.Get<uint32_t>("the magic") != kGgufMagic)
     detail::Throw("{}: not a GGUF file (the first bytes are not \"GGUF\")", path);
   GgufFile file;
   file.version = r.Get<uint32_t>("the version");
@@ -467,7 +467,7 @@ int64_t WriteGguf(const std::string& path, const GgufFile& file) {
   int64_t written = 0;
   WriteFileAtomically(path, [&](std::ostream& stream) {
     Sink out{stream};
-    Put(out, kMagic);
+    Put(out, kGgufMagic);
     Put<uint32_t>(out, 3);
     Put<uint64_t>(out, file.tensors.size());
     Put<uint64_t>(out, file.metadata.size());
@@ -512,7 +512,7 @@ GgufTensor ToGgufTensor(const std::string& name, const Tensor& value, nn::GGMLTy
   if (t.dims.back() % ts.block_values != 0)
     detail::Throw("{}: type {} needs the last dimension ({}) a multiple of {}", where, ts.name, t.dims.back(),
                   ts.block_values);
-  const std::vector<float> v = quant::detail::FloatValues(value);
+  const std::vector<float> v = quant::float_values::FloatValues(value);
   const Shape shape = DataShape(ts, t.dims);
   std::vector<uint8_t> bytes(static_cast<size_t>(shape.ByteSize()));
   if (type == nn::GGMLType::F64) {

@@ -84,7 +84,7 @@ void WriteImage(const std::string& path, const Tensor& image, int jpeg_quality) 
   if (HasJpegExtension(path)) {
     if (jpeg_quality < 1 || jpeg_quality > 100)
       kiln::detail::Throw("WriteImage {}: JPEG quality {} is not in 1..100", path, jpeg_quality);
-    const std::string jpeg = detail::EncodeJpeg(path, px, h, w, c, jpeg_quality);
+    const std::string jpeg = jpeg_codec::EncodeJpeg(path, px, h, w, c, jpeg_quality);
     WriteFileAtomically(
         path, [&](std::ostream& out) { out.write(jpeg.data(), static_cast<std::streamsize>(jpeg.size())); });
     return;
@@ -117,7 +117,7 @@ void WriteImage(const std::string& path, const Tensor& image, int jpeg_quality) 
 
 Tensor ReadImage(const std::string& path) {
   const std::string file = ReadWholeFile(path, "ReadImage");
-  if (detail::IsJpeg(file)) return detail::DecodeJpeg(path, file);
+  if (jpeg_codec::IsJpeg(file)) return jpeg_codec::DecodeJpeg(path, file);
   const auto* p = reinterpret_cast<const uint8_t*>(file.data());
   if (file.size() < 8 || std::memcmp(p, kSignature, 8) != 0)
     kiln::detail::Throw("ReadImage {}: neither a PNG nor a JPEG file", path);

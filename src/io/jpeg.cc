@@ -19,7 +19,7 @@
 
 #include "core/check.h"
 
-namespace kiln::io::detail {
+namespace kiln::io::jpeg_codec {
 
 namespace {
 
@@ -149,4 +149,4 @@ std::string EncodeJpeg(const std::string& path, const std::vector<uint8_t>& pixe
   return result;
 }
 
-}  // namespace kiln::io::detail
+}  // namespace kiln::io::jpeg_codec

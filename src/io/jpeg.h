@@ -7,7 +7,7 @@
 
 #include "kiln/core/tensor.h"
 
-namespace kiln::io::detail {
+namespace kiln::io::jpeg_codec {
 
 /// True when `bytes` start with a JPEG start-of-image marker.
 bool IsJpeg(const std::string& bytes);
@@ -18,4 +18,4 @@ Tensor DecodeJpeg(const std::string& path, const std::string& bytes);
 std::string EncodeJpeg(const std::string& path, const std::vector<uint8_t>& pixels, int64_t h, int64_t w,
                        int64_t c, int quality);
 
-}  // namespace kiln::io::detail
+}  // namespace kiln::io::jpeg_codec

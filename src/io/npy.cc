@@ -25,7 +25,7 @@ namespace {
 
 using detail::Throw;
 
-constexpr std::string_view kMagic("\x93NUMPY", 6);
+constexpr std::string_view kNpyMagic("\x93NUMPY", 6);
 constexpr int64_t kChunkBytes = int64_t{16} << 20;  // Bounded reads from streams of unknown size.
 constexpr int64_t kMaxHeaderBytes = int64_t{64} << 20;
 constexpr size_t kMaxRank = 1 << 16;
@@ -212,9 +212,9 @@ Header ParseHeader(std::string_view text, int64_t base, const std::string& name)
 // Reads from a stream, tracking the offset for messages. `remaining` is the number of bytes the
 // stream holds past its start when it can tell (seekable); else reads grow in bounded chunks so
 // that a header lying about the size fails before a large allocation.
-class Reader {
+class NpyReader {
  public:
-  Reader(std::istream& in, const std::string& name) : in_(in), name_(name) {
+  NpyReader(std::istream& in, const std::string& name) : in_(in), name_(name) {
     const std::istream::pos_type here = in.tellg();
     if (here != std::istream::pos_type(-1) && in.seekg(0, std::ios::end)) {
       const std::istream::pos_type end = in.tellg();
@@ -308,10 +308,10 @@ void FortranToC(std::span<const uint8_t> in, std::span<uint8_t> out, const Heade
 }
 
 Tensor Read(std::istream& in, const std::string& name) {
-  Reader reader(in, name);
+  NpyReader reader(in, name);
   uint8_t prefix[12];
   reader.Exact(prefix, 8, "the magic string and version");
-  if (std::string_view(reinterpret_cast<const char*>(prefix), 6) != kMagic) {
+  if (std::string_view(reinterpret_cast<const char*>(prefix), 6) != kNpyMagic) {
     Throw("ReadNpy: {}: not a .npy file: wrong magic string at byte 0", name);
   }
   const int major = prefix[6], minor = prefix[7];
@@ -410,7 +410,7 @@ void Write(std::ostream& out, const Tensor& tensor, const std::string& name) {
   }
   header.resize(length - 1, ' ');
   header += '\n';
-  std::string prefix(kMagic);
+  std::string prefix(kNpyMagic);
   prefix += static_cast<char>(version);
   prefix += '\0';
   for (int i = 0; i < (version == 1 ? 2 : 4); ++i) prefix += static_cast<char>((length >> (8 * i)) & 0xFF);

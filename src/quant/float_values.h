@@ -6,7 +6,7 @@
 
 #include "kiln/core/tensor.h"
 
-namespace kiln::quant::detail {
+namespace kiln::quant::float_values {
 
 /// t's values in row-major order as float32 (Float64 rounded); t must have a float dtype.
 inline std::vector<float> FloatValues(const Tensor& t) {
@@ -36,4 +36,4 @@ inline Tensor TransposedF32(const Tensor& t) {
   return Tensor::FromFlat(Shape(DType::Float32, {c, r}), out);
 }
 
-}  // namespace kiln::quant::detail
+}  // namespace kiln::quant::float_values

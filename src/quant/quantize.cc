@@ -252,7 +252,7 @@ Quantized Quantize(const Tensor& w, Scheme scheme, int64_t block_size, int block
     kiln::detail::Throw("quant::Quantize: block_axis {} is not 0 (K) or 1 (N)", block_axis);
   const std::vector<int64_t> dims = w.shape().Dimensions();
   if (dims[0] == 0 || dims[1] == 0) kiln::detail::Throw("quant::Quantize: the matrix {} is empty", w.shape());
-  const std::vector<float> v = detail::FloatValues(w);
+  const std::vector<float> v = float_values::FloatValues(w);
   for (size_t i = 0; i < v.size(); ++i) {
     if (!std::isfinite(v[i]))
       kiln::detail::Throw("quant::Quantize: element {} of {} is {}", i, w.shape(), v[i]);

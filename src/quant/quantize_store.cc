@@ -29,7 +29,7 @@ StoreQuantization QuantizeStore(model::Store& store, Scheme scheme, int64_t bloc
     Quantized q;
     try {
       if (table && IsGGML(scheme)) {
-        q = Quantize(detail::TransposedF32(value), scheme, block_size, 0);  // One row of blocks per id.
+        q = Quantize(float_values::TransposedF32(value), scheme, block_size, 0);  // One row of blocks per id.
       } else {
         q = Quantize(value, scheme, block_size, table ? 1 : 0);
       }

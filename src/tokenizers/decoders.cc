@@ -99,9 +99,9 @@ class Strip final : public Decoder {
   int64_t start_, stop_;
 };
 
-class Replace final : public Decoder {
+class ReplaceDecoder final : public Decoder {
  public:
-  Replace(Pattern pattern, std::string content)
+  ReplaceDecoder(Pattern pattern, std::string content)
       : pattern_(std::move(pattern)), content_(std::move(content)) {}
   void Decode(std::vector<std::string>& tokens) const override {
     for (std::string& t : tokens) t = pattern_.ReplaceAll(t, content_);
@@ -192,9 +192,9 @@ class BpeSuffix final : public Decoder {
   std::string suffix_;
 };
 
-class Sequence final : public Decoder {
+class SequenceDecoder final : public Decoder {
  public:
-  explicit Sequence(std::vector<std::shared_ptr<const Decoder>> steps) : steps_(std::move(steps)) {}
+  explicit SequenceDecoder(std::vector<std::shared_ptr<const Decoder>> steps) : steps_(std::move(steps)) {}
   void Decode(std::vector<std::string>& tokens) const override {
     for (const auto& s : steps_) s->Decode(tokens);
   }
@@ -215,7 +215,7 @@ std::shared_ptr<const Decoder> DecoderFromJson(const io::Json& j, const Fields& 
     return std::make_shared<Strip>(f.String(j, "content", where), f.IntOr(j, "start", where, 0),
                                    f.IntOr(j, "stop", where, 0));
   if (type == "Replace")
-    return std::make_shared<Replace>(Pattern(f.Required(j, "pattern", where), f, where),
+    return std::make_shared<ReplaceDecoder>(Pattern(f.Required(j, "pattern", where), f, where),
                                      f.String(j, "content", where));
   if (type == "Metaspace") {
     bool strip_first = f.BoolOr(j, "add_prefix_space", where, true);
@@ -230,7 +230,7 @@ std::shared_ptr<const Decoder> DecoderFromJson(const io::Json& j, const Fields& 
   if (type == "Sequence") {
     std::vector<std::shared_ptr<const Decoder>> steps;
     for (const io::Json& s : f.Array(j, "decoders", where)) steps.push_back(DecoderFromJson(s, f));
-    return std::make_shared<Sequence>(std::move(steps));
+    return std::make_shared<SequenceDecoder>(std::move(steps));
   }
   f.Fail(
       fmt::format("decoder type \"{}\" is not supported (kiln reads ByteLevel, ByteFallback, Fuse, Strip, "

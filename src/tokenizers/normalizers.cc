@@ -74,9 +74,9 @@ class StripSpaces final : public Normalizer {
   bool left_, right_;
 };
 
-class Replace final : public Normalizer {
+class ReplaceNormalizer final : public Normalizer {
  public:
-  Replace(Pattern pattern, std::string content)
+  ReplaceNormalizer(Pattern pattern, std::string content)
       : pattern_(std::move(pattern)), content_(std::move(content)) {}
   void Normalize(std::string& text) const override { text = pattern_.ReplaceAll(text, content_); }
 
@@ -136,9 +136,9 @@ class BertNormalizer final : public Normalizer {
   bool clean_text_, chinese_, strip_accents_, lowercase_;
 };
 
-class Sequence final : public Normalizer {
+class SequenceNormalizer final : public Normalizer {
  public:
-  explicit Sequence(std::vector<std::shared_ptr<const Normalizer>> steps) : steps_(std::move(steps)) {}
+  explicit SequenceNormalizer(std::vector<std::shared_ptr<const Normalizer>> steps) : steps_(std::move(steps)) {}
   void Normalize(std::string& text) const override {
     for (const auto& s : steps_) s->Normalize(text);
   }
@@ -162,7 +162,7 @@ std::shared_ptr<const Normalizer> NormalizerFromJson(const io::Json& j, const Fi
     return std::make_shared<StripSpaces>(f.BoolOr(j, "strip_left", where, true),
                                          f.BoolOr(j, "strip_right", where, true));
   if (type == "Replace")
-    return std::make_shared<Replace>(Pattern(f.Required(j, "pattern", where), f, where),
+    return std::make_shared<ReplaceNormalizer>(Pattern(f.Required(j, "pattern", where), f, where),
                                      f.String(j, "content", where));
   if (type == "Prepend") return std::make_shared<Prepend>(f.String(j, "prepend", where));
   if (type == "BertNormalizer") {
@@ -174,7 +174,7 @@ std::shared_ptr<const Normalizer> NormalizerFromJson(const io::Json& j, const Fi
   if (type == "Sequence") {
     std::vector<std::shared_ptr<const Normalizer>> steps;
     for (const io::Json& s : f.Array(j, "normalizers", where)) steps.push_back(NormalizerFromJson(s, f));
-    return std::make_shared<Sequence>(std::move(steps));
+    return std::make_shared<SequenceNormalizer>(std::move(steps));
   }
   f.Fail(
       fmt::format("normalizer type \"{}\" is not supported (kiln reads NFC, NFD, NFKC, NFKD, Lowercase, "

@@ -34,9 +34,9 @@ class Nothing final : public PostProcessor {
   std::vector<int32_t> Ids() const override { return {}; }
 };
 
-class Sequence final : public PostProcessor {
+class SequencePostProcessor final : public PostProcessor {
  public:
-  explicit Sequence(std::vector<std::shared_ptr<const PostProcessor>> steps) : steps_(std::move(steps)) {}
+  explicit SequencePostProcessor(std::vector<std::shared_ptr<const PostProcessor>> steps) : steps_(std::move(steps)) {}
   void Process(std::vector<int32_t>& ids) const override {
     for (const auto& s : steps_) s->Process(ids);
   }
@@ -116,7 +116,7 @@ std::shared_ptr<const PostProcessor> PostProcessorFromJson(const io::Json& j, co
   if (type == "Sequence") {
     std::vector<std::shared_ptr<const PostProcessor>> steps;
     for (const io::Json& s : f.Array(j, "processors", where)) steps.push_back(PostProcessorFromJson(s, f));
-    return std::make_shared<Sequence>(std::move(steps));
+    return std::make_shared<SequencePostProcessor>(std::move(steps));
   }
   f.Fail(fmt::format(
       "post_processor type \"{}\" is not supported (kiln reads TemplateProcessing, BertProcessing, "

@@ -207,9 +207,9 @@ class Metaspace final : public Splitter {
   bool split_;
 };
 
-class Sequence final : public PreTokenizer {
+class SequencePreTokenizer final : public PreTokenizer {
  public:
-  explicit Sequence(std::vector<std::shared_ptr<const PreTokenizer>> steps) : steps_(std::move(steps)) {}
+  explicit SequencePreTokenizer(std::vector<std::shared_ptr<const PreTokenizer>> steps) : steps_(std::move(steps)) {}
   void Split(std::vector<Piece>& pieces) const override {
     for (const auto& s : steps_) s->Split(pieces);
   }
@@ -257,7 +257,7 @@ std::shared_ptr<const PreTokenizer> PreTokenizerFromJson(const io::Json& j, cons
     steps.push_back(std::make_shared<SplitChars>(
         [](char32_t c) { return (c < 0x80 && std::ispunct(static_cast<int>(c))) || IsPunctuation(c); },
         Behavior::kIsolated));
-    return std::make_shared<Sequence>(std::move(steps));
+    return std::make_shared<SequencePreTokenizer>(std::move(steps));
   }
   if (type == "Metaspace") {
     const std::string replacement = f.StringOr(j, "replacement", where, "\xE2\x96\x81");
@@ -280,7 +280,7 @@ std::shared_ptr<const PreTokenizer> PreTokenizerFromJson(const io::Json& j, cons
   if (type == "Sequence") {
     std::vector<std::shared_ptr<const PreTokenizer>> steps;
     for (const io::Json& s : f.Array(j, "pretokenizers", where)) steps.push_back(PreTokenizerFromJson(s, f));
-    return std::make_shared<Sequence>(std::move(steps));
+    return std::make_shared<SequencePreTokenizer>(std::move(steps));
   }
   f.Fail(
       fmt::format("pre_tokenizer type \"{}\" is not supported (kiln reads ByteLevel, Split, Whitespace, "

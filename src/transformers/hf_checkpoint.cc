@@ -110,7 +110,7 @@ void SaveHF(const model::Store& store, const Config& cfg, const std::string& dir
       kiln::detail::Throw("{}: variable {} is {}, the config wants {}", fn, e.path, v.shape(),
                           DimsText(e.dims));
     const Tensor t = v.Value();
-    tensors.emplace_back(e.name, e.transpose ? quant::detail::TransposedF32(t) : quant::detail::Float32Of(t));
+    tensors.emplace_back(e.name, e.transpose ? quant::float_values::TransposedF32(t) : quant::float_values::Float32Of(t));
   }
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -166,7 +166,7 @@ Config LoadHF(const std::string& dir, model::Store& store) {
                           DimsText(want));
     if (!IsFloat(t.dtype()))
       kiln::detail::Throw("{}: {}: tensor {} is {}, not a float tensor", fn, hit->second, e.name, t.shape());
-    t = e.transpose ? quant::detail::TransposedF32(t) : quant::detail::Float32Of(t);
+    t = e.transpose ? quant::float_values::TransposedF32(t) : quant::float_values::Float32Of(t);
     used.insert(e.name);
     if (gpt2 && e.name.rfind("transformer.", 0) == 0) used.insert(e.name.substr(12));
     const size_t slash = e.path.rfind('/');
