@@ -110,9 +110,9 @@ Shape DotShape(const std::vector<Shape>& in, const OpAttributes& at) {
     const Axis db = AxisOf(b, at.rhs_contracting[i]);
     Axis unused;
     if (!UnifyAxes(da, db, unused))
-      FailShape(op,
-           fmt::format("contracting dimensions differ: {} (lhs axis {}) and {} (rhs axis {}) for {} and {}",
-                       da.ToString(), at.lhs_contracting[i], db.ToString(), at.rhs_contracting[i], a, b));
+      FailShape(op, fmt::format(
+                        "contracting dimensions differ: {} (lhs axis {}) and {} (rhs axis {}) for {} and {}",
+                        da.ToString(), at.lhs_contracting[i], db.ToString(), at.rhs_contracting[i], a, b));
   }
   std::vector<Axis> dims;
   for (size_t i = 0; i < at.lhs_batch.size(); ++i) {
@@ -120,8 +120,8 @@ Shape DotShape(const std::vector<Shape>& in, const OpAttributes& at) {
     const Axis db = AxisOf(b, at.rhs_batch[i]);
     Axis axis;
     if (!UnifyAxes(da, db, axis))
-      FailShape(op, fmt::format("batch dimensions differ: {} and {} for {} and {}", da.ToString(), db.ToString(),
-                           a, b));
+      FailShape(op, fmt::format("batch dimensions differ: {} and {} for {} and {}", da.ToString(),
+                                db.ToString(), a, b));
     dims.push_back(axis);
   }
   auto free_axes = [](const Shape& s, const std::vector<int64_t>& used, std::vector<Axis>& out) {
@@ -139,15 +139,15 @@ Shape DotShape(const std::vector<Shape>& in, const OpAttributes& at) {
 void CheckReshapeCount(OpType op, const Shape& x, const Shape& to) {
   if (!x.IsDynamic() && !to.IsDynamic()) {
     if (to.Size() != x.Size())
-      FailShape(op,
-           fmt::format("cannot reshape {} ({} elements) to {} ({} elements)", x, x.Size(), to, to.Size()));
+      FailShape(
+          op, fmt::format("cannot reshape {} ({} elements) to {} ({} elements)", x, x.Size(), to, to.Size()));
     return;
   }
   const Monomial a = MonomialOf(x), b = MonomialOf(to);
   if (a.names == b.names && a.coefficient != b.coefficient)
     FailShape(op, fmt::format("cannot reshape {} to {}: their element counts differ for every size of the "
-                         "dynamic axes",
-                         x, to));
+                              "dynamic axes",
+                              x, to));
 }
 
 Shape SliceShape(OpType op, const Shape& x, const OpAttributes& at) {
@@ -167,8 +167,9 @@ Shape SliceShape(OpType op, const Shape& x, const OpAttributes& at) {
     const bool bad =
         start < 0 || stride < 1 || (!to_end && (start > limit || (!axis.Dynamic() && limit > axis.size)));
     if (bad) {
-      FailShape(op, fmt::format("axis {} of {}: range [{}, {}) with stride {} is invalid", a, x, start,
-                           limit == Shape::kDynamic ? std::string("end") : std::to_string(limit), stride));
+      FailShape(op,
+                fmt::format("axis {} of {}: range [{}, {}) with stride {} is invalid", a, x, start,
+                            limit == Shape::kDynamic ? std::string("end") : std::to_string(limit), stride));
     }
     if (!to_end) {
       // ceil((limit - start) / stride) without the overflow of limit - start + stride - 1 (a
@@ -242,21 +243,22 @@ Shape MovementShape(OpType op, const std::vector<Shape>& in, const OpAttributes&
       for (size_t i = 0; i < at.axes.size(); ++i) {
         const int64_t a = at.axes[i];
         if (a < 0 || a >= out.Rank() || (i > 0 && a <= at.axes[i - 1])) {
-          FailShape(op,
-               fmt::format("axes [{}] must be increasing output axes of {}", fmt::join(at.axes, ", "), out));
+          FailShape(op, fmt::format("axes [{}] must be increasing output axes of {}",
+                                    fmt::join(at.axes, ", "), out));
         }
         // A dynamic operand axis may be 1 or the target's size, checked when the program runs.
         const Axis from = AxisOf(x, static_cast<int64_t>(i)), to = AxisOf(out, a);
         if (!from.Dynamic() && from.size != 1 && !Fits(to, from.size)) {
-          FailShape(op,
-               fmt::format("cannot broadcast {} to {}: operand axis {} has size {}", x, out, i, from.size));
+          FailShape(op, fmt::format("cannot broadcast {} to {}: operand axis {} has size {}", x, out, i,
+                                    from.size));
         }
       }
       return out;
     }
     case OpType::Concatenate: {
       if (in.empty()) FailShape(op, "needs at least one operand");
-      if (at.axis < 0 || at.axis >= rank) FailShape(op, fmt::format("axis {} out of range for {}", at.axis, x));
+      if (at.axis < 0 || at.axis >= rank)
+        FailShape(op, fmt::format("axis {} out of range for {}", at.axis, x));
       std::vector<Axis> dims = AxesOf(x);
       std::vector<std::string> parts = {AxisOf(x, at.axis).ToString()};
       int64_t total = dims[static_cast<size_t>(at.axis)].size;
@@ -268,8 +270,9 @@ Shape MovementShape(OpType op, const std::vector<Shape>& in, const OpAttributes&
         for (int a = 0; a < rank; ++a) {
           if (a == at.axis) continue;
           if (!UnifyAxes(dims[static_cast<size_t>(a)], AxisOf(y, a), dims[static_cast<size_t>(a)])) {
-            FailShape(op, fmt::format("operands {} and {} differ on axis {} (only the concatenation axis {} may)",
-                                 x, y, a, at.axis));
+            FailShape(op,
+                      fmt::format("operands {} and {} differ on axis {} (only the concatenation axis {} may)",
+                                  x, y, a, at.axis));
           }
         }
         const Axis part = AxisOf(y, at.axis);
@@ -321,10 +324,10 @@ Shape ComplexShape(OpType op, const std::vector<Shape>& in, const OpAttributes& 
       const bool real_in = at.fft_type == FftType::ForwardReal;
       if (real_in ? (x.dtype() != DType::Float32 && x.dtype() != DType::Float64) : !IsComplex(x.dtype()))
         FailShape(op, fmt::format("a {} transform takes {} operands, got {}",
-                             real_in                               ? "real"
-                             : at.fft_type == FftType::InverseReal ? "inverse real"
-                                                                   : "complex",
-                             real_in ? "Float32 or Float64" : "complex", x));
+                                  real_in                               ? "real"
+                                  : at.fft_type == FftType::InverseReal ? "inverse real"
+                                                                        : "complex",
+                                  real_in ? "Float32 or Float64" : "complex", x));
       if (x.Rank() < 1)
         FailShape(op, fmt::format("the operand {} is a scalar; the transform runs over its last axis", x));
       if (n < 1) FailShape(op, fmt::format("fft_length {} is not positive", n));
@@ -427,7 +430,8 @@ Shape InferUnchecked(OpType op, const std::vector<Shape>& in, const OpAttributes
       if (!IsValid(at.dtype)) FailShape(op, "invalid target dtype");
       if (op == OpType::ConvertDType) return x.WithDType(at.dtype);
       // Bitcast. Bool is excluded: arbitrary bits are not valid bools.
-      if (x.dtype() == DType::Bool || at.dtype == DType::Bool) FailShape(op, "cannot bitcast from or to Bool");
+      if (x.dtype() == DType::Bool || at.dtype == DType::Bool)
+        FailShape(op, "cannot bitcast from or to Bool");
       if (IsPacked(at.dtype)) FailShape(op, fmt::format("cannot bitcast to the packed dtype {}", at.dtype));
       const int from = DTypeBits(x.dtype()), to = DTypeBits(at.dtype);
       std::vector<Axis> dims = AxesOf(x);
@@ -437,7 +441,8 @@ Shape InferUnchecked(OpType op, const std::vector<Shape>& in, const OpAttributes
         return ShapeOf(at.dtype, dims);
       }
       if (dims.empty() || dims.back().size != to / from) {
-        FailShape(op, fmt::format("bitcasting {} to {} needs a last axis of size {}", x, at.dtype, to / from));
+        FailShape(op,
+                  fmt::format("bitcasting {} to {} needs a last axis of size {}", x, at.dtype, to / from));
       }
       dims.pop_back();
       return ShapeOf(at.dtype, dims);
@@ -452,8 +457,8 @@ Shape InferUnchecked(OpType op, const std::vector<Shape>& in, const OpAttributes
       if (in.size() == 2) {
         for (int64_t a : at.conv.kernel_spatial) {
           if (a >= 0 && a < in[1].Rank() && in[1].Dim(static_cast<int>(a)) == Shape::kDynamic)
-            FailShape(op,
-                 fmt::format("the kernel {} has a dynamic spatial axis {}; they must be static", in[1], a));
+            FailShape(op, fmt::format("the kernel {} has a dynamic spatial axis {}; they must be static",
+                                      in[1], a));
         }
       }
       return InferWithTrialSizes(op, in,

@@ -14,7 +14,6 @@ namespace kiln::compute {
 
 namespace {
 
-
 /// The largest replica count a program may name (a sanity bound, not a limit of the runtimes).
 constexpr int64_t kMaxReplicas = int64_t{1} << 20;
 
@@ -58,14 +57,15 @@ Shape CollectiveShape(OpType op, const std::vector<Shape>& operands, const OpAtt
       if (a.size == Shape::kDynamic)
         FailShape(op, fmt::format("axis {} of {} is dynamic; it must be static", attrs.axis, x));
       if (a.size % attrs.replicas != 0)
-        FailShape(op,
-             fmt::format("axis {} of {} does not split into {} equal blocks", attrs.axis, x, attrs.replicas));
+        FailShape(op, fmt::format("axis {} of {} does not split into {} equal blocks", attrs.axis, x,
+                                  attrs.replicas));
       a = Axis{a.size / attrs.replicas, ""};
       return ShapeOf(x.dtype(), dims);
     }
     case OpType::CollectiveBroadcast:
       if (attrs.index < 0 || attrs.index >= attrs.replicas)
-        FailShape(op, fmt::format("root replica {} is not one of the {} replicas", attrs.index, attrs.replicas));
+        FailShape(op,
+                  fmt::format("root replica {} is not one of the {} replicas", attrs.index, attrs.replicas));
       return x;
     case OpType::ReplicaId:
       break;

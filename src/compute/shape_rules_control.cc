@@ -10,7 +10,6 @@ namespace kiln::compute {
 
 namespace {
 
-
 std::string ShapesText(const std::vector<Shape>& shapes) {
   std::vector<std::string> parts;
   for (const Shape& s : shapes) parts.push_back(s.ToString());
@@ -33,7 +32,8 @@ void CheckValues(OpType op, const std::vector<Shape>& values, const char* what) 
   for (size_t i = 0; i < values.size(); ++i) {
     const Shape& s = values[i];
     if (!s.Ok())
-      FailShape(op, fmt::format("{} {} has an invalid shape (a tuple must go through GetTupleElement)", what, i));
+      FailShape(op,
+                fmt::format("{} {} has an invalid shape (a tuple must go through GetTupleElement)", what, i));
     if (IsStorageOnly(s.dtype()))
       FailShape(op, fmt::format("{} {} is of the storage-only dtype {}", what, i, s.dtype()));
   }
@@ -88,7 +88,7 @@ std::vector<Shape> InferTupleShapes(OpType op, const std::vector<Shape>& operand
       const std::vector<Shape> b = OutputShapes(body);
       if (b != operands) {
         FailShape(op, fmt::format("the body must return the state's shapes {}, it returns {}",
-                             ShapesText(operands), ShapesText(b)));
+                                  ShapesText(operands), ShapesText(b)));
       }
       return operands;
     }
@@ -104,8 +104,8 @@ std::vector<Shape> InferTupleShapes(OpType op, const std::vector<Shape>& operand
       const std::vector<Shape> a = OutputShapes(t), b = OutputShapes(f);
       if (a.empty()) FailShape(op, "the branches return nothing");
       if (a != b) {
-        FailShape(op, fmt::format("the branches return different shapes: {} (true) and {} (false)", ShapesText(a),
-                             ShapesText(b)));
+        FailShape(op, fmt::format("the branches return different shapes: {} (true) and {} (false)",
+                                  ShapesText(a), ShapesText(b)));
       }
       CheckValues(op, a, "branch result");
       return a;
@@ -117,8 +117,8 @@ std::vector<Shape> InferTupleShapes(OpType op, const std::vector<Shape>& operand
       if (attrs.name.empty()) FailShape(op, "has no name");
       for (size_t i = 0; i < operands.size(); ++i)
         if (!operands[i].Ok())
-          FailShape(op,
-               fmt::format("operand {} has an invalid shape (a tuple must go through GetTupleElement)", i));
+          FailShape(op, fmt::format(
+                            "operand {} has an invalid shape (a tuple must go through GetTupleElement)", i));
       const Program& body = Sub(op, subprograms, 0, "decomposition");
       CheckParameters(op, body, operands, fmt::format("decomposition of {}", attrs.name).c_str());
       const std::vector<Shape> r = OutputShapes(body);
@@ -138,7 +138,8 @@ Shape InferTupleElementShape(const std::vector<Shape>& tuple_shapes, const OpAtt
   const OpType op = OpType::GetTupleElement;
   if (tuple_shapes.empty()) FailShape(op, "the operand must be a tuple-producing instruction");
   if (attrs.index < 0 || attrs.index >= static_cast<int64_t>(tuple_shapes.size())) {
-    FailShape(op, fmt::format("index {} out of range for a tuple of {} values", attrs.index, tuple_shapes.size()));
+    FailShape(
+        op, fmt::format("index {} out of range for a tuple of {} values", attrs.index, tuple_shapes.size()));
   }
   return tuple_shapes[static_cast<size_t>(attrs.index)];
 }

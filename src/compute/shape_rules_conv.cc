@@ -13,7 +13,6 @@ namespace kiln::compute {
 
 namespace {
 
-
 void CheckNumeric(OpType op, DType d) {
   if (!InDTypeClass(d, DTypeClass::Numeric))
     FailShape(op, fmt::format("operand dtype {} is not a numeric dtype (integer or float)", d));
@@ -32,7 +31,8 @@ std::vector<int64_t> PerAxis(OpType op, const char* what, const std::vector<int6
 
 std::vector<PadAxis> PerAxisPadding(OpType op, const std::vector<PadAxis>& padding, size_t n) {
   if (padding.empty()) return std::vector<PadAxis>(n);
-  if (padding.size() != n) FailShape(op, fmt::format("padding has {} entries for {} axes", padding.size(), n));
+  if (padding.size() != n)
+    FailShape(op, fmt::format("padding has {} entries for {} axes", padding.size(), n));
   for (const PadAxis& p : padding) {
     if (p.interior != 0) FailShape(op, "interior padding is not used by window ops (use input dilations)");
   }
@@ -48,8 +48,8 @@ int64_t WindowedSize(OpType op, int axis, int64_t n, int64_t window, int64_t str
       n == 0 ? 0 : detail::CheckedAdd(detail::CheckedMul(n - 1, base_dilation, what), 1, what);
   const int64_t padded = detail::CheckedAdd(detail::CheckedAdd(dilated, pad.low, what), pad.high, what);
   if (padded < 0)
-    FailShape(op, fmt::format("axis {}: size {} after dilation and padding ({}, {}) is negative", axis, padded,
-                         pad.low, pad.high));
+    FailShape(op, fmt::format("axis {}: size {} after dilation and padding ({}, {}) is negative", axis,
+                              padded, pad.low, pad.high));
   if (window < 0) FailShape(op, fmt::format("axis {}: negative window size {}", axis, window));
   const int64_t span =
       window == 0 ? 0 : detail::CheckedAdd(detail::CheckedMul(window - 1, window_dilation, what), 1, what);
@@ -61,8 +61,8 @@ void CheckLayoutAxes(OpType op, const char* what, const std::vector<int64_t>& ax
   std::vector<bool> seen(static_cast<size_t>(rank), false);
   for (int64_t a : axes) {
     if (a < 0 || a >= rank)
-      FailShape(op, fmt::format("{} axes [{}]: axis {} out of range for rank {}", what, fmt::join(axes, ", "), a,
-                           rank));
+      FailShape(op, fmt::format("{} axes [{}]: axis {} out of range for rank {}", what, fmt::join(axes, ", "),
+                                a, rank));
     if (seen[static_cast<size_t>(a)])
       FailShape(op, fmt::format("{} axes [{}]: axis {} repeated", what, fmt::join(axes, ", "), a));
     seen[static_cast<size_t>(a)] = true;
@@ -85,7 +85,7 @@ Shape ConvolutionShape(OpType op, const std::vector<Shape>& in, const OpAttribut
   if (k.Rank() != rank) FailShape(op, fmt::format("kernel {} must have the input's rank {}", k, rank));
   if (c.kernel_spatial.size() != n || c.output_spatial.size() != n)
     FailShape(op, fmt::format("input, kernel and output spatial axis lists differ in length ({}, {}, {})", n,
-                         c.kernel_spatial.size(), c.output_spatial.size()));
+                              c.kernel_spatial.size(), c.output_spatial.size()));
   std::vector<int64_t> axes = {c.input_batch, c.input_feature};
   axes.insert(axes.end(), c.input_spatial.begin(), c.input_spatial.end());
   CheckLayoutAxes(op, "input", axes, rank);
@@ -105,14 +105,16 @@ Shape ConvolutionShape(OpType op, const std::vector<Shape>& in, const OpAttribut
   const int64_t batch = dim(x, c.input_batch), features = dim(x, c.input_feature);
   const int64_t kin = dim(k, c.kernel_input_feature), kout = dim(k, c.kernel_output_feature);
   if (features != kin * fg)
-    FailShape(op, fmt::format("input features {} (input {}) must equal the kernel's input features {} (kernel {}) "
-                         "times feature_groups {}",
-                         features, x, kin, k, fg));
+    FailShape(
+        op, fmt::format("input features {} (input {}) must equal the kernel's input features {} (kernel {}) "
+                        "times feature_groups {}",
+                        features, x, kin, k, fg));
   if (kout % fg != 0)
     FailShape(op, fmt::format("kernel output features {} not divisible by feature_groups {}", kout, fg));
   if (kout % bg != 0)
     FailShape(op, fmt::format("kernel output features {} not divisible by batch_groups {}", kout, bg));
-  if (batch % bg != 0) FailShape(op, fmt::format("input batch {} not divisible by batch_groups {}", batch, bg));
+  if (batch % bg != 0)
+    FailShape(op, fmt::format("input batch {} not divisible by batch_groups {}", batch, bg));
 
   const std::vector<int64_t> strides = PerAxis(op, "strides", at.strides, n, 1, 1);
   const std::vector<int64_t> lhs_dil = PerAxis(op, "input_dilations", at.input_dilations, n, 1, 1);
@@ -160,10 +162,11 @@ Shape WindowShape(OpType op, const std::vector<Shape>& in, const OpAttributes& a
   if (op == OpType::ReduceWindow) return Shape(x.dtype(), dims);
   const Shape& source = in[1];
   if (source.dtype() != x.dtype())
-    FailShape(op, fmt::format("operand and source have different dtypes, {} and {}", x.dtype(), source.dtype()));
+    FailShape(op,
+              fmt::format("operand and source have different dtypes, {} and {}", x.dtype(), source.dtype()));
   if (source.Dimensions() != dims)
     FailShape(op, fmt::format("source {} must have the windows' shape [{}] of operand {}", source,
-                         fmt::join(dims, ", "), x));
+                              fmt::join(dims, ", "), x));
   return x;
 }
 

@@ -13,7 +13,6 @@ namespace kiln::compute {
 
 namespace {
 
-
 std::string List(const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
 
 void CheckIndexDType(OpType op, const Shape& indices, const char* what) {
@@ -37,7 +36,8 @@ void CheckDistinctAxes(OpType op, const std::vector<int64_t>& axes, int64_t boun
   for (int64_t a : axes) {
     if (a < 0 || a >= bound)
       FailShape(op, fmt::format("{} {} has axis {} out of range [0, {})", what, List(axes), a, bound));
-    if (seen[static_cast<size_t>(a)]) FailShape(op, fmt::format("{} {} repeats axis {}", what, List(axes), a));
+    if (seen[static_cast<size_t>(a)])
+      FailShape(op, fmt::format("{} {} repeats axis {}", what, List(axes), a));
     seen[static_cast<size_t>(a)] = true;
   }
 }
@@ -51,8 +51,8 @@ std::vector<int64_t> BatchDims(OpType op, const Shape& indices, int64_t index_ve
                                size_t& vector_size) {
   const int64_t rank = indices.Rank();
   if (index_vector_dim < 0 || index_vector_dim > rank)
-    FailShape(op, fmt::format("index_vector_dim {} out of range [0, {}] for indices {}", index_vector_dim, rank,
-                         indices));
+    FailShape(op, fmt::format("index_vector_dim {} out of range [0, {}] for indices {}", index_vector_dim,
+                              rank, indices));
   std::vector<int64_t> batch = indices.Dimensions();
   vector_size = 1;
   if (index_vector_dim < rank) {
@@ -71,7 +71,7 @@ Shape GatherShape(const std::vector<Shape>& in, const GatherDims& g) {
   const std::vector<int64_t> batch = BatchDims(op, indices, g.index_vector_dim, k);
   if (g.start_index_map.size() != k)
     FailShape(op, fmt::format("start_index_map {} has {} entries but the index vectors of {} have {}",
-                         List(g.start_index_map), g.start_index_map.size(), indices, k));
+                              List(g.start_index_map), g.start_index_map.size(), indices, k));
   CheckDistinctAxes(op, g.start_index_map, rank, "start_index_map");
   if (static_cast<int64_t>(g.slice_sizes.size()) != rank)
     FailShape(op, fmt::format("slice_sizes {} must have one entry per axis of {}", List(g.slice_sizes), x));
@@ -84,12 +84,12 @@ Shape GatherShape(const std::vector<Shape>& in, const GatherDims& g) {
   for (int64_t a : g.collapsed_slice_dims) {
     if (g.slice_sizes[static_cast<size_t>(a)] != 1)
       FailShape(op, fmt::format("collapsed axis {} must have slice size 1, got {}", a,
-                           g.slice_sizes[static_cast<size_t>(a)]));
+                                g.slice_sizes[static_cast<size_t>(a)]));
   }
   const size_t offset_count = static_cast<size_t>(rank) - g.collapsed_slice_dims.size();
   if (g.offset_dims.size() != offset_count)
     FailShape(op, fmt::format("offset_dims {} must have {} entries (operand rank {} minus {} collapsed axes)",
-                         List(g.offset_dims), offset_count, rank, g.collapsed_slice_dims.size()));
+                              List(g.offset_dims), offset_count, rank, g.collapsed_slice_dims.size()));
   const int64_t out_rank = static_cast<int64_t>(batch.size() + offset_count);
   CheckSortedAxes(op, g.offset_dims, out_rank, "offset_dims");
   std::vector<int64_t> dims;
@@ -131,18 +131,21 @@ Shape ScatterShape(const std::vector<Shape>& in, const ScatterDims& s, ReduceKin
   size_t k = 0;
   const std::vector<int64_t> batch = BatchDims(op, indices, s.index_vector_dim, k);
   if (s.scatter_dims_to_operand_dims.size() != k)
-    FailShape(op, fmt::format("scatter_dims_to_operand_dims {} has {} entries but the index vectors of {} have {}",
-                         List(s.scatter_dims_to_operand_dims), s.scatter_dims_to_operand_dims.size(), indices,
-                         k));
+    FailShape(
+        op,
+        fmt::format("scatter_dims_to_operand_dims {} has {} entries but the index vectors of {} have {}",
+                    List(s.scatter_dims_to_operand_dims), s.scatter_dims_to_operand_dims.size(), indices, k));
   CheckDistinctAxes(op, s.scatter_dims_to_operand_dims, rank, "scatter_dims_to_operand_dims");
   CheckSortedAxes(op, s.inserted_window_dims, rank, "inserted_window_dims");
   if (s.update_window_dims.size() + s.inserted_window_dims.size() != static_cast<size_t>(rank))
-    FailShape(op, fmt::format("update_window_dims {} and inserted_window_dims {} must add up to the rank {} of {}",
-                         List(s.update_window_dims), List(s.inserted_window_dims), rank, x));
+    FailShape(
+        op, fmt::format("update_window_dims {} and inserted_window_dims {} must add up to the rank {} of {}",
+                        List(s.update_window_dims), List(s.inserted_window_dims), rank, x));
   const int64_t updates_rank = static_cast<int64_t>(batch.size() + s.update_window_dims.size());
   if (updates.Rank() != updates_rank)
-    FailShape(op, fmt::format("updates {} must have rank {} ({} scatter axes of indices {} and {} window axes)",
-                         updates, updates_rank, batch.size(), indices, s.update_window_dims.size()));
+    FailShape(op,
+              fmt::format("updates {} must have rank {} ({} scatter axes of indices {} and {} window axes)",
+                          updates, updates_rank, batch.size(), indices, s.update_window_dims.size()));
   CheckSortedAxes(op, s.update_window_dims, updates_rank, "update_window_dims");
   size_t next_batch = 0;
   int64_t next_axis = 0;
@@ -152,13 +155,13 @@ Shape ScatterShape(const std::vector<Shape>& in, const ScatterDims& s, ReduceKin
       while (Contains(s.inserted_window_dims, next_axis)) ++next_axis;
       const int64_t limit = x.Dimensions()[static_cast<size_t>(next_axis)];
       if (d > limit)
-        FailShape(op, fmt::format("updates {} axis {} (window of operand axis {}) is larger than {}", updates, r,
-                             next_axis, x));
+        FailShape(op, fmt::format("updates {} axis {} (window of operand axis {}) is larger than {}", updates,
+                                  r, next_axis, x));
       ++next_axis;
     } else {
       if (d != batch[next_batch])
-        FailShape(op, fmt::format("updates {} axis {} must match the scatter axes {} of indices {}", updates, r,
-                             List(batch), indices));
+        FailShape(op, fmt::format("updates {} axis {} must match the scatter axes {} of indices {}", updates,
+                                  r, List(batch), indices));
       ++next_batch;
     }
   }
@@ -167,8 +170,8 @@ Shape ScatterShape(const std::vector<Shape>& in, const ScatterDims& s, ReduceKin
 
 void CheckScalarIndices(OpType op, const std::vector<Shape>& in, size_t first, const Shape& x) {
   if (in.size() - first != static_cast<size_t>(x.Rank()))
-    FailShape(op,
-         fmt::format("needs one start index per axis of {} ({}), got {}", x, x.Rank(), in.size() - first));
+    FailShape(
+        op, fmt::format("needs one start index per axis of {} ({}), got {}", x, x.Rank(), in.size() - first));
   for (size_t i = first; i < in.size(); ++i) {
     if (!in[i].IsScalar() || !InDTypeClass(in[i].dtype(), DTypeClass::Int))
       FailShape(op, fmt::format("start index {} must be an integer scalar, got {}", i - first, in[i]));
@@ -188,7 +191,7 @@ Shape IndexingShape(OpType op, const std::vector<Shape>& in, const OpAttributes&
       for (size_t a = 0; a < at.sizes.size(); ++a) {
         if (at.sizes[a] < 0 || at.sizes[a] > x.Dimensions()[a])
           FailShape(op, fmt::format("size {} of axis {} is out of range [0, {}] for {}", at.sizes[a], a,
-                               x.Dimensions()[a], x));
+                                    x.Dimensions()[a], x));
       }
       return Shape(x.dtype(), at.sizes);
     }
@@ -219,7 +222,8 @@ Shape SortScanShape(OpType op, const std::vector<Shape>& in, const OpAttributes&
   const Shape& x = in[0];
   if (!InDTypeClass(x.dtype(), DTypeClass::Numeric))
     FailShape(op, fmt::format("operand dtype {} is not a numeric dtype (integer or float)", x.dtype()));
-  if (at.axis < 0 || at.axis >= x.Rank()) FailShape(op, fmt::format("axis {} out of range for {}", at.axis, x));
+  if (at.axis < 0 || at.axis >= x.Rank())
+    FailShape(op, fmt::format("axis {} out of range for {}", at.axis, x));
   if (op == OpType::ArgSort) {
     if (x.Dimensions()[static_cast<size_t>(at.axis)] > std::numeric_limits<int32_t>::max())
       FailShape(op, fmt::format("axis {} of {} is too long for Int32 indices", at.axis, x));

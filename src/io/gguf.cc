@@ -18,7 +18,7 @@ namespace kiln::io {
 namespace {
 
 constexpr uint32_t kGgufMagic = 0x46554747;  // "GGUF" read as a little-endian uint32
-constexpr int kMaxDims = 4;              // GGML_MAX_DIMS
+constexpr int kMaxDims = 4;                  // GGML_MAX_DIMS
 constexpr int kMaxArrayDepth = 8;
 
 using quant::GGMLTypeInfo;
@@ -88,7 +88,8 @@ bool IsFloatType(GgufType t) { return t == GgufType::Float32 || t == GgufType::F
 /// Reads little-endian values from a file, never past its end.
 class GgufReader {
  public:
-  GgufReader(std::ifstream& in, int64_t size, std::string path) : in_(in), size_(size), path_(std::move(path)) {}
+  GgufReader(std::ifstream& in, int64_t size, std::string path)
+      : in_(in), size_(size), path_(std::move(path)) {}
 
   int64_t pos() const { return pos_; }
   int64_t left() const { return size_ - pos_; }

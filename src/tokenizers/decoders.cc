@@ -216,7 +216,7 @@ std::shared_ptr<const Decoder> DecoderFromJson(const io::Json& j, const Fields& 
                                    f.IntOr(j, "stop", where, 0));
   if (type == "Replace")
     return std::make_shared<ReplaceDecoder>(Pattern(f.Required(j, "pattern", where), f, where),
-                                     f.String(j, "content", where));
+                                            f.String(j, "content", where));
   if (type == "Metaspace") {
     bool strip_first = f.BoolOr(j, "add_prefix_space", where, true);
     if (const io::Json* s = f.Optional(j, "prepend_scheme"))

@@ -138,7 +138,8 @@ class BertNormalizer final : public Normalizer {
 
 class SequenceNormalizer final : public Normalizer {
  public:
-  explicit SequenceNormalizer(std::vector<std::shared_ptr<const Normalizer>> steps) : steps_(std::move(steps)) {}
+  explicit SequenceNormalizer(std::vector<std::shared_ptr<const Normalizer>> steps)
+      : steps_(std::move(steps)) {}
   void Normalize(std::string& text) const override {
     for (const auto& s : steps_) s->Normalize(text);
   }
@@ -163,7 +164,7 @@ std::shared_ptr<const Normalizer> NormalizerFromJson(const io::Json& j, const Fi
                                          f.BoolOr(j, "strip_right", where, true));
   if (type == "Replace")
     return std::make_shared<ReplaceNormalizer>(Pattern(f.Required(j, "pattern", where), f, where),
-                                     f.String(j, "content", where));
+                                               f.String(j, "content", where));
   if (type == "Prepend") return std::make_shared<Prepend>(f.String(j, "prepend", where));
   if (type == "BertNormalizer") {
     const bool lowercase = f.BoolOr(j, "lowercase", where, true);

@@ -36,7 +36,8 @@ class Nothing final : public PostProcessor {
 
 class SequencePostProcessor final : public PostProcessor {
  public:
-  explicit SequencePostProcessor(std::vector<std::shared_ptr<const PostProcessor>> steps) : steps_(std::move(steps)) {}
+  explicit SequencePostProcessor(std::vector<std::shared_ptr<const PostProcessor>> steps)
+      : steps_(std::move(steps)) {}
   void Process(std::vector<int32_t>& ids) const override {
     for (const auto& s : steps_) s->Process(ids);
   }

@@ -209,7 +209,8 @@ class Metaspace final : public Splitter {
 
 class SequencePreTokenizer final : public PreTokenizer {
  public:
-  explicit SequencePreTokenizer(std::vector<std::shared_ptr<const PreTokenizer>> steps) : steps_(std::move(steps)) {}
+  explicit SequencePreTokenizer(std::vector<std::shared_ptr<const PreTokenizer>> steps)
+      : steps_(std::move(steps)) {}
   void Split(std::vector<Piece>& pieces) const override {
     for (const auto& s : steps_) s->Split(pieces);
   }

@@ -110,7 +110,8 @@ void SaveHF(const model::Store& store, const Config& cfg, const std::string& dir
       kiln::detail::Throw("{}: variable {} is {}, the config wants {}", fn, e.path, v.shape(),
                           DimsText(e.dims));
     const Tensor t = v.Value();
-    tensors.emplace_back(e.name, e.transpose ? quant::float_values::TransposedF32(t) : quant::float_values::Float32Of(t));
+    tensors.emplace_back(
+        e.name, e.transpose ? quant::float_values::TransposedF32(t) : quant::float_values::Float32Of(t));
   }
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
