@@ -53,8 +53,9 @@ std::vector<std::pair<std::string, std::string>> VariablePaths(Model model) {
 // copy of the fixed batch, made outside the timed region (a data pipeline hands over fresh
 // tensors; that copy is the pipeline's cost, not the trainer's).
 // With `nan_check`, the same step with the NaN check on (Trainer::SetNanCheck): what debugging
-// with KILN_NAN_CHECK=1 costs.
-void TrainerCase(benchmark::State& state, Model model, bool nan_check) {
+// with KILN_NAN_CHECK=1 costs. With `mixed`, mixed-precision training in BFloat16
+// (Trainer::WithMixedPrecision): Float32 master weights, BFloat16 compute.
+void TrainerCase(benchmark::State& state, Model model, bool nan_check, bool mixed) {
   model::Store store;
   const std::vector<Tensor> params = InitParams(model);
   const auto paths = VariablePaths(model);
@@ -64,6 +65,7 @@ void TrainerCase(benchmark::State& state, Model model, bool nan_check) {
       Backend(), store, model == Model::kMlp ? train::ModelFn(MlpModel) : train::ModelFn(CnnModel),
       losses::SparseCategoricalCrossEntropyLogits, optimizers::Adam().LearningRate(1e-3).Done(), {}, {});
   trainer.SetNanCheck(nan_check);
+  if (mixed) trainer.WithMixedPrecision(DType::BFloat16);
   Tensor x, labels;
   TrainData(model, x, labels);
   auto step = [&] { return trainer.TrainStep(std::any(), {x.Clone()}, {labels.Clone()}); };
@@ -82,15 +84,19 @@ void TrainerCase(benchmark::State& state, Model model, bool nan_check) {
 
 }  // namespace
 
-// Registers train_trainer/mlp and train_trainer/cnn (real time: several threads work), and
-// debug/nan_check/mlp and debug/nan_check/cnn: the same steps with the NaN check on.
+// Registers train_trainer/mlp and train_trainer/cnn (real time: several threads work),
+// train_trainer/mlp_bf16 and train_trainer/cnn_bf16 (mixed precision), and debug/nan_check/mlp
+// and debug/nan_check/cnn: the same steps with the NaN check on.
 void RegisterTrainerCases() {
   for (Model model : {Model::kMlp, Model::kCnn}) {
     const std::string name = model == Model::kMlp ? "mlp" : "cnn";
-    benchmark::RegisterBenchmark(("train_trainer/" + name).c_str(), TrainerCase, model, false)
+    benchmark::RegisterBenchmark(("train_trainer/" + name).c_str(), TrainerCase, model, false, false)
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark(("debug/nan_check/" + name).c_str(), TrainerCase, model, true)
+    benchmark::RegisterBenchmark(("train_trainer/" + name + "_bf16").c_str(), TrainerCase, model, false, true)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("debug/nan_check/" + name).c_str(), TrainerCase, model, true, false)
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
   }

@@ -20,6 +20,7 @@
 
 #include "backends/cpu/cost_model.h"
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/dnnl_common.h"
 #include "backends/cpu/dnnl_kernels.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu_test_util.h"
@@ -396,7 +397,11 @@ TEST(CpuDnnl, HalfPrecisionContractionsRunOnDnnlInFloat32) {
       }
       EXPECT_LE(differ * 50, static_cast<int64_t>(gv.size())) << "output " << i;  // ties are rare
     }
-    EXPECT_NE(dump.find("4 half-precision contractions widened to Float32"), std::string::npos) << dump;
+    // A BFloat16 matmul stays BFloat16 where the CPU has bfloat16 instructions (next test).
+    const bool native = half == DType::BFloat16 && compute::cpu::dnnl_util::NativeBFloat16();
+    EXPECT_NE(dump.find(fmt::format("{} half-precision contractions widened to Float32", native ? 3 : 4)),
+              std::string::npos)
+        << dump;
     // The matmul and the three convolutions run on oneDNN (the half kernel's Reverse for the
     // input gradient stays a small reference kernel).
     int dnnl = 0;
@@ -405,6 +410,107 @@ TEST(CpuDnnl, HalfPrecisionContractionsRunOnDnnlInFloat32) {
       ++dnnl;
     EXPECT_EQ(dnnl, 4) << dump;
     EXPECT_NE(dump.find("kernel dnnl.conv_bwd_weights"), std::string::npos) << dump;
+  }
+}
+
+/// Element-wise comparison of a BFloat16 result (converted to Float32) with ref's: within one unit in the
+/// last place of BFloat16 (relative), and equal but for rare rounding ties.
+void ExpectBFloat16Close(const Tensor& got, const Tensor& want, const std::string& what) {
+  const std::vector<float> gv = got.ToVector<float>(), wv = want.ToVector<float>();
+  ASSERT_EQ(gv.size(), wv.size()) << what;
+  int64_t differ = 0;
+  for (size_t j = 0; j < gv.size(); ++j) {
+    EXPECT_LE(std::abs(double{gv[j]} - wv[j]), std::abs(double{wv[j]}) / 128 + 1e-6)
+        << what << " element " << j;
+    differ += gv[j] != wv[j] ? 1 : 0;
+  }
+  EXPECT_LE(differ * 20, static_cast<int64_t>(gv.size())) << what;
+}
+
+TEST(CpuDnnl, HalfPrecisionReductionsRunOnFloat32Kernels) {
+  // A bias gradient (ReduceSum over the batch), a ReduceMax, max pooling and its gradient
+  // (ReduceWindow, SelectAndScatter) in Float16 and BFloat16 run as the Float32 kernels between
+  // conversions, not as reference kernels: the same values as ref to a unit in the last place.
+  std::mt19937 rng(31);
+  for (DType half : {DType::Float16, DType::BFloat16}) {
+    SCOPED_TRACE(DTypeName(half));
+    Graph g;
+    const Shape ds(DType::Float32, {256, 96}), xs(DType::Float32, {4, 12, 12, 8});
+    graph::Node d = graph::ConvertDType(g.Parameter(ds), half);
+    graph::Node x = graph::ConvertDType(g.Parameter(xs), half);
+    graph::Node pooled = graph::MaxPool(x).Window(2).ChannelsLast().Done();
+    graph::Node pool_grad = graph::VJP({pooled}, {pooled}, {x})[0];
+    std::vector<graph::Node> outs;
+    for (graph::Node n : {graph::ReduceSum(d, {0}), graph::ReduceMax(d, {1}), pooled, pool_grad})
+      outs.push_back(graph::ConvertDType(n, DType::Float32));
+    std::shared_ptr<const compute::Program> program = g.Build(outs);
+    const std::vector<Tensor> inputs = {Random(ds, rng), Random(xs, rng)};
+    setenv("KILN_CPU_DUMP", "1", 1);
+    const compute::BackendPtr cpu = compute::NewWithConfig("cpu:threads=2");
+    unsetenv("KILN_CPU_DUMP");
+    ::testing::internal::CaptureStderr();
+    const std::vector<Tensor> got = RunProgram(cpu, program, inputs);
+    const std::string dump = ::testing::internal::GetCapturedStderr();
+    const std::vector<Tensor> want = RunProgram(Ref(), program, inputs);
+    const double ulp = half == DType::Float16 ? 1.0 / 1024 : 1.0 / 128;
+    for (size_t i = 0; i < got.size(); ++i) {
+      const std::vector<float> gv = got[i].ToVector<float>(), wv = want[i].ToVector<float>();
+      ASSERT_EQ(gv.size(), wv.size());
+      for (size_t j = 0; j < gv.size(); ++j)
+        ASSERT_LE(std::abs(double{gv[j]} - wv[j]), ulp * std::abs(double{wv[j]}) + 1e-6)
+            << "output " << i << " element " << j;
+    }
+    EXPECT_NE(dump.find("half-precision reductions widened to Float32"), std::string::npos) << dump;
+    EXPECT_EQ(dump.find("kernel ref"), std::string::npos) << dump;
+  }
+}
+
+TEST(CpuDnnl, BFloat16MatmulsRunOnBFloat16Instructions) {
+  // On a CPU with bfloat16 instructions a BFloat16 DotGeneral is oneDNN's bfloat16 matmul (no
+  // conversions): plain, transposed on either side, batched, a matrix-vector product, and a
+  // layout oneDNN only takes after a copy. Elsewhere it is widened to Float32 (previous test).
+  if (!compute::cpu::dnnl_util::NativeBFloat16()) GTEST_SKIP() << "no bfloat16 instructions on this CPU";
+  std::mt19937 rng(29);
+  struct Form {
+    std::vector<int64_t> a, b;
+    std::vector<int64_t> ab, bb, ac, bc;  // batch and contracting axes
+  };
+  const std::vector<Form> forms = {
+      {{37, 70}, {70, 21}, {}, {}, {1}, {0}},         // [M, K] x [K, N]
+      {{70, 37}, {70, 21}, {}, {}, {0}, {0}},         // transposed left (weight gradient)
+      {{37, 70}, {21, 70}, {}, {}, {1}, {1}},         // transposed right (input gradient)
+      {{3, 17, 40}, {3, 40, 9}, {0}, {0}, {2}, {1}},  // batched
+      {{1, 300}, {300, 257}, {}, {}, {1}, {0}},       // one row
+      {{17, 3, 40}, {40, 3, 9}, {1}, {1}, {2}, {0}},  // batch axis in the middle
+  };
+  for (const Form& f : forms) {
+    const std::string what = fmt::format("[{}] x [{}]", fmt::join(f.a, ","), fmt::join(f.b, ","));
+    Graph g;
+    const Shape as(DType::Float32, f.a), bs(DType::Float32, f.b);
+    OpAttributes at;
+    at.lhs_batch = f.ab;
+    at.rhs_batch = f.bb;
+    at.lhs_contracting = f.ac;
+    at.rhs_contracting = f.bc;
+    graph::Node out = g.AddOp(OpType::DotGeneral,
+                              {graph::ConvertDType(g.Parameter(as), DType::BFloat16),
+                               graph::ConvertDType(g.Parameter(bs), DType::BFloat16)},
+                              at);
+    std::shared_ptr<const compute::Program> program = g.Build({graph::ConvertDType(out, DType::Float32)});
+    const std::vector<Tensor> inputs = {Random(as, rng), Random(bs, rng)};
+    setenv("KILN_CPU_DUMP", "1", 1);
+    const compute::BackendPtr cpu = compute::NewWithConfig("cpu:threads=2");
+    unsetenv("KILN_CPU_DUMP");
+    ::testing::internal::CaptureStderr();
+    const Tensor got = RunProgram(cpu, program, inputs)[0];
+    const std::string dump = ::testing::internal::GetCapturedStderr();
+    ExpectBFloat16Close(got, RunProgram(Ref(), program, inputs)[0], what);
+    EXPECT_NE(dump.find("0 half-precision contractions widened"), std::string::npos) << what << dump;
+    // brg:avx512_core_bf16, or gemm:jit (its bfloat16 gemm) for a strided batch; never ref.
+    const size_t kernel = dump.find("kernel dnnl.matmul[");
+    ASSERT_NE(kernel, std::string::npos) << what << dump;
+    const std::string impl = dump.substr(kernel + 19, dump.find(']', kernel) - kernel - 19);
+    EXPECT_TRUE(impl == "brg:avx512_core_bf16" || impl == "gemm:jit") << what << ": " << impl;
   }
 }
 

@@ -41,8 +41,8 @@ CompiledModule CompileModule(const Program& program, const Options& options) {
                         m.nodes[static_cast<size_t>(n.inst.operands[1])].inst.op == OpType::Constant;
   out.report = fmt::format(
       "program ({} nodes after cleanups; {} common subexpressions merged, {} nodes simplified, {} "
-      "half-precision contractions widened to Float32)\n{}{}",
-      m.nodes.size(), merged.count, simplified.count, widened.count, m.ToString(), fusion);
+      "half-precision contractions widened to Float32)\n{}{}{}",
+      m.nodes.size(), merged.count, simplified.count, widened.count, widened.log, m.ToString(), fusion);
   return out;
 }
 

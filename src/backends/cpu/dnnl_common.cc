@@ -63,8 +63,9 @@ std::string ImplName(const dnnl::primitive_desc_base& pd) {
   return name != nullptr ? name : "";
 }
 
-dnnl::memory::desc StridedDesc(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides) {
-  return dnnl::memory::desc(dnnl::memory::dims(dims.begin(), dims.end()), dnnl::memory::data_type::f32,
+dnnl::memory::desc StridedDesc(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides,
+                               dnnl::memory::data_type type) {
+  return dnnl::memory::desc(dnnl::memory::dims(dims.begin(), dims.end()), type,
                             dnnl::memory::dims(strides.begin(), strides.end()));
 }
 
@@ -79,8 +80,11 @@ std::vector<int64_t> DenseStrides(const std::vector<int64_t>& dims) {
   return strides;
 }
 
-void StridedCopy(const float* src, const std::vector<int64_t>& dims, const std::vector<int64_t>& src_strides,
-                 float* dst) {
+namespace {
+
+template <typename T>
+void StridedCopyOf(const T* src, const std::vector<int64_t>& dims, const std::vector<int64_t>& src_strides,
+                   T* dst) {
   for (int64_t d : dims) {
     if (d == 0) return;
   }
@@ -91,10 +95,10 @@ void StridedCopy(const float* src, const std::vector<int64_t>& dims, const std::
   const size_t rank = dims.size();
   const int64_t inner = dims[rank - 1], inner_stride = src_strides[rank - 1];
   std::vector<int64_t> index(rank - 1, 0);
-  const float* row = src;
+  const T* row = src;
   while (true) {
     if (inner_stride == 1) {
-      std::memcpy(dst, row, static_cast<size_t>(inner) * sizeof(float));
+      std::memcpy(dst, row, static_cast<size_t>(inner) * sizeof(T));
     } else {
       for (int64_t i = 0; i < inner; ++i) dst[i] = row[i * inner_stride];
     }
@@ -111,6 +115,28 @@ void StridedCopy(const float* src, const std::vector<int64_t>& dims, const std::
     }
     if (rank == 1) return;
   }
+}
+
+}  // namespace
+
+void StridedCopy(const float* src, const std::vector<int64_t>& dims, const std::vector<int64_t>& src_strides,
+                 float* dst) {
+  StridedCopyOf(src, dims, src_strides, dst);
+}
+
+void StridedCopy(const uint16_t* src, const std::vector<int64_t>& dims,
+                 const std::vector<int64_t>& src_strides, uint16_t* dst) {
+  StridedCopyOf(src, dims, src_strides, dst);
+}
+
+bool NativeBFloat16() {
+  // The ISA values are bit sets: bf16 means every bit of avx512_core_bf16 (AMX includes them).
+  static const bool native = [] {
+    const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+    const auto bf16 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
+    return (isa & bf16) == bf16;
+  }();
+  return native;
 }
 
 dnnl::memory Wrap(const dnnl::memory::desc& md, const void* data) {

@@ -46,8 +46,9 @@ bool IsReference(const dnnl::primitive_desc_base& pd);
 /// The implementation oneDNN chose, for kernel names ("jit:avx2", "gemm:jit"...).
 std::string ImplName(const dnnl::primitive_desc_base& pd);
 
-/// A float32 memory descriptor with explicit strides (elements).
-dnnl::memory::desc StridedDesc(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides);
+/// A memory descriptor with explicit strides (elements), float32 unless told.
+dnnl::memory::desc StridedDesc(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides,
+                               dnnl::memory::data_type type = dnnl::memory::data_type::f32);
 
 /// A float32 memory descriptor whose layout oneDNN picks (format_tag::any).
 dnnl::memory::desc AnyDesc(const std::vector<int64_t>& dims);
@@ -59,6 +60,13 @@ std::vector<int64_t> DenseStrides(const std::vector<int64_t>& dims);
 /// negative) into `dst`, dense row-major.
 void StridedCopy(const float* src, const std::vector<int64_t>& dims, const std::vector<int64_t>& src_strides,
                  float* dst);
+/// The same for 16-bit elements (bfloat16).
+void StridedCopy(const uint16_t* src, const std::vector<int64_t>& dims,
+                 const std::vector<int64_t>& src_strides, uint16_t* dst);
+
+/// Whether oneDNN runs bfloat16 matrix products on this CPU's bfloat16 instructions
+/// (avx512_core_bf16 or later), rather than emulating them.
+bool NativeBFloat16();
 
 /// A memory object over `data` (oneDNN's handles are non-const even for inputs).
 dnnl::memory Wrap(const dnnl::memory::desc& md, const void* data);

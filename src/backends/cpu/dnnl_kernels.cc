@@ -139,8 +139,12 @@ KernelChoice TryDnnlKernel(int threads, const Node& node, const std::vector<Shap
   if (node.kind != NodeKind::kPrimitive || node.inst.IsTuple()) return {};
   if (node.inst.op == OpType::Transpose) return MakeDnnlTranspose(threads, node.inst, operands.at(0));
   const Epilogue* e = node.epilogue.get();
-  if (!AllFloat32(node, operands))
+  if (!AllFloat32(node, operands)) {
+    // BFloat16 products the widening pass left (widen.cc) run on the CPU's bfloat16 instructions.
+    if (e == nullptr && node.inst.op == OpType::DotGeneral && node.inst.shape.dtype() == DType::BFloat16)
+      return MakeDnnlMatmul(threads, node.inst, operands, nullptr);
     return e != nullptr ? SplitEpilogue(threads, node, operands) : KernelChoice{};
+  }
   KernelChoice k;
   if (node.inst.op == OpType::DotGeneral) {
     k = MakeDnnlMatmul(threads, node.inst, operands, e);

@@ -1,11 +1,13 @@
-// DotGeneral (Float32) as a oneDNN matmul on [B, M, K] x [B, K, N] -> [B, M, N]. Each operand's
-// batch, free and contracting axes are collapsed into one strided axis each where memory allows,
-// so transposed operands run without a copy; otherwise (or when oneDNN only offers its reference
-// implementation for the strides) the operand is transposed into per-call scratch first. The
+// DotGeneral (Float32, or BFloat16 where the CPU has bfloat16 instructions) as a oneDNN matmul on [B, M, K] x
+// [B, K, N] -> [B, M, N]. Each operand's batch, free and contracting axes are collapsed into one strided axis
+// each where memory allows, so transposed operands run without a copy; otherwise (or when oneDNN only offers
+// its reference implementation for the strides) the operand is transposed into per-call scratch first. The
 // primitive is created once here; scratch (oneDNN's user scratchpad and the copies) comes from a
 // per-thread block, so the kernel may run on several threads at once. A contraction epilogue
 // (epilogue.cc) becomes the primitive's bias and post-op. Small products run on the calling
-// thread, and narrow weight gradients through dnnl_sgemm (measured, see below).
+// thread, and narrow weight gradients through dnnl_sgemm (measured, see below). BFloat16 products
+// sum in float32 and round once, as the Float32 product between conversions they replace does
+// (widen.cc), at twice its rate (bench/matmul_bench.cc).
 
 #include <algorithm>
 #include <cstring>
@@ -95,6 +97,8 @@ struct MatmulPlan {
   /// Its bias (operand 2) is the matmul's bias; Logistic a post-op, Relu a loop after the call.
   Epilogue epilogue;
   int threads = 1;
+  /// Operands' and result's element type: f32, or bf16 (then without epilogue).
+  dnnl::memory::data_type type = dnnl::memory::data_type::f32;
   /// Runs through dnnl_sgemm instead of the primitive (see UseSgemm), with these arguments.
   bool sgemm = false;
   char trans_a = 'N', trans_b = 'N';
@@ -114,6 +118,7 @@ struct MatmulPlan {
 /// through sgemm; 1x768x32000 6.3-6.8 ms against 2.9-4.0). One unbatched row, no copies; a bias
 /// is written to the result first (beta 1) and a ReLU runs after, as the primitive's epilogue does.
 bool UseSgemm(const MatmulPlan& p) {
+  if (p.type != dnnl::memory::data_type::f32) return false;
   if (p.lhs.dims3[0] != 1 || p.lhs.copy || p.rhs.copy) return false;
   const std::vector<int64_t> ls = DescStrides(p.lhs), rs = DescStrides(p.rhs);
   const bool rhs_plain = rs[2] == 1 || rs[1] == 1;
@@ -155,10 +160,10 @@ std::vector<int64_t> FreeAxes(int64_t rank, const std::vector<int64_t>& batch,
 
 /// Creates the primitive for the plan's current copy decisions.
 dnnl::matmul::primitive_desc Describe(MatmulPlan& p) {
-  p.src = StridedDesc(p.lhs.dims3, DescStrides(p.lhs));
-  p.weights = StridedDesc(p.rhs.dims3, DescStrides(p.rhs));
+  p.src = StridedDesc(p.lhs.dims3, DescStrides(p.lhs), p.type);
+  p.weights = StridedDesc(p.rhs.dims3, DescStrides(p.rhs), p.type);
   p.dst = StridedDesc({p.lhs.dims3[0], p.lhs.dims3[1], p.rhs.dims3[2]},
-                      DenseStrides({p.lhs.dims3[0], p.lhs.dims3[1], p.rhs.dims3[2]}));
+                      DenseStrides({p.lhs.dims3[0], p.lhs.dims3[1], p.rhs.dims3[2]}), p.type);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   attr.set_post_ops(ActivationPostOps(p.epilogue));
@@ -168,6 +173,17 @@ dnnl::matmul::primitive_desc Describe(MatmulPlan& p) {
   const int64_t n = p.rhs.dims3[2];
   p.bias = StridedDesc({1, 1, n}, {n, n, 1});
   return dnnl::matmul::primitive_desc(dnnl::matmul::desc(p.src, p.weights, p.bias, p.dst), attr, Engine());
+}
+
+/// Transposes operand `v` at `from` into dense scratch `to`.
+void CopyOperand(const MatmulPlan& p, const OperandView& v, const uint8_t* from, uint8_t* to) {
+  if (p.type == dnnl::memory::data_type::bf16) {
+    StridedCopy(reinterpret_cast<const uint16_t*>(from), v.axis_dims, v.axis_strides,
+                reinterpret_cast<uint16_t*>(to));
+  } else {
+    StridedCopy(reinterpret_cast<const float*>(from), v.axis_dims, v.axis_strides,
+                reinterpret_cast<float*>(to));
+  }
 }
 
 /// Runs the plan on one call's operands.
@@ -194,13 +210,11 @@ void RunMatmul(const MatmulPlan& p, ref::Operands in, uint8_t* out) {
   const void* lhs = in[0];
   const void* rhs = in[1];
   if (p.lhs.copy) {
-    StridedCopy(reinterpret_cast<const float*>(in[0]), p.lhs.axis_dims, p.lhs.axis_strides,
-                reinterpret_cast<float*>(scratch + lhs_at));
+    CopyOperand(p, p.lhs, in[0], scratch + lhs_at);
     lhs = scratch + lhs_at;
   }
   if (p.rhs.copy) {
-    StridedCopy(reinterpret_cast<const float*>(in[1]), p.rhs.axis_dims, p.rhs.axis_strides,
-                reinterpret_cast<float*>(scratch + rhs_at));
+    CopyOperand(p, p.rhs, in[1], scratch + rhs_at);
     rhs = scratch + rhs_at;
   }
   std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, Wrap(p.src, lhs)},
@@ -229,6 +243,14 @@ KernelChoice MakeDnnlMatmul(int threads, const Instruction& inst, const std::vec
       View(rhs, {at.rhs_batch, at.rhs_contracting, FreeAxes(rhs.Rank(), at.rhs_batch, at.rhs_contracting)});
   // Empty results and empty sums are left to the reference kernel (nothing to multiply).
   if (inst.shape.Size() == 0 || plan->lhs.dims3[2] == 0) return {};
+  if (inst.shape.dtype() == DType::BFloat16) {
+    if (epilogue != nullptr || !NativeBFloat16() || lhs.dtype() != DType::BFloat16 ||
+        rhs.dtype() != DType::BFloat16)
+      return {};
+    plan->type = dnnl::memory::data_type::bf16;
+  } else if (inst.shape.dtype() != DType::Float32) {
+    return {};
+  }
   if (epilogue != nullptr) {
     plan->epilogue = *epilogue;
     // The bias must run along oneDNN's N axis: the last result axis, the right side's only free one.

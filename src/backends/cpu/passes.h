@@ -28,9 +28,11 @@ PassReport EliminateCommonSubexpressions(Module& m);
 /// OptimizationBarrier. Counts the nodes rewritten.
 PassReport Simplify(Module& m);
 
-/// Half-precision contractions (widen.cc): a DotGeneral or ConvGeneral of Float16 or BFloat16
-/// operands and result becomes ConvertDType(the Float32 contraction of converted operands), so
-/// that it runs on the Float32 kernels. Counts the contractions rewritten.
+/// Half-precision contractions and reductions (widen.cc): a DotGeneral or ConvGeneral (but a
+/// BFloat16 DotGeneral on a CPU with bfloat16 instructions), a ReduceSum/Max/Min, ReduceWindow or
+/// SelectAndScatter of Float16 or BFloat16 operands and result becomes ConvertDType(the Float32
+/// op on converted operands), so that it runs on the Float32 kernels. Counts the contractions
+/// rewritten; the log says how many reductions were.
 PassReport WidenHalfContractions(Module& m);
 
 /// Channels-last layout (layout.cc): Float32 convolutions with NCHW input and result run on NHWC

@@ -1,19 +1,38 @@
-// Half-precision contractions on the fast path: a DotGeneral or ConvGeneral whose operands and
-// result are Float16 (or all BFloat16) becomes the Float32 contraction between conversions,
-// which the elementwise pass then fuses with the operands' producers and the result's readers.
+// Half-precision contractions and reductions on the fast path: a DotGeneral or ConvGeneral, a
+// ReduceSum/Max/Min, ReduceWindow or SelectAndScatter whose operands and result are Float16 (or
+// all BFloat16) becomes the Float32 op between conversions, which the elementwise pass then fuses
+// with the operands' producers and the result's readers (a bias gradient, the sum of a BFloat16
+// result gradient over the batch, becomes one fused reduction; pooling runs on the window kernels).
 // The sums run in float32 and round once to the half type, as the backend documents for half
-// precision (ref sums in double: the two agree but for a rare last-bit tie).
+// precision (ref sums in double: the two agree but for a rare last-bit tie). A BFloat16
+// DotGeneral stays as it is on a CPU with bfloat16 instructions (avx512_core_bf16): oneDNN's
+// matmul multiplies bfloat16 operands there, summing in float32 just the same, at twice the
+// Float32 rate (dnnl_matmul.cc).
 
+#include <fmt/format.h>
+
+#include "backends/cpu/dnnl_common.h"
 #include "backends/cpu/passes.h"
 
 namespace kiln::compute::cpu {
 
 namespace {
 
-/// Whether `inst` is a contraction to widen: operands and result of one half type.
+/// Whether `op` is a reduction the Float32 kernels run (fused reductions, pooling and its
+/// gradient), which the reference kernel would otherwise run on half types.
+bool IsReduction(OpType op) {
+  return op == OpType::ReduceSum || op == OpType::ReduceMax || op == OpType::ReduceMin ||
+         op == OpType::ReduceWindow || op == OpType::SelectAndScatter;
+}
+
+/// Whether `inst` is a contraction or reduction to widen: operands and result of one half type.
 bool Widens(const Instruction& inst, const std::vector<Node>& nodes) {
-  if (inst.op != OpType::DotGeneral && inst.op != OpType::ConvGeneral) return false;
-  if (inst.IsTuple() || inst.operands.size() != 2 || !IsHalf(inst.shape.dtype())) return false;
+  const bool contraction = inst.op == OpType::DotGeneral || inst.op == OpType::ConvGeneral;
+  if (!contraction && !IsReduction(inst.op)) return false;
+  if (inst.IsTuple() || (contraction && inst.operands.size() != 2) || !IsHalf(inst.shape.dtype()))
+    return false;
+  if (inst.op == OpType::DotGeneral && inst.shape.dtype() == DType::BFloat16 && dnnl_util::NativeBFloat16())
+    return false;
   for (int o : inst.operands) {
     if (nodes[static_cast<size_t>(o)].inst.shape.dtype() != inst.shape.dtype()) return false;
   }
@@ -33,20 +52,23 @@ Instruction Convert(int x, const Shape& from, DType dtype) {
 }  // namespace
 
 PassReport WidenHalfContractions(Module& m) {
-  int widened = 0;
+  int widened = 0, reductions = 0;
   RebuildModule(m, [&](Node& node, const std::vector<int>&, std::vector<Node>& nodes) {
     if (node.kind != NodeKind::kPrimitive || node.epilogue || !Widens(node.inst, nodes)) return -1;
     const DType half = node.inst.shape.dtype();
+    const bool reduction = IsReduction(node.inst.op);
     Instruction wide = std::move(node.inst);
     for (int& o : wide.operands)
       o = AppendNode(nodes, Convert(o, nodes[static_cast<size_t>(o)].inst.shape, DType::Float32));
     wide.shape = wide.shape.WithDType(DType::Float32);
     const Shape wide_shape = wide.shape;
     const int sum = AppendNode(nodes, std::move(wide));
-    ++widened;
+    ++(reduction ? reductions : widened);
     return AppendNode(nodes, Convert(sum, wide_shape, half));
   });
-  return {widened, {}};
+  return {widened, reductions > 0
+                       ? fmt::format("  {} half-precision reductions widened to Float32\n", reductions)
+                       : std::string()};
 }
 
 }  // namespace kiln::compute::cpu
