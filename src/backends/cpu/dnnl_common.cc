@@ -69,8 +69,8 @@ dnnl::memory::desc StridedDesc(const std::vector<int64_t>& dims, const std::vect
                             dnnl::memory::dims(strides.begin(), strides.end()));
 }
 
-dnnl::memory::desc AnyDesc(const std::vector<int64_t>& dims) {
-  return dnnl::memory::desc(dnnl::memory::dims(dims.begin(), dims.end()), dnnl::memory::data_type::f32,
+dnnl::memory::desc AnyDesc(const std::vector<int64_t>& dims, dnnl::memory::data_type type) {
+  return dnnl::memory::desc(dnnl::memory::dims(dims.begin(), dims.end()), type,
                             dnnl::memory::format_tag::any);
 }
 

@@ -50,8 +50,9 @@ std::string ImplName(const dnnl::primitive_desc_base& pd);
 dnnl::memory::desc StridedDesc(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides,
                                dnnl::memory::data_type type = dnnl::memory::data_type::f32);
 
-/// A float32 memory descriptor whose layout oneDNN picks (format_tag::any).
-dnnl::memory::desc AnyDesc(const std::vector<int64_t>& dims);
+/// A memory descriptor whose layout oneDNN picks (format_tag::any), float32 unless told.
+dnnl::memory::desc AnyDesc(const std::vector<int64_t>& dims,
+                           dnnl::memory::data_type type = dnnl::memory::data_type::f32);
 
 /// Row-major (dense) strides of `dims`.
 std::vector<int64_t> DenseStrides(const std::vector<int64_t>& dims);

@@ -1,7 +1,7 @@
-// ConvGeneral (Float32) on oneDNN. Any dims layout maps to oneDNN's logical N, C, spatial axes
-// through strided memory descriptors (weights as [O, I, spatial] or [G, O/G, I/G, spatial]);
-// negative padding crops the input view. Without input dilation it is a forward convolution
-// (strides, kernel dilations - 1, low/high padding, feature groups). With input dilation and unit
+// ConvGeneral (Float32, or BFloat16 on a CPU with bfloat16 instructions) on oneDNN. Any dims layout maps to
+// oneDNN's logical N, C, spatial axes through strided memory descriptors (weights as [O, I, spatial] or [G,
+// O/G, I/G, spatial]); negative padding crops the input view. Without input dilation it is a forward
+// convolution (strides, kernel dilations - 1, low/high padding, feature groups). With input dilation and unit
 // strides it is the backward-data convolution of the forward one whose kernel is this one's,
 // spatially reversed with its feature roles swapped (the form autodiff emits for input
 // gradients); the reversed kernel is copied into per-call scratch, and result rows beyond the
@@ -64,6 +64,9 @@ struct ConvPlan {
   bool zero_output = false;
   int64_t output_bytes = 0;
   int threads = 1;
+  /// Element type of operands and result: f32, or bf16 (then without epilogue).
+  memory::data_type type = memory::data_type::f32;
+  int64_t element_bytes = 4;
   /// Forward convolutions only: the bias (operand 2) and the activation post-op.
   Epilogue epilogue;
   memory::desc bias;
@@ -326,18 +329,25 @@ void RunConv(const ConvPlan& p, ref::Operands in, uint8_t* out) {
   const size_t w_at = p.weights.reordered && !p.weight_cache ? layout.Add(p.weights.primitive.get_size()) : 0;
   const size_t out_at = p.output.reordered ? layout.Add(p.output.primitive.get_size()) : 0;
   uint8_t* scratch = Scratch(layout.total);
-  const float* x = reinterpret_cast<const float*>(in[0]) + p.input.offset;
-  const float* w = reinterpret_cast<const float*>(in[1]);
+  const uint8_t* x = in[0] + p.input.offset * p.element_bytes;
+  const uint8_t* w = in[1];
   if (p.copy_weights) {
-    StridedCopy(w + p.copy_offset, p.copy_dims, p.copy_strides, reinterpret_cast<float*>(scratch + copy_at));
-    w = reinterpret_cast<const float*>(scratch + copy_at);
+    const uint8_t* from = w + p.copy_offset * p.element_bytes;
+    if (p.type == memory::data_type::bf16) {
+      StridedCopy(reinterpret_cast<const uint16_t*>(from), p.copy_dims, p.copy_strides,
+                  reinterpret_cast<uint16_t*>(scratch + copy_at));
+    } else {
+      StridedCopy(reinterpret_cast<const float*>(from), p.copy_dims, p.copy_strides,
+                  reinterpret_cast<float*>(scratch + copy_at));
+    }
+    w = scratch + copy_at;
   }
   dnnl::stream stream(Engine());
   const void* x_ready = ReorderIn(p.input, x, scratch + in_at, scratch + pad, stream);
   const void* w_ready = p.weight_cache ? CachedWeights(p.weights, *p.weight_cache, w, scratch + pad, stream)
                                        : ReorderIn(p.weights, w, scratch + w_at, scratch + pad, stream);
   if (p.zero_output) std::memset(out, 0, static_cast<size_t>(p.output_bytes));
-  float* y_user = reinterpret_cast<float*>(out) + p.output.offset;
+  uint8_t* y_user = out + p.output.offset * p.element_bytes;
   void* y = p.output.reordered ? static_cast<void*>(scratch + out_at) : static_cast<void*>(y_user);
   std::unordered_map<int, memory> args{{p.input.arg, Wrap(p.input.primitive, x_ready)},
                                        {p.weights.arg, Wrap(p.weights.primitive, w_ready)},
@@ -391,6 +401,16 @@ KernelChoice MakeDnnlConv(int threads, const Instruction& inst, const std::vecto
   if (y.Size() == 0 || x.Size() == 0 || k.Size() == 0) return {};
   auto plan = std::make_shared<ConvPlan>();
   plan->threads = threads;
+  if (y.dtype() == DType::BFloat16) {
+    if (epilogue != nullptr || !NativeBFloat16() || x.dtype() != DType::BFloat16 ||
+        k.dtype() != DType::BFloat16)
+      return {};
+    plan->type = memory::data_type::bf16;
+    plan->element_bytes = 2;
+  } else if (y.dtype() != DType::Float32) {
+    return {};
+  }
+  const memory::data_type type = plan->type;
   ConvShape cs;
   bool mapped = false;
   if (InputDilated(at)) {
@@ -415,10 +435,10 @@ KernelChoice MakeDnnlConv(int threads, const Instruction& inst, const std::vecto
   // Created for the team size it runs with (some implementations split work by it).
   const ThreadScope scope(threads);
   try {
-    plan->input.user = StridedDesc(cs.in_dims, cs.in_strides);
+    plan->input.user = StridedDesc(cs.in_dims, cs.in_strides, type);
     plan->input.offset = cs.in_offset;
-    plan->weights.user = StridedDesc(cs.w_dims, cs.w_strides);
-    plan->output.user = StridedDesc(cs.out_dims, cs.out_strides);
+    plan->weights.user = StridedDesc(cs.w_dims, cs.w_strides, type);
+    plan->output.user = StridedDesc(cs.out_dims, cs.out_strides, type);
     plan->output.offset = cs.out_offset;
     plan->output_bytes = y.ByteSize();
     // First the user's data layouts (weights in oneDNN's choice), then every layout oneDNN's. A
@@ -426,19 +446,22 @@ KernelChoice MakeDnnlConv(int threads, const Instruction& inst, const std::vecto
     // activations): its result, the weights' gradient, is the small one left to oneDNN.
     dnnl::primitive_desc pd =
         cs.kind == ConvKind::BackwardWeights
-            ? Describe(cs, plan->input.user, plan->weights.user, AnyDesc(cs.out_dims), *plan)
-            : Describe(cs, plan->input.user, AnyDesc(cs.w_dims), plan->output.user, *plan);
+            ? Describe(cs, plan->input.user, plan->weights.user, AnyDesc(cs.out_dims, type), *plan)
+            : Describe(cs, plan->input.user, AnyDesc(cs.w_dims, type), plan->output.user, *plan);
     if (IsReference(pd)) {
-      pd = Describe(cs, AnyDesc(cs.in_dims), AnyDesc(cs.w_dims), AnyDesc(cs.out_dims), *plan);
+      pd = Describe(cs, AnyDesc(cs.in_dims, type), AnyDesc(cs.w_dims, type), AnyDesc(cs.out_dims, type),
+                    *plan);
     } else if (cs.kind == ConvKind::Forward && ImplName(pd).find("gemm") != std::string::npos) {
       // On the user's layouts oneDNN fell back to im2col and a matrix product (channels-first
       // data, as imported ONNX models have): its direct kernels on its own blocked layouts are
       // faster even with the reorders in and out (PP-OCR models, bench/onnx_vs_ort.py: 1.6x to
       // 1.7x at batch 1).
-      dnnl::primitive_desc blocked =
-          Describe(cs, AnyDesc(cs.in_dims), AnyDesc(cs.w_dims), AnyDesc(cs.out_dims), *plan);
+      dnnl::primitive_desc blocked = Describe(cs, AnyDesc(cs.in_dims, type), AnyDesc(cs.w_dims, type),
+                                              AnyDesc(cs.out_dims, type), *plan);
       if (ImplName(blocked).find("gemm") == std::string::npos && !IsReference(blocked)) pd = blocked;
     }
+    // A BFloat16 convolution oneDNN only has a reference kernel for is widened instead (widen.cc).
+    if (type == memory::data_type::bf16 && IsReference(pd)) return {};
     const bool bwd_data = cs.kind == ConvKind::BackwardData,
                bwd_weights = cs.kind == ConvKind::BackwardWeights;
     plan->input.arg = bwd_data ? DNNL_ARG_DIFF_DST : DNNL_ARG_SRC;

@@ -140,9 +140,12 @@ KernelChoice TryDnnlKernel(int threads, const Node& node, const std::vector<Shap
   if (node.inst.op == OpType::Transpose) return MakeDnnlTranspose(threads, node.inst, operands.at(0));
   const Epilogue* e = node.epilogue.get();
   if (!AllFloat32(node, operands)) {
-    // BFloat16 products the widening pass left (widen.cc) run on the CPU's bfloat16 instructions.
-    if (e == nullptr && node.inst.op == OpType::DotGeneral && node.inst.shape.dtype() == DType::BFloat16)
-      return MakeDnnlMatmul(threads, node.inst, operands, nullptr);
+    // BFloat16 contractions the widening pass left (widen.cc) run on the bfloat16 instructions.
+    if (e == nullptr && node.inst.shape.dtype() == DType::BFloat16) {
+      if (node.inst.op == OpType::DotGeneral) return MakeDnnlMatmul(threads, node.inst, operands, nullptr);
+      if (node.inst.op == OpType::ConvGeneral)
+        return MakeDnnlConv(threads, node.inst, operands, nullptr, node.constant_kernel);
+    }
     return e != nullptr ? SplitEpilogue(threads, node, operands) : KernelChoice{};
   }
   KernelChoice k;

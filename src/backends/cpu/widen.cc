@@ -5,13 +5,15 @@
 // result gradient over the batch, becomes one fused reduction; pooling runs on the window kernels).
 // The sums run in float32 and round once to the half type, as the backend documents for half
 // precision (ref sums in double: the two agree but for a rare last-bit tie). A BFloat16
-// DotGeneral stays as it is on a CPU with bfloat16 instructions (avx512_core_bf16): oneDNN's
-// matmul multiplies bfloat16 operands there, summing in float32 just the same, at twice the
-// Float32 rate (dnnl_matmul.cc).
+// DotGeneral or ConvGeneral stays as it is on a CPU with bfloat16 instructions (avx512_core_bf16):
+// oneDNN multiplies bfloat16 operands there, summing in float32 just the same, at up to twice the
+// Float32 rate (dnnl_matmul.cc, dnnl_conv.cc); a convolution form it has no such kernel for is
+// widened.
 
 #include <fmt/format.h>
 
 #include "backends/cpu/dnnl_common.h"
+#include "backends/cpu/dnnl_kernels.h"
 #include "backends/cpu/passes.h"
 
 namespace kiln::compute::cpu {
@@ -25,14 +27,23 @@ bool IsReduction(OpType op) {
          op == OpType::ReduceWindow || op == OpType::SelectAndScatter;
 }
 
+/// Whether oneDNN runs BFloat16 contraction `inst` on the CPU's bfloat16 instructions (a matmul
+/// always does there; a convolution unless it only has a reference kernel for its form).
+bool RunsInBFloat16(const Instruction& inst, const std::vector<Node>& nodes) {
+  if (!dnnl_util::NativeBFloat16()) return false;
+  if (inst.op == OpType::DotGeneral) return true;
+  std::vector<Shape> operands;
+  for (int o : inst.operands) operands.push_back(nodes[static_cast<size_t>(o)].inst.shape);
+  return MakeDnnlConv(1, inst, operands, nullptr, false).kernel != nullptr;
+}
+
 /// Whether `inst` is a contraction or reduction to widen: operands and result of one half type.
 bool Widens(const Instruction& inst, const std::vector<Node>& nodes) {
   const bool contraction = inst.op == OpType::DotGeneral || inst.op == OpType::ConvGeneral;
   if (!contraction && !IsReduction(inst.op)) return false;
   if (inst.IsTuple() || (contraction && inst.operands.size() != 2) || !IsHalf(inst.shape.dtype()))
     return false;
-  if (inst.op == OpType::DotGeneral && inst.shape.dtype() == DType::BFloat16 && dnnl_util::NativeBFloat16())
-    return false;
+  if (contraction && inst.shape.dtype() == DType::BFloat16 && RunsInBFloat16(inst, nodes)) return false;
   for (int o : inst.operands) {
     if (nodes[static_cast<size_t>(o)].inst.shape.dtype() != inst.shape.dtype()) return false;
   }
