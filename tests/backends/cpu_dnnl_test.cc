@@ -356,6 +356,34 @@ TEST(CpuDnnl, ConvGradientsRunOnDnnl) {
   }
 }
 
+/// Runs `program` on a fresh cpu backend (2 threads) with KILN_CPU_DUMP on; `dump` gets what
+/// its compiler printed.
+std::vector<Tensor> RunDumped(const std::shared_ptr<const compute::Program>& program,
+                              const std::vector<Tensor>& inputs, std::string& dump) {
+  setenv("KILN_CPU_DUMP", "1", 1);
+  const compute::BackendPtr cpu = compute::NewWithConfig("cpu:threads=2");
+  unsetenv("KILN_CPU_DUMP");
+  ::testing::internal::CaptureStderr();
+  std::vector<Tensor> got = RunProgram(cpu, program, inputs);
+  dump = ::testing::internal::GetCapturedStderr();
+  return got;
+}
+
+/// Expects a Float32 result computed in half type `half` within one unit in the last place of
+/// `half` (relative) of ref's; returns how many elements differ at all (rounding ties).
+int64_t ExpectWithinHalfUlp(const Tensor& got, const Tensor& want, DType half, const std::string& what) {
+  const double ulp = half == DType::Float16 ? 1.0 / 1024 : 1.0 / 128;
+  const std::vector<float> gv = got.ToVector<float>(), wv = want.ToVector<float>();
+  EXPECT_EQ(gv.size(), wv.size()) << what;
+  int64_t differ = 0;
+  for (size_t j = 0; j < std::min(gv.size(), wv.size()); ++j) {
+    EXPECT_LE(std::abs(double{gv[j]} - wv[j]), ulp * std::abs(double{wv[j]}) + 1e-6)
+        << what << " element " << j;
+    differ += gv[j] != wv[j] ? 1 : 0;
+  }
+  return differ;
+}
+
 TEST(CpuDnnl, HalfPrecisionContractionsRunOnDnnl) {
   // Float16 matmuls and convolutions (forward and both gradients) become the Float32 contraction
   // between conversions; BFloat16 ones run on oneDNN's bfloat16 kernels on a CPU with bfloat16
@@ -379,25 +407,12 @@ TEST(CpuDnnl, HalfPrecisionContractionsRunOnDnnl) {
     for (graph::Node n : {mm, y, grads[0], grads[1]}) outs.push_back(graph::ConvertDType(n, DType::Float32));
     std::shared_ptr<const compute::Program> program = g.Build(outs);
     const std::vector<Tensor> inputs = {Random(as, rng), Random(bs, rng), Random(xs, rng), Random(ks, rng)};
-    setenv("KILN_CPU_DUMP", "1", 1);
-    const compute::BackendPtr cpu = compute::NewWithConfig("cpu:threads=2");
-    unsetenv("KILN_CPU_DUMP");
-    ::testing::internal::CaptureStderr();
-    const std::vector<Tensor> got = RunProgram(cpu, program, inputs);
-    const std::string dump = ::testing::internal::GetCapturedStderr();
+    std::string dump;
+    const std::vector<Tensor> got = RunDumped(program, inputs, dump);
     const std::vector<Tensor> want = RunProgram(Ref(), program, inputs);
-    // One unit in the last place of the half type, relative to the value.
-    const double ulp = half == DType::Float16 ? 1.0 / 1024 : 1.0 / 128;
     for (size_t i = 0; i < got.size(); ++i) {
-      const std::vector<float> gv = got[i].ToVector<float>(), wv = want[i].ToVector<float>();
-      ASSERT_EQ(gv.size(), wv.size());
-      int64_t differ = 0;
-      for (size_t j = 0; j < gv.size(); ++j) {
-        EXPECT_LE(std::abs(double{gv[j]} - wv[j]), ulp * std::abs(double{wv[j]}) + 1e-6)
-            << "output " << i << " element " << j;
-        differ += gv[j] != wv[j] ? 1 : 0;
-      }
-      EXPECT_LE(differ * 50, static_cast<int64_t>(gv.size())) << "output " << i;  // ties are rare
+      const int64_t differ = ExpectWithinHalfUlp(got[i], want[i], half, fmt::format("output {}", i));
+      EXPECT_LE(differ * 50, got[i].shape().Size()) << "output " << i;  // ties are rare
     }
     const bool native = half == DType::BFloat16 && compute::cpu::dnnl_util::NativeBFloat16();
     EXPECT_NE(dump.find(fmt::format("{} half-precision contractions widened to Float32", native ? 0 : 4)),
@@ -419,20 +434,6 @@ TEST(CpuDnnl, HalfPrecisionContractionsRunOnDnnl) {
   }
 }
 
-/// Element-wise comparison of a BFloat16 result (converted to Float32) with ref's: within one unit in the
-/// last place of BFloat16 (relative), and equal but for rare rounding ties.
-void ExpectBFloat16Close(const Tensor& got, const Tensor& want, const std::string& what) {
-  const std::vector<float> gv = got.ToVector<float>(), wv = want.ToVector<float>();
-  ASSERT_EQ(gv.size(), wv.size()) << what;
-  int64_t differ = 0;
-  for (size_t j = 0; j < gv.size(); ++j) {
-    EXPECT_LE(std::abs(double{gv[j]} - wv[j]), std::abs(double{wv[j]}) / 128 + 1e-6)
-        << what << " element " << j;
-    differ += gv[j] != wv[j] ? 1 : 0;
-  }
-  EXPECT_LE(differ * 20, static_cast<int64_t>(gv.size())) << what;
-}
-
 TEST(CpuDnnl, HalfPrecisionReductionsRunOnFloat32Kernels) {
   // A bias gradient (ReduceSum over the batch), a ReduceMax, max pooling and its gradient
   // (ReduceWindow, SelectAndScatter) in Float16 and BFloat16 run as the Float32 kernels between
@@ -451,21 +452,11 @@ TEST(CpuDnnl, HalfPrecisionReductionsRunOnFloat32Kernels) {
       outs.push_back(graph::ConvertDType(n, DType::Float32));
     std::shared_ptr<const compute::Program> program = g.Build(outs);
     const std::vector<Tensor> inputs = {Random(ds, rng), Random(xs, rng)};
-    setenv("KILN_CPU_DUMP", "1", 1);
-    const compute::BackendPtr cpu = compute::NewWithConfig("cpu:threads=2");
-    unsetenv("KILN_CPU_DUMP");
-    ::testing::internal::CaptureStderr();
-    const std::vector<Tensor> got = RunProgram(cpu, program, inputs);
-    const std::string dump = ::testing::internal::GetCapturedStderr();
+    std::string dump;
+    const std::vector<Tensor> got = RunDumped(program, inputs, dump);
     const std::vector<Tensor> want = RunProgram(Ref(), program, inputs);
-    const double ulp = half == DType::Float16 ? 1.0 / 1024 : 1.0 / 128;
-    for (size_t i = 0; i < got.size(); ++i) {
-      const std::vector<float> gv = got[i].ToVector<float>(), wv = want[i].ToVector<float>();
-      ASSERT_EQ(gv.size(), wv.size());
-      for (size_t j = 0; j < gv.size(); ++j)
-        ASSERT_LE(std::abs(double{gv[j]} - wv[j]), ulp * std::abs(double{wv[j]}) + 1e-6)
-            << "output " << i << " element " << j;
-    }
+    for (size_t i = 0; i < got.size(); ++i)
+      ExpectWithinHalfUlp(got[i], want[i], half, fmt::format("output {}", i));
     EXPECT_NE(dump.find("half-precision reductions widened to Float32"), std::string::npos) << dump;
     EXPECT_EQ(dump.find("kernel ref"), std::string::npos) << dump;
   }
@@ -504,13 +495,11 @@ TEST(CpuDnnl, BFloat16MatmulsRunOnBFloat16Instructions) {
                               at);
     std::shared_ptr<const compute::Program> program = g.Build({graph::ConvertDType(out, DType::Float32)});
     const std::vector<Tensor> inputs = {Random(as, rng), Random(bs, rng)};
-    setenv("KILN_CPU_DUMP", "1", 1);
-    const compute::BackendPtr cpu = compute::NewWithConfig("cpu:threads=2");
-    unsetenv("KILN_CPU_DUMP");
-    ::testing::internal::CaptureStderr();
-    const Tensor got = RunProgram(cpu, program, inputs)[0];
-    const std::string dump = ::testing::internal::GetCapturedStderr();
-    ExpectBFloat16Close(got, RunProgram(Ref(), program, inputs)[0], what);
+    std::string dump;
+    const Tensor got = RunDumped(program, inputs, dump)[0];
+    const int64_t differ =
+        ExpectWithinHalfUlp(got, RunProgram(Ref(), program, inputs)[0], DType::BFloat16, what);
+    EXPECT_LE(differ * 20, got.shape().Size()) << what;  // ties are rare
     EXPECT_NE(dump.find("0 half-precision contractions widened"), std::string::npos) << what << dump;
     // brg:avx512_core_bf16, or gemm:jit (its bfloat16 gemm) for a strided batch; never ref.
     const size_t kernel = dump.find("kernel dnnl.matmul[");
