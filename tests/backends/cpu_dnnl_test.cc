@@ -426,10 +426,14 @@ TEST(CpuDnnl, HalfPrecisionContractionsRunOnDnnl) {
       ++dnnl;
     EXPECT_EQ(dnnl, 4) << dump;
     EXPECT_NE(dump.find("kernel dnnl.conv_bwd_weights"), std::string::npos) << dump;
-    if (native) {
-      for (const char* kernel : {"dnnl.matmul[brg:avx512_core_bf16]", "dnnl.conv[brgconv:avx512_core_bf16]",
-                                 "dnnl.conv_bwd_weights[jit_bf16:avx512_core_bf16]"})
-        EXPECT_NE(dump.find(kernel), std::string::npos) << kernel << "\n" << dump;
+    if (native) {  // Each a bfloat16 kernel (avx512_core_bf16 here; AMX on CPUs that have it).
+      for (const char* kernel :
+           {"kernel dnnl.matmul[", "kernel dnnl.conv[", "kernel dnnl.conv_bwd_weights["}) {
+        const size_t at = dump.find(kernel);
+        ASSERT_NE(at, std::string::npos) << kernel << "\n" << dump;
+        const std::string impl = dump.substr(at, dump.find(']', at) - at);
+        EXPECT_TRUE(impl.find("bf16") != std::string::npos || impl.find("amx") != std::string::npos) << impl;
+      }
     }
   }
 }
@@ -501,11 +505,11 @@ TEST(CpuDnnl, BFloat16MatmulsRunOnBFloat16Instructions) {
         ExpectWithinHalfUlp(got, RunProgram(Ref(), program, inputs)[0], DType::BFloat16, what);
     EXPECT_LE(differ * 20, got.shape().Size()) << what;  // ties are rare
     EXPECT_NE(dump.find("0 half-precision contractions widened"), std::string::npos) << what << dump;
-    // brg:avx512_core_bf16, or gemm:jit (its bfloat16 gemm) for a strided batch; never ref.
+    // brg:avx512_core_bf16 (or _amx), or gemm:jit (its bfloat16 gemm) for a strided batch; never ref.
     const size_t kernel = dump.find("kernel dnnl.matmul[");
     ASSERT_NE(kernel, std::string::npos) << what << dump;
     const std::string impl = dump.substr(kernel + 19, dump.find(']', kernel) - kernel - 19);
-    EXPECT_TRUE(impl == "brg:avx512_core_bf16" || impl == "gemm:jit") << what << ": " << impl;
+    EXPECT_TRUE(impl.rfind("brg:avx512_core_", 0) == 0 || impl == "gemm:jit") << what << ": " << impl;
   }
 }
 
