@@ -73,6 +73,13 @@ def rows():
     for m in ("mlp", "cnn"):
         out.append(dict(case=f"train_trainer/{m}", unit="examples/s", kiln=("counter", "examples/s", 1),
                         higher=True, torch=False, limit=f"train/{m}", limit_name="graph-only row"))
+    # bfloat16: the product on the CPU's bfloat16 instructions and mixed-precision training, each
+    # against its float32 row (issue targets: 1.5x and 1.3x).
+    out.append(dict(case="matmul_half/bf16_sq2048", unit="GFLOP/s", kiln=gflops, higher=True, torch=False,
+                    limit="matmul/sq2048", limit_name="Float32 product"))
+    for m in ("mlp", "cnn"):
+        out.append(dict(case=f"train_trainer/{m}_bf16", unit="examples/s", kiln=("counter", "examples/s", 1),
+                        higher=True, torch=False, limit=f"train_trainer/{m}", limit_name="float32 Trainer row"))
     for m in ("mlp", "cnn"):
         for b in (256, 1):
             out.append(dict(case=f"infer/{m}_b{b}", unit="examples/s", kiln=("counter", "examples/s", 1),
