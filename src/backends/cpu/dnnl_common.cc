@@ -119,14 +119,14 @@ void StridedCopyOf(const T* src, const std::vector<int64_t>& dims, const std::ve
 
 }  // namespace
 
-void StridedCopy(const float* src, const std::vector<int64_t>& dims, const std::vector<int64_t>& src_strides,
-                 float* dst) {
-  StridedCopyOf(src, dims, src_strides, dst);
-}
-
-void StridedCopy(const uint16_t* src, const std::vector<int64_t>& dims,
-                 const std::vector<int64_t>& src_strides, uint16_t* dst) {
-  StridedCopyOf(src, dims, src_strides, dst);
+void StridedCopy(const uint8_t* src, const std::vector<int64_t>& dims,
+                 const std::vector<int64_t>& src_strides, dnnl::memory::data_type type, uint8_t* dst) {
+  if (type == dnnl::memory::data_type::bf16) {
+    StridedCopyOf(reinterpret_cast<const uint16_t*>(src), dims, src_strides,
+                  reinterpret_cast<uint16_t*>(dst));
+  } else {
+    StridedCopyOf(reinterpret_cast<const float*>(src), dims, src_strides, reinterpret_cast<float*>(dst));
+  }
 }
 
 bool NativeBFloat16() {
@@ -137,6 +137,15 @@ bool NativeBFloat16() {
     return (isa & bf16) == bf16;
   }();
   return native;
+}
+
+std::optional<dnnl::memory::data_type> ContractionType(const Shape& a, const Shape& b, const Shape& result,
+                                                       bool epilogue) {
+  const DType t = result.dtype();
+  if (a.dtype() != t || b.dtype() != t) return std::nullopt;
+  if (t == DType::Float32) return dnnl::memory::data_type::f32;
+  if (t == DType::BFloat16 && !epilogue && NativeBFloat16()) return dnnl::memory::data_type::bf16;
+  return std::nullopt;
 }
 
 dnnl::memory Wrap(const dnnl::memory::desc& md, const void* data) {

@@ -5,8 +5,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <dnnl.hpp>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "kiln/core/shape.h"
 
 namespace kiln::compute::cpu::dnnl_util {
 
@@ -58,16 +61,19 @@ dnnl::memory::desc AnyDesc(const std::vector<int64_t>& dims,
 std::vector<int64_t> DenseStrides(const std::vector<int64_t>& dims);
 
 /// Copies the box `dims` of `src` (element i at src + sum(i_a * src_strides[a]); strides may be
-/// negative) into `dst`, dense row-major.
-void StridedCopy(const float* src, const std::vector<int64_t>& dims, const std::vector<int64_t>& src_strides,
-                 float* dst);
-/// The same for 16-bit elements (bfloat16).
-void StridedCopy(const uint16_t* src, const std::vector<int64_t>& dims,
-                 const std::vector<int64_t>& src_strides, uint16_t* dst);
+/// negative, in elements) into `dst`, dense row-major; elements of `type` (f32 or bf16).
+void StridedCopy(const uint8_t* src, const std::vector<int64_t>& dims,
+                 const std::vector<int64_t>& src_strides, dnnl::memory::data_type type, uint8_t* dst);
 
 /// Whether oneDNN runs bfloat16 matrix products on this CPU's bfloat16 instructions
 /// (avx512_core_bf16 or later), rather than emulating them.
 bool NativeBFloat16();
+
+/// The oneDNN element type of a matmul or convolution with operands `a`, `b` and result
+/// `result`: f32 for Float32 ones; bf16 for BFloat16 ones without an epilogue on a CPU with
+/// bfloat16 instructions (NativeBFloat16); nullopt for any other (left to other kernels).
+std::optional<dnnl::memory::data_type> ContractionType(const Shape& a, const Shape& b, const Shape& result,
+                                                       bool epilogue);
 
 /// A memory object over `data` (oneDNN's handles are non-const even for inputs).
 dnnl::memory Wrap(const dnnl::memory::desc& md, const void* data);

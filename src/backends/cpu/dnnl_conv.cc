@@ -66,7 +66,6 @@ struct ConvPlan {
   int threads = 1;
   /// Element type of operands and result: f32, or bf16 (then without epilogue).
   memory::data_type type = memory::data_type::f32;
-  int64_t element_bytes = 4;
   /// Forward convolutions only: the bias (operand 2) and the activation post-op.
   Epilogue epilogue;
   memory::desc bias;
@@ -329,17 +328,11 @@ void RunConv(const ConvPlan& p, ref::Operands in, uint8_t* out) {
   const size_t w_at = p.weights.reordered && !p.weight_cache ? layout.Add(p.weights.primitive.get_size()) : 0;
   const size_t out_at = p.output.reordered ? layout.Add(p.output.primitive.get_size()) : 0;
   uint8_t* scratch = Scratch(layout.total);
-  const uint8_t* x = in[0] + p.input.offset * p.element_bytes;
+  const auto element = static_cast<int64_t>(memory::data_type_size(p.type));
+  const uint8_t* x = in[0] + p.input.offset * element;
   const uint8_t* w = in[1];
   if (p.copy_weights) {
-    const uint8_t* from = w + p.copy_offset * p.element_bytes;
-    if (p.type == memory::data_type::bf16) {
-      StridedCopy(reinterpret_cast<const uint16_t*>(from), p.copy_dims, p.copy_strides,
-                  reinterpret_cast<uint16_t*>(scratch + copy_at));
-    } else {
-      StridedCopy(reinterpret_cast<const float*>(from), p.copy_dims, p.copy_strides,
-                  reinterpret_cast<float*>(scratch + copy_at));
-    }
+    StridedCopy(w + p.copy_offset * element, p.copy_dims, p.copy_strides, p.type, scratch + copy_at);
     w = scratch + copy_at;
   }
   dnnl::stream stream(Engine());
@@ -347,7 +340,7 @@ void RunConv(const ConvPlan& p, ref::Operands in, uint8_t* out) {
   const void* w_ready = p.weight_cache ? CachedWeights(p.weights, *p.weight_cache, w, scratch + pad, stream)
                                        : ReorderIn(p.weights, w, scratch + w_at, scratch + pad, stream);
   if (p.zero_output) std::memset(out, 0, static_cast<size_t>(p.output_bytes));
-  uint8_t* y_user = out + p.output.offset * p.element_bytes;
+  uint8_t* y_user = out + p.output.offset * element;
   void* y = p.output.reordered ? static_cast<void*>(scratch + out_at) : static_cast<void*>(y_user);
   std::unordered_map<int, memory> args{{p.input.arg, Wrap(p.input.primitive, x_ready)},
                                        {p.weights.arg, Wrap(p.weights.primitive, w_ready)},
@@ -401,16 +394,9 @@ KernelChoice MakeDnnlConv(int threads, const Instruction& inst, const std::vecto
   if (y.Size() == 0 || x.Size() == 0 || k.Size() == 0) return {};
   auto plan = std::make_shared<ConvPlan>();
   plan->threads = threads;
-  if (y.dtype() == DType::BFloat16) {
-    if (epilogue != nullptr || !NativeBFloat16() || x.dtype() != DType::BFloat16 ||
-        k.dtype() != DType::BFloat16)
-      return {};
-    plan->type = memory::data_type::bf16;
-    plan->element_bytes = 2;
-  } else if (y.dtype() != DType::Float32) {
-    return {};
-  }
-  const memory::data_type type = plan->type;
+  const std::optional<memory::data_type> element_type = ContractionType(x, k, y, epilogue != nullptr);
+  if (!element_type) return {};
+  const memory::data_type type = plan->type = *element_type;
   ConvShape cs;
   bool mapped = false;
   if (InputDilated(at)) {

@@ -175,17 +175,6 @@ dnnl::matmul::primitive_desc Describe(MatmulPlan& p) {
   return dnnl::matmul::primitive_desc(dnnl::matmul::desc(p.src, p.weights, p.bias, p.dst), attr, Engine());
 }
 
-/// Transposes operand `v` at `from` into dense scratch `to`.
-void CopyOperand(const MatmulPlan& p, const OperandView& v, const uint8_t* from, uint8_t* to) {
-  if (p.type == dnnl::memory::data_type::bf16) {
-    StridedCopy(reinterpret_cast<const uint16_t*>(from), v.axis_dims, v.axis_strides,
-                reinterpret_cast<uint16_t*>(to));
-  } else {
-    StridedCopy(reinterpret_cast<const float*>(from), v.axis_dims, v.axis_strides,
-                reinterpret_cast<float*>(to));
-  }
-}
-
 /// Runs the plan on one call's operands.
 void RunMatmul(const MatmulPlan& p, ref::Operands in, uint8_t* out) {
   SetThreads(p.threads);
@@ -210,11 +199,11 @@ void RunMatmul(const MatmulPlan& p, ref::Operands in, uint8_t* out) {
   const void* lhs = in[0];
   const void* rhs = in[1];
   if (p.lhs.copy) {
-    CopyOperand(p, p.lhs, in[0], scratch + lhs_at);
+    StridedCopy(in[0], p.lhs.axis_dims, p.lhs.axis_strides, p.type, scratch + lhs_at);
     lhs = scratch + lhs_at;
   }
   if (p.rhs.copy) {
-    CopyOperand(p, p.rhs, in[1], scratch + rhs_at);
+    StridedCopy(in[1], p.rhs.axis_dims, p.rhs.axis_strides, p.type, scratch + rhs_at);
     rhs = scratch + rhs_at;
   }
   std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, Wrap(p.src, lhs)},
@@ -243,14 +232,10 @@ KernelChoice MakeDnnlMatmul(int threads, const Instruction& inst, const std::vec
       View(rhs, {at.rhs_batch, at.rhs_contracting, FreeAxes(rhs.Rank(), at.rhs_batch, at.rhs_contracting)});
   // Empty results and empty sums are left to the reference kernel (nothing to multiply).
   if (inst.shape.Size() == 0 || plan->lhs.dims3[2] == 0) return {};
-  if (inst.shape.dtype() == DType::BFloat16) {
-    if (epilogue != nullptr || !NativeBFloat16() || lhs.dtype() != DType::BFloat16 ||
-        rhs.dtype() != DType::BFloat16)
-      return {};
-    plan->type = dnnl::memory::data_type::bf16;
-  } else if (inst.shape.dtype() != DType::Float32) {
-    return {};
-  }
+  const std::optional<dnnl::memory::data_type> type =
+      ContractionType(lhs, rhs, inst.shape, epilogue != nullptr);
+  if (!type) return {};
+  plan->type = *type;
   if (epilogue != nullptr) {
     plan->epilogue = *epilogue;
     // The bias must run along oneDNN's N axis: the last result axis, the right side's only free one.
@@ -272,6 +257,8 @@ KernelChoice MakeDnnlMatmul(int threads, const Instruction& inst, const std::vec
       plan->rhs.copy = plan->rhs.copy || !IsDense(plan->rhs);
       pd = Describe(*plan);
     }
+    // A BFloat16 product oneDNN only has a reference kernel for is widened instead (widen.cc).
+    if (plan->type == dnnl::memory::data_type::bf16 && IsReference(pd)) return {};
     plan->scratchpad = pd.scratchpad_desc();
     plan->primitive = dnnl::matmul(pd);
     std::string name = "dnnl.matmul[" + ImplName(pd) + "]";

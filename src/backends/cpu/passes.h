@@ -29,7 +29,7 @@ PassReport EliminateCommonSubexpressions(Module& m);
 PassReport Simplify(Module& m);
 
 /// Half-precision contractions and reductions (widen.cc): a DotGeneral or ConvGeneral (but a
-/// BFloat16 DotGeneral on a CPU with bfloat16 instructions), a ReduceSum/Max/Min, ReduceWindow or
+/// BFloat16 one oneDNN runs on the CPU's bfloat16 instructions), a ReduceSum/Max/Min, ReduceWindow or
 /// SelectAndScatter of Float16 or BFloat16 operands and result becomes ConvertDType(the Float32
 /// op on converted operands), so that it runs on the Float32 kernels. Counts the contractions
 /// rewritten; the log says how many reductions were.

@@ -27,14 +27,16 @@ bool IsReduction(OpType op) {
          op == OpType::ReduceWindow || op == OpType::SelectAndScatter;
 }
 
-/// Whether oneDNN runs BFloat16 contraction `inst` on the CPU's bfloat16 instructions (a matmul
-/// always does there; a convolution unless it only has a reference kernel for its form).
+/// Whether oneDNN runs BFloat16 contraction `inst` on the CPU's bfloat16 instructions: the
+/// kernel the backend would pick exists (none without those instructions, nor for a form oneDNN
+/// only has a reference kernel for).
 bool RunsInBFloat16(const Instruction& inst, const std::vector<Node>& nodes) {
   if (!dnnl_util::NativeBFloat16()) return false;
-  if (inst.op == OpType::DotGeneral) return true;
   std::vector<Shape> operands;
   for (int o : inst.operands) operands.push_back(nodes[static_cast<size_t>(o)].inst.shape);
-  return MakeDnnlConv(1, inst, operands, nullptr, false).kernel != nullptr;
+  const KernelChoice k = inst.op == OpType::DotGeneral ? MakeDnnlMatmul(1, inst, operands, nullptr)
+                                                       : MakeDnnlConv(1, inst, operands, nullptr, false);
+  return k.kernel != nullptr;
 }
 
 /// Whether `inst` is a contraction or reduction to widen: operands and result of one half type.
