@@ -9,12 +9,16 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/fused_simd.h"
 #include "backends/cpu/ggml_matmul.h"
+#include "backends/cpu/int8_dot.h"
 #include "backends/cpu/kernels.h"
 #include "kiln/kiln.h"
 #include "kiln/ml/quantized.h"
@@ -135,6 +139,179 @@ TEST(QuantMatmul, MatchesTheReferenceOnEveryTarget) {
   });
 }
 
+// ---- Integer dot products with int8 activations (int8_dot.cc) ------------------------------------
+
+using kiln::compute::cpu::Int8DotIsa;
+
+/// The instruction sets of the integer dot products this CPU runs: plain C++ always, then AVX2's
+/// and VNNI's where it has them.
+std::vector<Int8DotIsa> Int8DotIsasHere() {
+  std::vector<Int8DotIsa> isas = {Int8DotIsa::kScalar};
+  const Int8DotIsa best = kiln::compute::cpu::CurrentInt8DotIsa();
+  if (best != Int8DotIsa::kScalar) isas.push_back(Int8DotIsa::kAvx2);
+  if (best == Int8DotIsa::kAvx512Vnni) isas.push_back(best);
+  return isas;
+}
+
+TEST(Int8Dot, ActivationsQuantizeAsDefinedOnEveryInstructionSet) {
+  const int64_t m = 3, k = 128;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0, 2);
+  std::vector<float> x(static_cast<size_t>(m * k));
+  for (float& v : x) v = normal(rng);
+  for (int64_t l = 32; l < 64; ++l) x[static_cast<size_t>(l)] = 0;  // Row 0, block 1: d = 0.
+  x[static_cast<size_t>(k + 70)] = NAN;                             // Row 1, block 2.
+  x[static_cast<size_t>(2 * k + 100)] = -INFINITY;                  // Row 2, block 3.
+  for (int64_t l = 0; l < 32; ++l)
+    x[static_cast<size_t>(2 * k + l)] = static_cast<float>(l - 16) / 2;  // Ties.
+  kiln::compute::cpu::Q8Rows want;
+  for (Int8DotIsa isa : Int8DotIsasHere()) {
+    SCOPED_TRACE(kiln::compute::cpu::Int8DotIsaName(isa));
+    kiln::compute::cpu::Q8Rows got;
+    kiln::compute::cpu::QuantizeRowsQ8(x.data(), m, k, isa, got);
+    ASSERT_EQ(got.blocks, k / 32);
+    for (int64_t r = 0; r < m; ++r) {
+      for (int64_t b = 0; b < k / 32; ++b) {
+        const size_t at = static_cast<size_t>(r * got.blocks + b);
+        const float* xb = x.data() + r * k + b * 32;
+        float amax = 0;
+        bool finite = true;
+        for (int l = 0; l < 32; ++l) {
+          finite = finite && std::isfinite(xb[l]);
+          amax = std::max(amax, std::abs(xb[l]));
+        }
+        int32_t sum = 0;
+        for (int l = 0; l < 32; ++l) {
+          const int q = got.q[at * 32 + static_cast<size_t>(l)];
+          sum += q;
+          if (!finite) {
+            ASSERT_EQ(q, 0);
+            continue;
+          }
+          const float d = amax / 127;
+          const float scaled = d == 0 ? 0.0f : xb[l] * (1 / d);
+          // Nearest integer, ties to even.
+          const float lower = std::floor(scaled), frac = scaled - lower;
+          const float nearest =
+              frac > 0.5f || (frac == 0.5f && std::fmod(lower, 2.0f) != 0) ? lower + 1 : lower;
+          ASSERT_EQ(q, static_cast<int>(nearest)) << "row " << r << " element " << b * 32 + l;
+          ASSERT_LE(std::abs(q), 127);
+        }
+        EXPECT_EQ(got.sum[at], sum);
+        if (finite)
+          EXPECT_EQ(got.d[at], amax / 127) << r << ", " << b;
+        else
+          EXPECT_TRUE(std::isnan(got.d[at])) << r << ", " << b;
+      }
+    }
+    if (isa == Int8DotIsa::kScalar) {
+      want = got;
+      continue;
+    }
+    EXPECT_EQ(got.q, want.q);
+    EXPECT_EQ(got.sum, want.sum);
+    EXPECT_EQ(std::memcmp(got.d.data(), want.d.data(), got.d.size() * sizeof(float)), 0);
+  }
+}
+
+TEST(Int8Dot, GGMLProductsMatchTheDefinitionWithTheSameBitsOnEveryInstructionSet) {
+  namespace cpu = kiln::compute::cpu;
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (int type : {cpu::kGGMLQ4_0, cpu::kGGMLQ8_0}) {
+    for (const auto& [m, k, n] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+             {1, 32, 1}, {1, 256, 9}, {2, 96, 6}, {3, 64, 13}, {5, 128, 8}, {7, 32, 5}, {11, 160, 4}}) {
+      const std::string what = std::string(type == cpu::kGGMLQ4_0 ? "Q4_0" : "Q8_0") + " m " +
+                               std::to_string(m) + " k " + std::to_string(k) + " n " + std::to_string(n);
+      const int64_t bytes = cpu::GGMLBlockBytesOf(type), nb = k / 32;
+      std::vector<uint8_t> w(static_cast<size_t>(n * nb * bytes));
+      for (uint8_t& b : w) b = static_cast<uint8_t>(rng() & 0xFF);
+      for (int64_t blk = 0; blk < n * nb; ++blk) {  // A float16 scale at the start of each block.
+        const uint16_t half = kiln::detail::FloatToHalfBits(0.02f * u(rng));
+        std::memcpy(w.data() + blk * bytes, &half, 2);
+      }
+      std::vector<float> x(static_cast<size_t>(m * k));
+      for (float& v : x) v = 3 * u(rng);
+      cpu::Q8Rows xq;
+      cpu::QuantizeRowsQ8(x.data(), m, k, Int8DotIsa::kScalar, xq);
+      // The definition in double: Σ_b dw · dx · Σ_l w · q, with w the block's signed value.
+      std::vector<double> want(static_cast<size_t>(m * n)), size(want.size());
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t j = 0; j < n; ++j)
+          for (int64_t b = 0; b < nb; ++b) {
+            const uint8_t* block = w.data() + (j * nb + b) * bytes;
+            uint16_t half;
+            std::memcpy(&half, block, 2);
+            int64_t dot = 0;
+            for (int l = 0; l < 32; ++l) {
+              const int v = type == cpu::kGGMLQ4_0
+                                ? (l < 16 ? block[2 + l] & 0x0F : block[2 + l - 16] >> 4) - 8
+                                : static_cast<int8_t>(block[2 + l]);
+              dot += v * xq.q[static_cast<size_t>((r * nb + b) * 32 + l)];
+            }
+            const double term = static_cast<double>(kiln::detail::HalfBitsToFloat(half)) *
+                                xq.d[static_cast<size_t>(r * nb + b)] * static_cast<double>(dot);
+            want[static_cast<size_t>(r * n + j)] += term;
+            size[static_cast<size_t>(r * n + j)] += std::abs(term);
+          }
+      std::vector<float> first;
+      for (Int8DotIsa isa : Int8DotIsasHere()) {
+        std::vector<float> y(static_cast<size_t>(m * n), NAN);
+        cpu::GGMLMatmul p{nullptr, m, k, n, w.data(), type, y.data()};
+        const int64_t split = n / 2;  // Two column ranges, as two threads run them.
+        cpu::RunGGMLInt8(p, xq, 0, split, isa);
+        cpu::RunGGMLInt8(p, xq, split, n, isa);
+        for (size_t i = 0; i < y.size(); ++i)
+          ASSERT_NEAR(y[i], want[i], 1e-6 * (1 + size[i]))
+              << what << " on " << cpu::Int8DotIsaName(isa) << " at " << i;
+        if (first.empty())
+          first = y;
+        else
+          EXPECT_EQ(std::memcmp(y.data(), first.data(), y.size() * sizeof(float)), 0)
+              << what << ": " << cpu::Int8DotIsaName(isa) << " and scalar differ";
+      }
+    }
+  }
+}
+
+TEST(Int8Dot, NonFiniteActivationsGiveNaN) {
+  namespace cpu = kiln::compute::cpu;
+  const int64_t k = 64, n = 4;
+  std::vector<uint8_t> w(static_cast<size_t>(n * 2 * 34), 1);
+  for (int64_t blk = 0; blk < n * 2; ++blk) {
+    const uint16_t half = kiln::detail::FloatToHalfBits(0.5f);
+    std::memcpy(w.data() + blk * 34, &half, 2);
+  }
+  std::vector<float> x(static_cast<size_t>(2 * k), 1.0f);
+  x[40] = INFINITY;  // Row 0 only.
+  for (Int8DotIsa isa : Int8DotIsasHere()) {
+    cpu::Q8Rows xq;
+    cpu::QuantizeRowsQ8(x.data(), 2, k, isa, xq);
+    std::vector<float> y(static_cast<size_t>(2 * n));
+    cpu::GGMLMatmul p{nullptr, 2, k, n, w.data(), cpu::kGGMLQ8_0, y.data()};
+    cpu::RunGGMLInt8(p, xq, 0, n, isa);
+    for (int64_t j = 0; j < n; ++j) {
+      EXPECT_TRUE(std::isnan(y[static_cast<size_t>(j)])) << cpu::Int8DotIsaName(isa);
+      EXPECT_EQ(y[static_cast<size_t>(n + j)], 0.5f * 64) << cpu::Int8DotIsaName(isa);  // d · Σ 1 · 1.
+    }
+  }
+}
+
+TEST(Int8Dot, InstructionSetFollowsTheSimdTargetInForce) {
+  namespace cpu = kiln::compute::cpu;
+  const Int8DotIsa best = cpu::CurrentInt8DotIsa();
+  cpu::ForEachFusedSimdTarget([&](const char* target) {
+    const std::string name = target;
+    const Int8DotIsa isa = cpu::CurrentInt8DotIsa();
+    if (name.rfind("AVX3", 0) == 0)
+      EXPECT_EQ(isa, best) << name;
+    else if (name == "AVX2")
+      EXPECT_EQ(isa, best == Int8DotIsa::kScalar ? Int8DotIsa::kScalar : Int8DotIsa::kAvx2) << name;
+    else
+      EXPECT_EQ(isa, Int8DotIsa::kScalar) << name;
+  });
+}
+
 // ---- The Composite -------------------------------------------------------------------------------
 
 struct CompositeCase {
@@ -166,6 +343,8 @@ TEST(QuantMatmul, QuantizedDenseRunsTheKernelWhereItApplies) {
   };
   const int64_t k = 256;
   compute::BackendPtr cpu = compute::NewWithConfig("cpu:threads=2,serial_work=0");
+  compute::BackendPtr cpu_float =
+      compute::NewWithConfig("cpu:threads=2,serial_work=0,int8_activations=false");
   compute::BackendPtr ref = compute::NewWithConfig("ref");
   auto* cpu_backend = dynamic_cast<compute::cpu::CpuBackend*>(cpu.get());
   ASSERT_NE(cpu_backend, nullptr);
@@ -201,12 +380,36 @@ TEST(QuantMatmul, QuantizedDenseRunsTheKernelWhereItApplies) {
         return exec.Call1(x).ToVector<float>();
       };
       const std::vector<float> want = run(ref);
+      // Q4_0 and Q8_0 at few rows quantize x to int8 in blocks of 32 (int8_dot.h): each output
+      // may move by at most Σ_i |W[i, j]| · (the half step of x[i]'s block), max|x| / 254.
+      const bool int8 = (c.scheme == Scheme::Q4_0 || c.scheme == Scheme::Q8_0) && x.shape().Size() / k < 12;
+      std::vector<double> bound(want.size());
+      if (int8) {
+        const std::vector<float> xv = x.ToVector<float>(), wd = quant::Dequantize(q).ToVector<float>();
+        for (size_t i = 0; i < want.size(); ++i) {
+          const int64_t r = static_cast<int64_t>(i) / c.n, j = static_cast<int64_t>(i) % c.n;
+          for (int64_t b = 0; b < k; b += 32) {
+            double amax = 0, wsum = 0;
+            for (int64_t l = b; l < b + 32; ++l) {
+              amax = std::max(amax, static_cast<double>(std::abs(xv[static_cast<size_t>(r * k + l)])));
+              wsum += std::abs(wd[static_cast<size_t>(l * c.n + j)]);
+            }
+            bound[i] += amax / 254 * wsum;
+          }
+        }
+      }
       compute::cpu::ForEachFusedSimdTarget([&](const char* target) {  // Each kernel on every target.
         const std::vector<float> got = run(cpu);
         ASSERT_EQ(got.size(), want.size()) << what;
         for (size_t i = 0; i < want.size(); ++i)
-          ASSERT_NEAR(got[i], want[i], 1e-4 * (1 + std::abs(want[i])))
+          ASSERT_NEAR(got[i], want[i], bound[i] * 1.0001 + 1e-4 * (1 + std::abs(want[i])))
               << what << " on " << target << " element " << i;
+        if (!int8) return;
+        // With int8_activations=false x stays float, as close to ref as every other kernel.
+        const std::vector<float> exact = run(cpu_float);
+        for (size_t i = 0; i < want.size(); ++i)
+          ASSERT_NEAR(exact[i], want[i], 1e-4 * (1 + std::abs(want[i])))
+              << what << " (float activations) on " << target << " element " << i;
       });
     }
   }

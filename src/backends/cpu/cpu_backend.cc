@@ -142,21 +142,25 @@ BackendInfo CpuBackendInfo() {
   std::vector<std::string> variants;
   const std::vector<cpu::SimdTarget> targets = cpu::SimdTargets();
   for (size_t i = 1; i < targets.size(); ++i) variants.push_back("cpu:simd=" + targets[i].name);
-  return {"cpu",
-          "optimising CPU compiler: fused SIMD kernels, oneDNN matmul and convolution, a memory plan per "
-          "executable",
-          {{"threads",
-            "threads in all (default: OpenMP's count, $OMP_NUM_THREADS or the cores; under mpirun the cores "
-            "divided by the processes on the node)"},
-           {"devices", "devices the threads are split into, each with its own team (default 1)"},
-           {"fusion", "true (default) or false: fuse chains of elementwise ops into one kernel"},
-           {"simd", SimdOptionText()},
-           {"serial_work",
-            "programs with less work than this per sizeable kernel (multiply-adds plus elements; default "
-            "8388608 under OMP_WAIT_POLICY=PASSIVE, else 524288; 0: none) run on the calling thread"},
-           {"dynamic_cache",
-            "concrete executables a program with dynamic axes keeps, one per input signature (default 32)"}},
-          variants};
+  return {
+      "cpu",
+      "optimising CPU compiler: fused SIMD kernels, oneDNN matmul and convolution, a memory plan per "
+      "executable",
+      {{"threads",
+        "threads in all (default: OpenMP's count, $OMP_NUM_THREADS or the cores; under mpirun the cores "
+        "divided by the processes on the node)"},
+       {"devices", "devices the threads are split into, each with its own team (default 1)"},
+       {"fusion", "true (default) or false: fuse chains of elementwise ops into one kernel"},
+       {"simd", SimdOptionText()},
+       {"serial_work",
+        "programs with less work than this per sizeable kernel (multiply-adds plus elements; default "
+        "8388608 under OMP_WAIT_POLICY=PASSIVE, else 524288; 0: none) run on the calling thread"},
+       {"int8_activations",
+        "true (default) or false: quantized products (ggml Q4_0, Q8_0) at few rows of x quantize x to int8 "
+        "in blocks of 32, as ggml does, and run integer dot products; false keeps x in float"},
+       {"dynamic_cache",
+        "concrete executables a program with dynamic axes keeps, one per input signature (default 32)"}},
+      variants};
 }
 
 BackendPtr NewCpuBackend(BackendOptions& options) {
@@ -182,6 +186,7 @@ BackendPtr NewCpuBackend(BackendOptions& options) {
   }
   o.serial_work = options.TakeInt("serial_work", static_cast<int>(cpu::DefaultSerialWork()));
   if (o.serial_work < 0) detail::Throw("backend \"cpu\": serial_work={} must be at least 0", o.serial_work);
+  o.int8_activations = options.TakeBool("int8_activations", true);
   o.dynamic_cache = options.TakeInt("dynamic_cache", kDefaultDynamicCache);
   if (o.dynamic_cache < 1)
     detail::Throw("backend \"cpu\": dynamic_cache={} must be at least 1", o.dynamic_cache);

@@ -26,6 +26,9 @@ struct Options {
   int devices = 1;     ///< Devices (`devices=N`): each runs executions with its own team of `threads`.
   bool fusion = true;  ///< Fuse elementwise chains (false: one kernel per op).
   bool simd = true;    ///< SIMD kernels (false: their scalar form, `simd=scalar`).
+  /// Quantized products at few rows of x quantize x to int8 for integer dot products, as ggml
+  /// does (`int8_activations=false`: x stays float; int8_dot.h).
+  bool int8_activations = true;
   /// The Highway target the SIMD kernels run on (`simd=avx2`...; simd_target.h), 0: the best.
   int64_t simd_target = 0;
   bool dump = false;  ///< Print the optimised program and the fusion decisions ($KILN_CPU_DUMP).

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backends/cpu/ggml_matmul.h"
+#include "backends/cpu/int8_dot.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/quant_matmul.h"
 #include "core/check.h"
@@ -139,13 +140,21 @@ TupleKernel MakeQuantizedMatmulKernel(CpuBackend* backend, const Instruction& in
     const int64_t chunks = (plan.n + kColumnAlign - 1) / kColumnAlign;
     const int team = static_cast<int>(std::min<int64_t>(threads, chunks));
     const bool tiled = plan.m >= kTiledRows;
+    // Q4_0 and Q8_0 at few rows: x quantized once, as ggml's Q8_0, for integer dot products.
+    const bool int8 =
+        !tiled && plan.ggml != 0 && GGMLInt8Runs(plan.ggml) && backend->options().int8_activations;
+    const Int8DotIsa isa = int8 ? CurrentInt8DotIsa() : Int8DotIsa::kScalar;
+    Q8Rows xq;
+    if (int8) QuantizeRowsQ8(x, plan.m, plan.k, isa, xq);
     std::atomic<int> failed{0};  // A sgemm status, raised after the threads join.
     auto run = [&](int64_t id, int64_t count) {
       const int64_t b = std::min(plan.n, chunks * id / count * kColumnAlign);
       const int64_t e = std::min(plan.n, chunks * (id + 1) / count * kColumnAlign);
       if (b >= e) return;
       if (!tiled) {
-        if (plan.ggml != 0) {
+        if (int8) {
+          RunGGMLInt8(g, xq, b, e, isa);
+        } else if (plan.ggml != 0) {
           RunGGMLMatmul(g, b, e);
         } else {
           std::vector<float> scratch(static_cast<size_t>(plan.m * (e - b)));
