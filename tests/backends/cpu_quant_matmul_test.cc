@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <iostream>
 #include <limits>
 #include <random>
 #include <tuple>
@@ -274,6 +275,121 @@ TEST(Int8Dot, GGMLProductsMatchTheDefinitionWithTheSameBitsOnEveryInstructionSet
   }
 }
 
+TEST(Int8Dot, Int8WeightProductsMatchTheDefinitionWithTheSameBitsOnEveryInstructionSet) {
+  namespace cpu = kiln::compute::cpu;
+  struct LinearCase {
+    int64_t m, k, n, block;
+    bool zero, bias;
+    int64_t split;  ///< Where the two column ranges meet.
+  };
+  const std::vector<LinearCase> cases = {
+      {1, 64, 64, 64, false, false, 32},   {1, 256, 130, 256, false, true, 64},
+      {2, 128, 100, 32, true, false, 40},  {3, 96, 64, 32, true, true, 0},
+      {5, 128, 200, 64, false, false, 72}, {11, 64, 33, 64, true, false, 1},
+  };
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (const LinearCase& c : cases) {
+    const std::string what = "m " + std::to_string(c.m) + " k " + std::to_string(c.k) + " n " +
+                             std::to_string(c.n) + " block " + std::to_string(c.block) +
+                             (c.zero ? " zero" : "") + (c.bias ? " bias" : "");
+    std::vector<uint8_t> q(static_cast<size_t>(c.k * c.n));
+    for (uint8_t& b : q) b = static_cast<uint8_t>(rng() & 0xFF);
+    std::vector<float> scale(static_cast<size_t>(c.k / c.block * c.n)), zero(scale.size()),
+        bias(static_cast<size_t>(c.n));
+    for (float& v : scale) v = 0.001f + 0.01f * std::abs(u(rng));
+    for (float& v : zero) v = 0.05f * u(rng);
+    for (float& v : bias) v = u(rng);
+    std::vector<float> x(static_cast<size_t>(c.m * c.k));
+    for (float& v : x) v = 2 * u(rng);
+    LinearQuantMatmul p;
+    p.x = x.data();
+    p.m = c.m;
+    p.k = c.k;
+    p.n = c.n;
+    p.q = q.data();
+    p.scale = scale.data();
+    p.zero = c.zero ? zero.data() : nullptr;
+    p.block = c.block;
+    p.bias = c.bias ? bias.data() : nullptr;
+    ASSERT_TRUE(cpu::LinearInt8Runs(p));
+    cpu::Q8Rows xq;
+    cpu::QuantizeRowsQ8(x.data(), c.m, c.k, Int8DotIsa::kScalar, xq);
+    const std::vector<float> xsum = cpu::BlockSumsOf(p);
+    // The definition in double: Σ_i s · w · dx · q + z · xsum, + bias.
+    std::vector<double> want(static_cast<size_t>(c.m * c.n)), size(want.size());
+    for (int64_t r = 0; r < c.m; ++r)
+      for (int64_t j = 0; j < c.n; ++j) {
+        double y = c.bias ? bias[static_cast<size_t>(j)] : 0.0, mag = std::abs(y);
+        for (int64_t i = 0; i < c.k; ++i) {
+          const size_t s = static_cast<size_t>((i / c.block) * c.n + j);
+          const double term =
+              static_cast<double>(scale[s]) * static_cast<int8_t>(q[static_cast<size_t>(i * c.n + j)]) *
+              xq.d[static_cast<size_t>(r * xq.blocks + i / 32)] * xq.q[static_cast<size_t>(r * c.k + i)];
+          y += term;
+          mag += std::abs(term);
+        }
+        if (c.zero)
+          for (int64_t b = 0; b < c.k / c.block; ++b) {
+            const double term = static_cast<double>(zero[static_cast<size_t>(b * c.n + j)]) *
+                                xsum[static_cast<size_t>(r * (c.k / c.block) + b)];
+            y += term;
+            mag += std::abs(term);
+          }
+        want[static_cast<size_t>(r * c.n + j)] = y;
+        size[static_cast<size_t>(r * c.n + j)] = mag;
+      }
+    std::vector<float> first;
+    for (Int8DotIsa isa : Int8DotIsasHere()) {
+      std::vector<float> y(static_cast<size_t>(c.m * c.n), NAN);
+      p.y = y.data();
+      cpu::RunLinearInt8(p, xq, c.zero ? xsum.data() : nullptr, 0, c.split, isa);
+      cpu::RunLinearInt8(p, xq, c.zero ? xsum.data() : nullptr, c.split, c.n, isa);
+      for (size_t i = 0; i < y.size(); ++i)
+        ASSERT_NEAR(y[i], want[i], 1e-6 * (1 + size[i]))
+            << what << " on " << cpu::Int8DotIsaName(isa) << " at " << i;
+      if (first.empty())
+        first = y;
+      else
+        EXPECT_EQ(std::memcmp(y.data(), first.data(), y.size() * sizeof(float)), 0)
+            << what << ": " << cpu::Int8DotIsaName(isa) << " and scalar differ";
+    }
+  }
+}
+
+TEST(Int8Dot, OutputErrorAgainstFloat32StaysWithinTheQuantizationBars) {
+  // One row of x (the integer path) through random weights: the output's relative error against
+  // nn::Dense with the float32 weights, weights' and activations' rounding together; the bars are
+  // 1e-2 for int8 per channel and 0.12 for the 4-bit schemes.
+  using namespace kiln;
+  using quant::Scheme;
+  const Tensor w = kiln::test::NormalTensor({512, 96}, 21, 0.05f);
+  const Tensor x = kiln::test::NormalTensor({1, 512}, 22, 1.0f);
+  compute::BackendPtr cpu = compute::NewWithConfig("cpu");
+  graph::Exec dense =
+      graph::NewExec(cpu, [&](graph::Node xn) { return nn::Dense(xn, graph::Const(xn.graph(), w)); });
+  const std::vector<float> want = dense.Call1(x).ToVector<float>();
+  for (const auto& [scheme, bar] : std::vector<std::pair<Scheme, double>>{{Scheme::Int8, 1e-2},
+                                                                          {Scheme::Int8Asymmetric, 1e-2},
+                                                                          {Scheme::Q8_0, 1e-2},
+                                                                          {Scheme::Q4_0, 0.12}}) {
+    const quant::Quantized q = quant::Quantize(w, scheme);
+    graph::Exec exec = graph::NewExec(cpu, [&](graph::Node xn) {
+      return nn::QuantizedDense(xn, q.WeightsIn(xn.graph()), q.QuantizationIn(xn.graph()));
+    });
+    const std::vector<float> got = exec.Call1(x).ToVector<float>();
+    double num = 0, den = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      num += (got[i] - want[i]) * (got[i] - want[i]);
+      den += want[i] * want[i];
+    }
+    const double err = std::sqrt(num / den);
+    std::cout << quant::SchemeName(scheme) << ": output relative error " << err << "\n";
+    EXPECT_LT(err, bar) << quant::SchemeName(scheme);
+    EXPECT_GT(err, 0) << quant::SchemeName(scheme);
+  }
+}
+
 TEST(Int8Dot, NonFiniteActivationsGiveNaN) {
   namespace cpu = kiln::compute::cpu;
   const int64_t k = 64, n = 4;
@@ -382,10 +498,23 @@ TEST(QuantMatmul, QuantizedDenseRunsTheKernelWhereItApplies) {
       const std::vector<float> want = run(ref);
       // Q4_0 and Q8_0 at few rows quantize x to int8 in blocks of 32 (int8_dot.h): each output
       // may move by at most Σ_i |W[i, j]| · (the half step of x[i]'s block), max|x| / 254.
-      const bool int8 = (c.scheme == Scheme::Q4_0 || c.scheme == Scheme::Q8_0) && x.shape().Size() / k < 12;
+      // So do int8 weights whose blocks of scales are whole blocks of 32; their bound counts
+      // |W - zero point|, the part x is multiplied by in integers.
+      const bool int8_weights = (c.scheme == Scheme::Int8 || c.scheme == Scheme::Int8Asymmetric) &&
+                                c.axis == 0 && (c.block == 0 || c.block % 32 == 0);
+      const bool int8 =
+          (c.scheme == Scheme::Q4_0 || c.scheme == Scheme::Q8_0 || int8_weights) && x.shape().Size() / k < 12;
       std::vector<double> bound(want.size());
       if (int8) {
-        const std::vector<float> xv = x.ToVector<float>(), wd = quant::Dequantize(q).ToVector<float>();
+        const std::vector<float> xv = x.ToVector<float>();
+        std::vector<float> wd = quant::Dequantize(q).ToVector<float>();
+        if (q.zero_points.Ok()) {
+          const std::vector<float> z = q.zero_points.ToVector<float>();
+          for (size_t i = 0; i < wd.size(); ++i)
+            wd[i] -= z[(i / static_cast<size_t>(c.n)) / static_cast<size_t>(q.block_size) *
+                           static_cast<size_t>(c.n) +
+                       i % static_cast<size_t>(c.n)];
+        }
         for (size_t i = 0; i < want.size(); ++i) {
           const int64_t r = static_cast<int64_t>(i) / c.n, j = static_cast<int64_t>(i) % c.n;
           for (int64_t b = 0; b < k; b += 32) {

@@ -103,7 +103,51 @@ void RunGGMLScalar(const GGMLMatmul& p, const Q8Rows& x, int64_t n_begin, int64_
   }
 }
 
+/// One column of LinearQuantMatmul's product, as the x86 forms compute each lane.
+void LinearColumnScalar(const LinearQuantMatmul& p, const Q8Rows& x, const float* xsum, int64_t j,
+                        int64_t r) {
+  const int64_t blocks = p.k / p.block, per = p.block / kBlock;
+  float y = 0;
+  for (int64_t wb = 0; wb < blocks; ++wb) {
+    float f = 0;
+    for (int64_t a = wb * per; a < (wb + 1) * per; ++a) {
+      int32_t i = 0;
+      const int8_t* xq = x.q.data() + r * x.k + a * kBlock;
+      for (int64_t l = 0; l < kBlock; ++l) i += static_cast<int8_t>(p.q[(a * kBlock + l) * p.n + j]) * xq[l];
+      f = std::fma(static_cast<float>(i), x.d[static_cast<size_t>(r * x.blocks + a)], f);
+    }
+    y = std::fma(f, p.scale[wb * p.n + j], y);
+    if (p.zero != nullptr) y = std::fma(p.zero[wb * p.n + j], xsum[r * blocks + wb], y);
+  }
+  p.y[r * p.n + j] = p.bias != nullptr ? y + p.bias[j] : y;
+}
+
 }  // namespace
+
+std::vector<float> BlockSumsOf(const LinearQuantMatmul& p) {
+  const int64_t blocks = p.k / p.block;
+  std::vector<float> out(static_cast<size_t>(p.m * blocks));
+  for (int64_t r = 0; r < p.m; ++r)
+    for (int64_t b = 0; b < blocks; ++b) {
+      float s = 0;
+      for (int64_t i = b * p.block; i < (b + 1) * p.block; ++i) s += p.x[r * p.k + i];
+      out[static_cast<size_t>(r * blocks + b)] = s;
+    }
+  return out;
+}
+
+void RunLinearInt8(const LinearQuantMatmul& p, const Q8Rows& x, const float* xsum, int64_t n_begin,
+                   int64_t n_end, Int8DotIsa isa) {
+  int64_t j = n_begin;
+#if KILN_INT8_X86
+  if (isa == Int8DotIsa::kAvx512Vnni) j = int8_vnni::RunLinear(p, x, xsum, n_begin, n_end);
+  if (isa == Int8DotIsa::kAvx2) j = int8_avx2::RunLinear(p, x, xsum, n_begin, n_end);
+#else
+  (void)isa;
+#endif
+  for (; j < n_end; ++j)
+    for (int64_t r = 0; r < x.m; ++r) LinearColumnScalar(p, x, xsum, j, r);
+}
 
 Int8DotIsa CurrentInt8DotIsa() {
 #if KILN_INT8_X86

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backends/cpu/ggml_matmul.h"
+#include "backends/cpu/quant_matmul.h"
 
 namespace kiln::compute::cpu {
 
@@ -44,5 +45,20 @@ void RunGGMLInt8(const GGMLMatmul& p, const Q8Rows& x, int64_t n_begin, int64_t 
 
 /// Whether RunGGMLInt8 runs this block type (Q4_0 and Q8_0).
 inline bool GGMLInt8Runs(int type) { return type == kGGMLQ4_0 || type == kGGMLQ8_0; }
+
+/// Whether RunLinearInt8 runs these weights: int8 (not 4-bit, not NF4) whose blocks of scales
+/// along K are whole blocks of x (a multiple of 32 rows; per channel: K itself).
+inline bool LinearInt8Runs(const LinearQuantMatmul& p) {
+  return !p.four_bit && p.table == nullptr && p.block > 0 && p.block % 32 == 0 && p.k % p.block == 0;
+}
+
+/// x's sums over each block of W's rows [m, k / block] (float, in order), for the zero points.
+std::vector<float> BlockSumsOf(const LinearQuantMatmul& p);
+
+/// LinearQuantMatmul's product for columns [n_begin, n_end) with x from QuantizeRowsQ8 (p.x is
+/// not read): y[r, j] = Σ_blocks (s · Σ_(x blocks in it) dx · Σ_l w · q + z · xsum) + bias;
+/// `xsum` from BlockSumsOf when p.zero is set, else nullptr.
+void RunLinearInt8(const LinearQuantMatmul& p, const Q8Rows& x, const float* xsum, int64_t n_begin,
+                   int64_t n_end, Int8DotIsa isa);
 
 }  // namespace kiln::compute::cpu

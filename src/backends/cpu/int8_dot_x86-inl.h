@@ -155,4 +155,133 @@ inline void RunGGML(const GGMLMatmul& p, const Q8Rows& x, int64_t n_begin, int64
     Run<kGGMLQ8_0>(p, x, n_begin, n_end);
 }
 
+// ---- Int8 weights [k, n] (LinearQuantMatmul) ---------------------------------------------------
+
+/// Four rows of W (`stride` apart) at 32 columns as lanes of four bytes, one from each row:
+/// t[0] holds columns 0-3 and 16-19, t[1] 4-7 and 20-23, t[2] 8-11 and 24-27, t[3] 12-15 and
+/// 28-31 (the unpacks work within 128-bit halves). VNNI's operands are the unsigned w + 128.
+inline void Interleave4(const uint8_t* row, int64_t stride, __m256i t[4]) {
+  __m256i r0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row));
+  __m256i r1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + stride));
+  __m256i r2 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * stride));
+  __m256i r3 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 3 * stride));
+#if KILN_INT8_VNNI
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+  r0 = _mm256_xor_si256(r0, flip);
+  r1 = _mm256_xor_si256(r1, flip);
+  r2 = _mm256_xor_si256(r2, flip);
+  r3 = _mm256_xor_si256(r3, flip);
+#endif
+  const __m256i lo01 = _mm256_unpacklo_epi8(r0, r1), hi01 = _mm256_unpackhi_epi8(r0, r1);
+  const __m256i lo23 = _mm256_unpacklo_epi8(r2, r3), hi23 = _mm256_unpackhi_epi8(r2, r3);
+  t[0] = _mm256_unpacklo_epi16(lo01, lo23);
+  t[1] = _mm256_unpackhi_epi16(lo01, lo23);
+  t[2] = _mm256_unpacklo_epi16(hi01, hi23);
+  t[3] = _mm256_unpackhi_epi16(hi01, hi23);
+}
+
+/// acc + Σ over each lane's four bytes of w · x (x the same four bytes in every lane): VNNI on
+/// w + 128 (the block's start takes off 128 · Σx), AVX2 on |w| and x with w's sign.
+inline __m256i DotWeights(__m256i acc, __m256i t, __m256i x) {
+#if KILN_INT8_VNNI
+  return _mm256_dpbusd_epi32(acc, t, x);
+#else
+  return DotU8S8(acc, _mm256_abs_epi8(t), _mm256_sign_epi8(x, t));
+#endif
+}
+
+/// One block of 32 rows of W (block `a` of x) at columns [j, j + 32 P), rows [r0, r0 + R) of x:
+/// exact int32 sums per column, times x's block scale, added into `f` (rows `stride` apart,
+/// in Interleave4's lane order).
+template <int R, int P>
+void BlockPanel(const LinearQuantMatmul& p, const Q8Rows& x, int64_t a, int64_t j, int64_t r0, float* f,
+                int64_t stride) {
+  constexpr int U = 4 * P;  // Vectors of 8 columns.
+  const int64_t n = p.n;
+  __m256i acc[R][U];
+  for (int r = 0; r < R; ++r) {
+    const __m256i start =
+        _mm256_set1_epi32(KILN_INT8_VNNI ? -128 * x.sum[static_cast<size_t>((r0 + r) * x.blocks + a)] : 0);
+    for (int u = 0; u < U; ++u) acc[r][u] = start;
+  }
+  const uint8_t* rows = p.q + a * 32 * n + j;
+  for (int g = 0; g < 8; ++g, rows += 4 * n) {
+    __m256i t[U];
+    for (int pp = 0; pp < P; ++pp) Interleave4(rows + 32 * pp, n, t + 4 * pp);
+    for (int r = 0; r < R; ++r) {
+      int32_t four;
+      std::memcpy(&four, x.q.data() + (r0 + r) * x.k + a * 32 + 4 * g, 4);
+      const __m256i xb = _mm256_set1_epi32(four);
+      for (int u = 0; u < U; ++u) acc[r][u] = DotWeights(acc[r][u], t[u], xb);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    const __m256 dx = _mm256_set1_ps(x.d[static_cast<size_t>((r0 + r) * x.blocks + a)]);
+    float* fr = f + (r0 + r) * stride;
+    for (int u = 0; u < U; ++u)
+      _mm256_storeu_ps(fr + 8 * u,
+                       _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[r][u]), dx, _mm256_loadu_ps(fr + 8 * u)));
+  }
+}
+
+/// Rows of x per pass and 32-column panels per step: what keeps the sums in 32 (AVX-512) or 16
+/// (AVX2) registers.
+constexpr int kLinearRows = KILN_INT8_VNNI ? 2 : 1;
+constexpr int kLinearPanels = KILN_INT8_VNNI ? 2 : 1;
+
+/// Columns [n_begin, end) of y, end - n_begin the whole 32-column panels; returns `end`. W is
+/// read one block of 32 rows at a time across all the panels (rows in order: a walk down one
+/// panel would touch a page per row), each block's sums kept in float per column; at the end of
+/// each block of scales, y += s · sums (+ z · the block's sum of x).
+inline int64_t RunLinear(const LinearQuantMatmul& p, const Q8Rows& x, const float* xsum, int64_t n_begin,
+                         int64_t n_end) {
+  const int64_t width = (n_end - n_begin) / 32 * 32, m = x.m, n = p.n;
+  if (width == 0) return n_begin;
+  const int64_t blocks = p.k / p.block, per = p.block / 32;
+  std::vector<float> f(static_cast<size_t>(m * width)), y(f.size(), 0.0f);
+  constexpr int64_t kWide = 32 * kLinearPanels;
+  for (int64_t wb = 0; wb < blocks; ++wb) {
+    std::fill(f.begin(), f.end(), 0.0f);
+    for (int64_t a = wb * per; a < (wb + 1) * per; ++a) {
+      int64_t r = 0;
+      for (; r + kLinearRows <= m; r += kLinearRows) {
+        int64_t c = 0;
+        for (; c + kWide <= width; c += kWide)
+          BlockPanel<kLinearRows, kLinearPanels>(p, x, a, n_begin + c, r, f.data() + c, width);
+        for (; c < width; c += 32) BlockPanel<kLinearRows, 1>(p, x, a, n_begin + c, r, f.data() + c, width);
+      }
+      for (; r < m; ++r) {
+        int64_t c = 0;
+        for (; c + kWide <= width; c += kWide)
+          BlockPanel<1, kLinearPanels>(p, x, a, n_begin + c, r, f.data() + c, width);
+        for (; c < width; c += 32) BlockPanel<1, 1>(p, x, a, n_begin + c, r, f.data() + c, width);
+      }
+    }
+    for (int64_t r = 0; r < m; ++r) {
+      const __m256 xs = _mm256_set1_ps(xsum != nullptr ? xsum[r * blocks + wb] : 0.0f);
+      for (int64_t c = 0; c < width; c += 32) {
+        const float* t = f.data() + r * width + c;  // Back to columns in order (Interleave4's lanes).
+        const __m256 t0 = _mm256_loadu_ps(t), t1 = _mm256_loadu_ps(t + 8), t2 = _mm256_loadu_ps(t + 16),
+                     t3 = _mm256_loadu_ps(t + 24);
+        const __m256 v[4] = {_mm256_permute2f128_ps(t0, t1, 0x20), _mm256_permute2f128_ps(t2, t3, 0x20),
+                             _mm256_permute2f128_ps(t0, t1, 0x31), _mm256_permute2f128_ps(t2, t3, 0x31)};
+        for (int e = 0; e < 4; ++e) {
+          const int64_t col = wb * n + n_begin + c + 8 * e;
+          float* yv = y.data() + r * width + c + 8 * e;
+          __m256 acc = _mm256_fmadd_ps(v[e], _mm256_loadu_ps(p.scale + col), _mm256_loadu_ps(yv));
+          if (p.zero != nullptr) acc = _mm256_fmadd_ps(_mm256_loadu_ps(p.zero + col), xs, acc);
+          _mm256_storeu_ps(yv, acc);
+        }
+      }
+    }
+  }
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t c = 0; c < width; c += 8) {
+      __m256 v = _mm256_loadu_ps(y.data() + r * width + c);
+      if (p.bias != nullptr) v = _mm256_add_ps(v, _mm256_loadu_ps(p.bias + n_begin + c));
+      _mm256_storeu_ps(p.y + r * n + n_begin + c, v);
+    }
+  return n_begin + width;
+}
+
 }  // namespace KILN_INT8_NS

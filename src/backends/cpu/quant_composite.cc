@@ -141,19 +141,26 @@ TupleKernel MakeQuantizedMatmulKernel(CpuBackend* backend, const Instruction& in
     const int team = static_cast<int>(std::min<int64_t>(threads, chunks));
     const bool tiled = plan.m >= kTiledRows;
     // Q4_0 and Q8_0 at few rows: x quantized once, as ggml's Q8_0, for integer dot products.
-    const bool int8 =
-        !tiled && plan.ggml != 0 && GGMLInt8Runs(plan.ggml) && backend->options().int8_activations;
+    // int8 weights too (their x sums for zero points first, in float).
+    const bool int8 = !tiled && backend->options().int8_activations &&
+                      (plan.ggml != 0 ? GGMLInt8Runs(plan.ggml) : LinearInt8Runs(p));
     const Int8DotIsa isa = int8 ? CurrentInt8DotIsa() : Int8DotIsa::kScalar;
     Q8Rows xq;
-    if (int8) QuantizeRowsQ8(x, plan.m, plan.k, isa, xq);
+    std::vector<float> xsum;
+    if (int8) {
+      QuantizeRowsQ8(x, plan.m, plan.k, isa, xq);
+      if (plan.ggml == 0 && p.zero != nullptr) xsum = BlockSumsOf(p);
+    }
     std::atomic<int> failed{0};  // A sgemm status, raised after the threads join.
     auto run = [&](int64_t id, int64_t count) {
       const int64_t b = std::min(plan.n, chunks * id / count * kColumnAlign);
       const int64_t e = std::min(plan.n, chunks * (id + 1) / count * kColumnAlign);
       if (b >= e) return;
       if (!tiled) {
-        if (int8) {
+        if (int8 && plan.ggml != 0) {
           RunGGMLInt8(g, xq, b, e, isa);
+        } else if (int8) {
+          RunLinearInt8(p, xq, xsum.empty() ? nullptr : xsum.data(), b, e, isa);
         } else if (plan.ggml != 0) {
           RunGGMLMatmul(g, b, e);
         } else {
