@@ -101,6 +101,7 @@ class Generator {
   std::vector<Tensor> inputs_;
   std::vector<std::string> steps_;
   bool specials_ = false;  // Inputs of this graph include 0, ±inf and NaN at times.
+  bool finite_ = false;    // While set, the specials drawn are finite (1 for ±inf and NaN).
   bool large_ = false;     // Dimensions up to 40 (tiles, SIMD tails and threading engage).
 };
 
@@ -156,6 +157,7 @@ Tensor Generator::RandomTensor(const Shape& shape) {
                                       -std::numeric_limits<double>::infinity(),
                                       std::numeric_limits<double>::quiet_NaN()};
       v = kSpecials[Int(0, 5)];
+      if (finite_ && !std::isfinite(v)) v = 1.0;  // The same draws: later values are unchanged.
     }
     if (d == DType::Float32) {
       const auto f = static_cast<float>(v);
@@ -675,8 +677,12 @@ Node Generator::Composite(Node x) {
       Node c = x - graph::ReduceAndKeep(x, graph::ReduceMean, {last});
       Node var = graph::ReduceAndKeep(graph::Square(c), graph::ReduceMean, {last});
       ones.back() = x.shape().Dim(last);
-      return c * graph::Rsqrt(graph::AddScalar(var, 0.1)) * NewInput(Shape(x.dtype(), ones)) +
-             NewInput(Shape(x.dtype(), ones));
+      // A finite scale and offset: c of a constant row is exactly 0 in one summation order and a
+      // rounding error in another, and ±inf times it NaN in one and ±inf in the other.
+      finite_ = true;
+      Node scale = NewInput(Shape(x.dtype(), ones)), offset = NewInput(Shape(x.dtype(), ones));
+      finite_ = false;
+      return c * graph::Rsqrt(graph::AddScalar(var, 0.1)) * scale + offset;
     }
     default: {
       // An Adam-like update of x from moments m and v.
