@@ -1,7 +1,8 @@
 // Tests of the cpu backend's window kernels (pool_kernels.cc): ReduceWindow (Sum, Max, Min) and
 // SelectAndScatter (Max, Min) over random shapes, windows, strides, paddings and dilations, with
 // inputs full of ties, signed zeros and NaNs, give the reference backend's results bit for bit on
-// one and two threads, SIMD or scalar; so do max pooling and its gradient, channels first and last.
+// one and two threads, SIMD or scalar; so do max pooling and its gradient, channels first and last,
+// and the BFloat16 forms of Max/Min pooling and non-overlapping SelectAndScatter.
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -185,23 +186,79 @@ TEST(CpuPool, SelectAndScatterMatchesRef) {
   EXPECT_GT(overlapping, 20);
 }
 
+TEST(CpuPool, BFloat16MaxAndMinRunOnBFloat16Kernels) {
+  // The Float32 inputs become BFloat16 in the graph (ties, signed zeros and NaNs are exact there;
+  // the uniform source rounds) and the results Float32 again (exactly), compared bit for bit.
+  // Max/Min pooling and SelectAndScatter without overlapping windows run the BFloat16 kernels;
+  // overlapping SelectAndScatter has none (it is widened to Float32 when compiled).
+  std::mt19937 rng(14);
+  int overlapping = 0;
+  for (int trial = 0; trial < 120; ++trial) {
+    const Window w = RandomWindow(rng, trial % 3 == 2);
+    const Shape shape(DType::Float32, w.dims);
+    const bool reduce = trial % 2 == 0, max = trial % 4 < 2;
+    const ReduceKind kind = max ? ReduceKind::Max : ReduceKind::Min;
+    Graph g;
+    graph::Node x = graph::ConvertDType(g.Parameter(shape), DType::BFloat16);
+    std::vector<Tensor> inputs = {Ties(shape, rng, trial % 5 == 0)};
+    graph::Node y;
+    if (reduce) {
+      y = graph::ReduceWindow(x, kind, w.window, w.strides, w.padding, w.dilations, w.input_dilations);
+    } else {
+      Graph probe;
+      const Shape windows =
+          graph::ReduceWindow(probe.Parameter(shape), kind, w.window, w.strides, w.padding).shape();
+      graph::Node src = graph::ConvertDType(g.Parameter(windows), DType::BFloat16);
+      inputs.push_back(Uniform(windows, rng));
+      y = max ? graph::SelectAndScatterMax(x, src, w.window, w.strides, w.padding)
+              : graph::SelectAndScatterMin(x, src, w.window, w.strides, w.padding);
+    }
+    std::shared_ptr<const compute::Program> program = g.Build({graph::ConvertDType(y, DType::Float32)});
+    const std::string what = fmt::format("trial {} dims {} window {} strides {} dilations {}", trial, w.dims,
+                                         w.window, w.strides, w.dilations);
+    ExpectSameAsRef(program, inputs, what);
+    const OpType op = reduce ? OpType::ReduceWindow : OpType::SelectAndScatter;
+    const std::string name = PoolKernelName(*program, op);
+    bool overlap = false;  // The kernels leave it to the Float32 ones.
+    const auto& insts = program->Instructions();
+    for (const compute::Instruction& inst : insts) {
+      if (inst.op != op) continue;
+      std::vector<Shape> operands;
+      for (int o : inst.operands) operands.push_back(insts[static_cast<size_t>(o)].shape);
+      overlap = !compute::cpu::PoolKernelRunsBFloat16(inst, operands);
+    }
+    if (!reduce && overlap) {
+      EXPECT_EQ(name, "") << what;
+      ++overlapping;
+    } else {
+      EXPECT_EQ(name, reduce ? "pool.reduce_window(bf16)" : "pool.select_and_scatter(bf16)") << what;
+    }
+  }
+  EXPECT_GT(overlapping, 5);
+}
+
 /// Max pooling forward and gradient, as a CNN uses them: large enough to split across threads.
+/// `bf16`: x, the pooled values and their gradient in BFloat16 (the graph converts).
 void CheckMaxPoolGradient(const std::vector<int64_t>& dims, int window, int stride, bool same,
-                          bool channels_first, std::mt19937& rng) {
+                          bool channels_first, std::mt19937& rng, bool bf16 = false) {
   const Shape shape(DType::Float32, dims);
   Graph g;
   graph::Node x = g.Parameter(shape);
-  graph::PoolBuilder b = graph::MaxPool(x).Window(window).Strides(stride);
+  graph::Node xin = bf16 ? graph::ConvertDType(x, DType::BFloat16) : x;
+  graph::PoolBuilder b = graph::MaxPool(xin).Window(window).Strides(stride);
   if (same) b.PadSame();
   if (channels_first) b.ChannelsFirst();
   graph::Node y = b.Done();
-  graph::Node weights = g.Parameter(y.shape());
-  graph::Node loss = graph::ReduceSum(graph::Mul(y, weights));
+  graph::Node weights = g.Parameter(y.shape().WithDType(DType::Float32));
+  graph::Node loss =
+      graph::ReduceSum(graph::Mul(y, bf16 ? graph::ConvertDType(weights, DType::BFloat16) : weights));
   std::vector<graph::Node> grads = graph::Gradient(loss, {x});
-  std::shared_ptr<const compute::Program> program = g.Build({y, grads[0]});
-  const std::string what = fmt::format("dims {} window {} stride {} same {} channels_first {}", dims, window,
-                                       stride, same, channels_first);
-  ExpectSameAsRef(program, {Ties(shape, rng, false), Uniform(y.shape(), rng)}, what);
+  std::shared_ptr<const compute::Program> program =
+      g.Build({graph::ConvertDType(y, DType::Float32), grads[0]});
+  const std::string what = fmt::format("dims {} window {} stride {} same {} channels_first {} bf16 {}", dims,
+                                       window, stride, same, channels_first, bf16);
+  ExpectSameAsRef(program, {Ties(shape, rng, false), Uniform(y.shape().WithDType(DType::Float32), rng)},
+                  what);
 }
 
 TEST(CpuPool, MaxPoolGradientMatchesRef) {
@@ -213,6 +270,8 @@ TEST(CpuPool, MaxPoolGradientMatchesRef) {
     CheckMaxPoolGradient(dims, 3, 2, true, channels_first, rng);
     CheckMaxPoolGradient(dims, 3, 3, true, channels_first, rng);
     CheckMaxPoolGradient(dims, 3, 1, false, channels_first, rng);
+    CheckMaxPoolGradient(dims, 2, 2, false, channels_first, rng, /*bf16=*/true);
+    CheckMaxPoolGradient(dims, 3, 2, true, channels_first, rng, /*bf16=*/true);
   }
 }
 

@@ -80,6 +80,14 @@ inline void SelectStepScalar(bool max, const float* in, int32_t j, float* best, 
   }
 }
 
+/// An element as a float: Float32 itself, BFloat16 (its bits, the upper half of a float's) widened.
+inline float Wide(float v) { return v; }
+inline float Wide(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
+/// A float back into an element; for BFloat16 only values that came from BFloat16 elements (a
+/// max, a min, a selected value plus 0), whose lower halves are zero, so nothing rounds.
+inline void Narrow(float v, float& out) { out = v; }
+inline void Narrow(float v, uint16_t& out) { out = static_cast<uint16_t>(std::bit_cast<uint32_t>(v) >> 16); }
+
 /// Quiets signaling NaNs (x + 0 keeps the payload), as a float -> double -> float round trip does.
 inline void QuietNaNs(float* out, int64_t n) {
   for (int64_t c = 0; c < n; ++c)
@@ -112,56 +120,108 @@ HWY_INLINE V Extreme(D d, bool max, V a, V b) {
   return hn::IfThenElse(hn::IsNaN(a), a, m);
 }
 
+/// Lanes of Float32 elements, or of BFloat16 elements widened to floats (exactly).
+template <class D>
+HWY_INLINE hn::Vec<D> LoadWide(D d, const float* p) {
+  return hn::LoadU(d, p);
+}
+template <class D>
+HWY_INLINE hn::Vec<D> LoadWide(D d, const uint16_t* p) {
+  const hn::RebindToUnsigned<D> du;
+  const hn::Rebind<uint16_t, D> d16;
+  return hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d16, p))));
+}
+/// The inverse of LoadWide for values that came from such elements (pool_detail::Narrow).
+template <class D>
+HWY_INLINE void StoreNarrow(hn::Vec<D> v, D d, float* p) {
+  hn::StoreU(v, d, p);
+}
+template <class D>
+HWY_INLINE void StoreNarrow(hn::Vec<D> v, D, uint16_t* p) {
+  const hn::RebindToUnsigned<D> du;
+  const hn::RebindToSigned<D> di;
+  const hn::Rebind<uint16_t, D> d16;
+  hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di, hn::ShiftRight<16>(hn::BitCast(du, v)))), d16, p);
+}
+
 /// One window of ReduceWindow Max/Min: out[c] = the extreme of base[taps[j] + c] over j < n
-/// (n >= 1), for c < inner, accumulated in registers.
-void ExtremeWindow(bool max, const float* base, const int64_t* taps, int64_t n, float* out, int64_t inner) {
+/// (n >= 1), for c < inner, accumulated in registers (as floats; T is float or BFloat16 bits).
+template <typename T>
+HWY_INLINE void ExtremeWindowOf(bool max, const T* base, const int64_t* taps, int64_t n, T* out,
+                                int64_t inner, bool simd = true) {
   const hn::ScalableTag<float> d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   int64_t c = 0;
-  for (; c + lanes <= inner; c += lanes) {
-    auto acc = hn::LoadU(d, base + taps[0] + c);
-    for (int64_t j = 1; j < n; ++j) acc = Extreme(d, max, acc, hn::LoadU(d, base + taps[j] + c));
+  for (; simd && c + lanes <= inner; c += lanes) {
+    auto acc = LoadWide(d, base + taps[0] + c);
+    for (int64_t j = 1; j < n; ++j) acc = Extreme(d, max, acc, LoadWide(d, base + taps[j] + c));
     // A signaling NaN leaves quieted, as through the reference's double accumulator.
-    hn::StoreU(hn::IfThenElse(hn::IsNaN(acc), hn::Add(acc, hn::Zero(d)), acc), d, out + c);
+    StoreNarrow(hn::IfThenElse(hn::IsNaN(acc), hn::Add(acc, hn::Zero(d)), acc), d, out + c);
   }
-  if (c == inner) return;
-  std::memcpy(out + c, base + taps[0] + c, static_cast<size_t>(inner - c) * sizeof(float));
-  for (int64_t j = 1; j < n; ++j) pool_detail::ExtremeIntoScalar(max, base + taps[j] + c, out + c, inner - c);
-  pool_detail::QuietNaNs(out + c, inner - c);
+  for (; c < inner; ++c) {
+    float acc = pool_detail::Wide(base[taps[0] + c]);
+    for (int64_t j = 1; j < n; ++j) {
+      const float v = pool_detail::Wide(base[taps[j] + c]);
+      acc = max ? pool_detail::MaxF(acc, v) : pool_detail::MinF(acc, v);
+    }
+    pool_detail::Narrow(acc != acc ? acc + 0.0f : acc, out[c]);
+  }
+}
+
+void ExtremeWindow(bool max, const float* base, const int64_t* taps, int64_t n, float* out, int64_t inner) {
+  ExtremeWindowOf(max, base, taps, n, out, inner);
+}
+/// `simd` false: the scalar loop alone (`simd=scalar`).
+void ExtremeWindowBF16(bool max, const uint16_t* base, const int64_t* taps, int64_t n, uint16_t* out,
+                       int64_t inner, bool simd) {
+  ExtremeWindowOf(max, base, taps, n, out, inner, simd);
 }
 
 /// One window of SelectAndScatter whose taps no other window shares: for each c < inner, the
 /// first extreme tap of base[taps[j] + c] gets s[c] (s + 0, as the reference's 0.0 + s rounds),
 /// the window's other taps 0; the selection stays in registers.
-void SelectScatterWindow(bool max, const float* base, const int64_t* taps, int64_t n, const float* s,
-                         float* out, int64_t inner) {
+template <typename T>
+HWY_INLINE void SelectScatterWindowOf(bool max, const T* base, const int64_t* taps, int64_t n, const T* s,
+                                      T* out, int64_t inner, bool simd = true) {
   const hn::ScalableTag<float> d;
   const hn::RebindToSigned<decltype(d)> di;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   const auto zero = hn::Zero(d);
   int64_t c = 0;
-  for (; c + lanes <= inner; c += lanes) {
-    auto best = hn::LoadU(d, base + taps[0] + c);
+  for (; simd && c + lanes <= inner; c += lanes) {
+    auto best = LoadWide(d, base + taps[0] + c);
     auto sel = hn::Zero(di);
     for (int64_t j = 1; j < n; ++j) {
-      const auto v = hn::LoadU(d, base + taps[j] + c);
+      const auto v = LoadWide(d, base + taps[j] + c);
       const auto better = max ? hn::Gt(v, best) : hn::Lt(v, best);
       const auto take = hn::AndNot(hn::IsNaN(best), hn::Or(hn::IsNaN(v), better));
       best = hn::IfThenElse(take, v, best);
       sel = hn::IfThenElse(hn::RebindMask(di, take), hn::Set(di, static_cast<int32_t>(j)), sel);
     }
-    const auto value = hn::Add(hn::LoadU(d, s + c), zero);
+    const auto value = hn::Add(LoadWide(d, s + c), zero);
     for (int64_t j = 0; j < n; ++j) {
       const auto mine = hn::RebindMask(d, hn::Eq(sel, hn::Set(di, static_cast<int32_t>(j))));
-      hn::StoreU(hn::IfThenElse(mine, value, zero), d, out + taps[j] + c);
+      StoreNarrow(hn::IfThenElse(mine, value, zero), d, out + taps[j] + c);
     }
   }
   for (; c < inner; ++c) {
     int64_t sel = 0;
     for (int64_t j = 1; j < n; ++j)
-      if (pool_detail::Takes(max, base[taps[j] + c], base[taps[sel] + c])) sel = j;
-    for (int64_t j = 0; j < n; ++j) out[taps[j] + c] = j == sel ? s[c] + 0.0f : 0.0f;
+      if (pool_detail::Takes(max, pool_detail::Wide(base[taps[j] + c]),
+                             pool_detail::Wide(base[taps[sel] + c])))
+        sel = j;
+    for (int64_t j = 0; j < n; ++j)
+      pool_detail::Narrow(j == sel ? pool_detail::Wide(s[c]) + 0.0f : 0.0f, out[taps[j] + c]);
   }
+}
+
+void SelectScatterWindow(bool max, const float* base, const int64_t* taps, int64_t n, const float* s,
+                         float* out, int64_t inner) {
+  SelectScatterWindowOf(max, base, taps, n, s, out, inner);
+}
+void SelectScatterWindowBF16(bool max, const uint16_t* base, const int64_t* taps, int64_t n,
+                             const uint16_t* s, uint16_t* out, int64_t inner, bool simd) {
+  SelectScatterWindowOf(max, base, taps, n, s, out, inner, simd);
 }
 
 void SelectStep(bool max, const float* in, int32_t j, float* best, int32_t* sel, int64_t n) {
@@ -191,6 +251,8 @@ namespace kiln::compute::cpu {
 HWY_EXPORT(ExtremeWindow);
 HWY_EXPORT(SelectStep);
 HWY_EXPORT(SelectScatterWindow);
+HWY_EXPORT(ExtremeWindowBF16);
+HWY_EXPORT(SelectScatterWindowBF16);
 
 namespace {
 
@@ -276,6 +338,44 @@ void ReduceWindowF32(const PoolPlan& p, ReduceKind kind, const float* x, float* 
   });
 }
 
+/// ReduceWindow Max/Min on BFloat16 (the bits as uint16_t): the Float32 kernel's windows on
+/// widened lanes; max and min are exact, so the result equals the Float32 kernel's narrowed.
+void ReduceWindowBF16(const PoolPlan& p, bool max, const uint16_t* x, uint16_t* y) {
+  const int64_t m_len = p.middle, inner = p.inner;
+  const int64_t* start = p.taps.start.data();
+  const int64_t* taps = p.taps.in.data();
+  SplitAcrossTeam(p.lead * m_len, p.threads, p.parallel, [&](int64_t w0, int64_t w1) {
+    for (int64_t w = w0; w < w1; ++w) {
+      const uint16_t* base = x + (w / m_len) * p.lead_in;
+      const int64_t m = w % m_len, t0 = start[m], n = start[m + 1] - t0;
+      uint16_t* out = y + w * inner;
+      if (n == 0) {
+        std::fill(out, out + inner, static_cast<uint16_t>(max ? 0xFF80 : 0x7F80));  // -inf, +inf.
+        continue;
+      }
+      HWY_DYNAMIC_DISPATCH(ExtremeWindowBF16)(max, base, taps + t0, n, out, inner, p.simd);
+    }
+  });
+}
+
+/// SelectAndScatter Max/Min on BFloat16 where no two windows share a tap (see below).
+void SelectAndScatterBF16(const PoolPlan& p, bool max, const uint16_t* x, const uint16_t* source,
+                          uint16_t* y) {
+  const int64_t m_len = p.middle, inner = p.inner;
+  const int64_t* start = p.taps.start.data();
+  const int64_t* taps = p.taps.in.data();
+  const bool tiles = static_cast<int64_t>(p.taps.in.size()) * p.lead * inner == p.operand_size;
+  if (!tiles) std::memset(y, 0, static_cast<size_t>(p.operand_size) * sizeof(uint16_t));
+  SplitAcrossTeam(p.lead * m_len, p.threads, p.parallel, [&](int64_t w0, int64_t w1) {
+    for (int64_t w = w0; w < w1; ++w) {
+      const int64_t l = w / m_len, m = w % m_len, t0 = start[m], n = start[m + 1] - t0;
+      if (n == 0) continue;
+      HWY_DYNAMIC_DISPATCH(SelectScatterWindowBF16)
+      (max, x + l * p.lead_in, taps + t0, n, source + w * inner, y + l * p.lead_in, inner, p.simd);
+    }
+  });
+}
+
 /// Finds, for each lane of inner chunk [c0, c0 + len) of window (base, taps[0..n)), the index
 /// of the tap holding its first extreme.
 inline void Select(const PoolPlan& p, bool max, const float* base, const int64_t* taps, int64_t n, int64_t c0,
@@ -356,6 +456,36 @@ void SelectAndScatterF32(const PoolPlan& p, bool max, bool overlap, BufferPool* 
 
 }  // namespace
 
+namespace {
+
+/// Whether windows along some axis overlap (a tap in two windows).
+bool Overlaps(const std::vector<ref::WindowAxis>& axes) {
+  for (const ref::WindowAxis& ax : axes) {
+    if (ax.out > 1 && ax.stride < ax.window) return true;
+  }
+  return false;
+}
+
+/// The window table's size (taps), as MakePlan counts it.
+int64_t TableSize(const std::vector<ref::WindowAxis>& axes) {
+  int64_t table = 1;
+  for (const ref::WindowAxis& ax : axes) {
+    if (!Untouched(ax)) table *= ax.out * ax.window;
+  }
+  return table;
+}
+
+}  // namespace
+
+bool PoolKernelRunsBFloat16(const Instruction& inst, const std::vector<Shape>& operands) {
+  if (inst.op != OpType::ReduceWindow && inst.op != OpType::SelectAndScatter) return false;
+  if (inst.attrs.reduce_kind != ReduceKind::Max && inst.attrs.reduce_kind != ReduceKind::Min) return false;
+  for (const Shape& s : operands)
+    if (s.dtype() != DType::BFloat16) return false;
+  const std::vector<ref::WindowAxis> axes = ref::WindowAxesOf(inst, operands);
+  return TableSize(axes) <= kMaxTaps && (inst.op == OpType::ReduceWindow || !Overlaps(axes));
+}
+
 KernelChoice TryPoolKernel(CpuBackend& backend, int threads, const Node& node,
                            const std::vector<Shape>& operands) {
   const Instruction& inst = node.inst;
@@ -364,22 +494,35 @@ KernelChoice TryPoolKernel(CpuBackend& backend, int threads, const Node& node,
     return {};
   const OpAttributes& at = inst.attrs;
   const Shape& x = operands.at(0);
-  if (x.dtype() != DType::Float32) return {};
+  const bool bf16 = x.dtype() == DType::BFloat16;
+  if (x.dtype() != DType::Float32 && !(bf16 && PoolKernelRunsBFloat16(inst, operands))) return {};
   const bool reduce = inst.op == OpType::ReduceWindow;
   const ReduceKind kind = at.reduce_kind;
   if (kind != ReduceKind::Max && kind != ReduceKind::Min && (!reduce || kind != ReduceKind::Sum)) return {};
   // The same axes as the reference's MakeWindowKernel.
   const std::vector<ref::WindowAxis> axes = ref::WindowAxesOf(inst, operands);
-  bool overlap = false;
-  for (const ref::WindowAxis& ax : axes) {
-    if (ax.out > 1 && ax.stride < ax.window) overlap = true;
-  }
+  const bool overlap = Overlaps(axes);
   auto plan = std::make_shared<PoolPlan>();
   if (!MakePlan(axes, x.Size(), *plan)) return {};
   plan->threads = std::max(1, threads);
   plan->simd = backend.options().simd;
   const int64_t work = static_cast<int64_t>(plan->taps.in.size()) * plan->lead * plan->inner;
   plan->parallel = plan->threads > 1 && work >= kPoolParallelWork;
+  if (bf16) {  // Max and Min, without overlapping windows for SelectAndScatter (PoolKernelRunsBFloat16).
+    const bool max = kind == ReduceKind::Max;
+    if (reduce)
+      return {[plan, max](ref::Operands in, uint8_t* out) {
+                ReduceWindowBF16(*plan, max, reinterpret_cast<const uint16_t*>(in[0]),
+                                 reinterpret_cast<uint16_t*>(out));
+              },
+              "pool.reduce_window(bf16)"};
+    return {[plan, max](ref::Operands in, uint8_t* out) {
+              SelectAndScatterBF16(*plan, max, reinterpret_cast<const uint16_t*>(in[0]),
+                                   reinterpret_cast<const uint16_t*>(in[1]),
+                                   reinterpret_cast<uint16_t*>(out));
+            },
+            "pool.select_and_scatter(bf16)"};
+  }
   if (reduce) {
     return {[plan, kind](ref::Operands in, uint8_t* out) {
               ReduceWindowF32(*plan, kind, reinterpret_cast<const float*>(in[0]),

@@ -2,7 +2,9 @@
 // ReduceSum/Max/Min, ReduceWindow or SelectAndScatter whose operands and result are Float16 (or
 // all BFloat16) becomes the Float32 op between conversions, which the elementwise pass then fuses
 // with the operands' producers and the result's readers (a bias gradient, the sum of a BFloat16
-// result gradient over the batch, becomes one fused reduction; pooling runs on the window kernels).
+// result gradient over the batch, becomes one fused reduction; sum pooling runs on the window
+// kernels). BFloat16 max and min pooling, and max pooling's gradient without overlapping windows,
+// stay: the window kernels run them on BFloat16 (exact, so no conversions are needed).
 // The sums run in float32 and round once to the half type, as the backend documents for half
 // precision (ref sums in double: the two agree but for a rare last-bit tie). A BFloat16
 // DotGeneral or ConvGeneral stays as it is on a CPU with bfloat16 instructions (avx512_core_bf16):
@@ -15,6 +17,7 @@
 #include "backends/cpu/dnnl_common.h"
 #include "backends/cpu/dnnl_kernels.h"
 #include "backends/cpu/passes.h"
+#include "backends/cpu/pool_kernels.h"
 
 namespace kiln::compute::cpu {
 
@@ -46,10 +49,13 @@ bool Widens(const Instruction& inst, const std::vector<Node>& nodes) {
   if (inst.IsTuple() || (contraction && inst.operands.size() != 2) || !IsHalf(inst.shape.dtype()))
     return false;
   if (contraction && inst.shape.dtype() == DType::BFloat16 && RunsInBFloat16(inst, nodes)) return false;
+  std::vector<Shape> operands;
   for (int o : inst.operands) {
-    if (nodes[static_cast<size_t>(o)].inst.shape.dtype() != inst.shape.dtype()) return false;
+    operands.push_back(nodes[static_cast<size_t>(o)].inst.shape);
+    if (operands.back().dtype() != inst.shape.dtype()) return false;
   }
-  return true;
+  // Max pooling and its gradient have BFloat16 kernels of their own (pool_kernels.h).
+  return !PoolKernelRunsBFloat16(inst, operands);
 }
 
 /// A ConvertDType of value `x` (of shape `from`) to `dtype`.
