@@ -513,6 +513,55 @@ TEST(CpuDnnl, BFloat16MatmulsRunOnBFloat16Instructions) {
   }
 }
 
+TEST(CpuDnnl, BFloat16BiasRunsInTheContraction) {
+  // A bias added to a BFloat16 matmul or convolution becomes oneDNN's bias argument: products and
+  // bias summed in float32 and rounded once, so within half a bfloat16 unit of the float32 sum
+  // of the same (bfloat16) values; no separate pass over the result.
+  if (!compute::cpu::dnnl_util::NativeBFloat16()) GTEST_SKIP() << "no bfloat16 instructions on this CPU";
+  std::mt19937 rng(31);
+  for (bool conv : {false, true}) {
+    const std::string what = conv ? "convolution" : "matmul";
+    const Shape as(DType::Float32, conv ? std::vector<int64_t>{2, 9, 9, 5} : std::vector<int64_t>{37, 70});
+    const Shape bs(DType::Float32, conv ? std::vector<int64_t>{3, 3, 5, 16} : std::vector<int64_t>{70, 21});
+    const Shape cs(DType::Float32, {conv ? 16 : 21});
+    auto build = [&](DType t) {  // The product plus bias in t, from bfloat16 values.
+      Graph g;
+      auto in = [&](const Shape& s) {
+        return graph::ConvertDType(graph::ConvertDType(g.Parameter(s), DType::BFloat16), t);
+      };
+      graph::Node a = in(as), b = in(bs), bias = in(cs);
+      OpAttributes at;
+      graph::Node y;
+      if (conv) {
+        at.conv = {0, 3, {1, 2}, 2, 3, {0, 1}, 0, 3, {1, 2}};
+        at.padding = {{1, 1, 0}, {1, 1, 0}};
+        y = g.AddOp(OpType::ConvGeneral, {a, b}, at);
+      } else {
+        at.lhs_contracting = {1};
+        at.rhs_contracting = {0};
+        y = g.AddOp(OpType::DotGeneral, {a, b}, at);
+      }
+      std::vector<int64_t> lead = y.shape().Dimensions();
+      lead.pop_back();
+      y = graph::Add(y, graph::BroadcastPrefix(bias, lead));
+      return g.Build({graph::ConvertDType(y, DType::Float32)});
+    };
+    const std::vector<Tensor> inputs = {Random(as, rng), Random(bs, rng), Random(cs, rng)};
+    std::string dump;
+    const std::vector<float> got = RunDumped(build(DType::BFloat16), inputs, dump)[0].ToVector<float>();
+    const std::vector<float> want = RunProgram(Ref(), build(DType::Float32), inputs)[0].ToVector<float>();
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_LE(std::abs(double{got[i]} - want[i]), std::abs(double{want[i]}) / 256 + 1e-6)
+          << what << " at " << i;
+    EXPECT_NE(dump.find(conv ? "kernel dnnl.conv[brgconv:avx512_core_bf16]+post[bias(axis 3)]"
+                             : "+post[bias(axis 1)]"),
+              std::string::npos)
+        << what << dump;
+    EXPECT_NE(dump.find("epilogue %"), std::string::npos) << what << dump;
+  }
+}
+
 TEST(CpuDnnl, ConcurrentCalls) {
   std::mt19937 rng(17);
   Graph g;

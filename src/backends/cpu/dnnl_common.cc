@@ -140,11 +140,11 @@ bool NativeBFloat16() {
 }
 
 std::optional<dnnl::memory::data_type> ContractionType(const Shape& a, const Shape& b, const Shape& result,
-                                                       bool epilogue) {
+                                                       bool activation) {
   const DType t = result.dtype();
   if (a.dtype() != t || b.dtype() != t) return std::nullopt;
   if (t == DType::Float32) return dnnl::memory::data_type::f32;
-  if (t == DType::BFloat16 && !epilogue && NativeBFloat16()) return dnnl::memory::data_type::bf16;
+  if (t == DType::BFloat16 && !activation && NativeBFloat16()) return dnnl::memory::data_type::bf16;
   return std::nullopt;
 }
 

@@ -70,10 +70,12 @@ void StridedCopy(const uint8_t* src, const std::vector<int64_t>& dims,
 bool NativeBFloat16();
 
 /// The oneDNN element type of a matmul or convolution with operands `a`, `b` and result
-/// `result`: f32 for Float32 ones; bf16 for BFloat16 ones without an epilogue on a CPU with
-/// bfloat16 instructions (NativeBFloat16); nullopt for any other (left to other kernels).
+/// `result`: f32 for Float32 ones; bf16 for BFloat16 ones on a CPU with bfloat16 instructions
+/// (NativeBFloat16) whose epilogue, if any, has no activation (`activation`: a bias alone is
+/// oneDNN's bias argument, summed in float32 with the products and rounded once); nullopt for any
+/// other (left to other kernels).
 std::optional<dnnl::memory::data_type> ContractionType(const Shape& a, const Shape& b, const Shape& result,
-                                                       bool epilogue);
+                                                       bool activation);
 
 /// A memory object over `data` (oneDNN's handles are non-const even for inputs).
 dnnl::memory Wrap(const dnnl::memory::desc& md, const void* data);

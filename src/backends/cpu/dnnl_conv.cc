@@ -64,7 +64,7 @@ struct ConvPlan {
   bool zero_output = false;
   int64_t output_bytes = 0;
   int threads = 1;
-  /// Element type of operands and result: f32, or bf16 (then without epilogue).
+  /// Element type of operands, bias and result: f32, or bf16 (then without an activation).
   memory::data_type type = memory::data_type::f32;
   /// Forward convolutions only: the bias (operand 2) and the activation post-op.
   Epilogue epilogue;
@@ -394,7 +394,8 @@ KernelChoice MakeDnnlConv(int threads, const Instruction& inst, const std::vecto
   if (y.Size() == 0 || x.Size() == 0 || k.Size() == 0) return {};
   auto plan = std::make_shared<ConvPlan>();
   plan->threads = threads;
-  const std::optional<memory::data_type> element_type = ContractionType(x, k, y, epilogue != nullptr);
+  const std::optional<memory::data_type> element_type =
+      ContractionType(x, k, y, epilogue != nullptr && epilogue->activation != Activation::kNone);
   if (!element_type) return {};
   const memory::data_type type = plan->type = *element_type;
   ConvShape cs;
@@ -416,7 +417,7 @@ KernelChoice MakeDnnlConv(int threads, const Instruction& inst, const std::vecto
     if (cs.kind != ConvKind::Forward || (epilogue->bias && epilogue->axis != at.conv.output_feature))
       return {};
     plan->epilogue = *epilogue;
-    plan->bias = StridedDesc({cs.out_dims[1]}, {1});
+    plan->bias = StridedDesc({cs.out_dims[1]}, {1}, type);  // The bias has the operands' type.
   }
   // Created for the team size it runs with (some implementations split work by it).
   const ThreadScope scope(threads);

@@ -140,11 +140,20 @@ KernelChoice TryDnnlKernel(int threads, const Node& node, const std::vector<Shap
   if (node.inst.op == OpType::Transpose) return MakeDnnlTranspose(threads, node.inst, operands.at(0));
   const Epilogue* e = node.epilogue.get();
   if (!AllFloat32(node, operands)) {
-    // BFloat16 contractions the widening pass left (widen.cc) run on the bfloat16 instructions.
-    if (e == nullptr && node.inst.shape.dtype() == DType::BFloat16) {
-      if (node.inst.op == OpType::DotGeneral) return MakeDnnlMatmul(threads, node.inst, operands, nullptr);
-      if (node.inst.op == OpType::ConvGeneral)
-        return MakeDnnlConv(threads, node.inst, operands, nullptr, node.constant_kernel);
+    // BFloat16 contractions the widening pass left (widen.cc) run on the bfloat16 instructions,
+    // a bias epilogue as oneDNN's bias argument (epilogue.cc folds one only where that kernel
+    // exists: the loop of SplitEpilogue is Float32's).
+    if (node.inst.shape.dtype() == DType::BFloat16 &&
+        (node.inst.op == OpType::DotGeneral || node.inst.op == OpType::ConvGeneral)) {
+      KernelChoice k = node.inst.op == OpType::DotGeneral
+                           ? MakeDnnlMatmul(threads, node.inst, operands, e)
+                           : MakeDnnlConv(threads, node.inst, operands, e, node.constant_kernel);
+      if (!k.kernel && e != nullptr)
+        detail::Throw(
+            "backend \"cpu\": no oneDNN kernel for a BFloat16 {} with epilogue {} (the epilogue "
+            "pass folds one only where the kernel exists)",
+            OpName(node.inst.op), e->ToString());
+      return k;
     }
     return e != nullptr ? SplitEpilogue(threads, node, operands) : KernelChoice{};
   }

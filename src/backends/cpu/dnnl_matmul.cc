@@ -97,7 +97,7 @@ struct MatmulPlan {
   /// Its bias (operand 2) is the matmul's bias; Logistic a post-op, Relu a loop after the call.
   Epilogue epilogue;
   int threads = 1;
-  /// Operands' and result's element type: f32, or bf16 (then without epilogue).
+  /// Operands', bias's and result's element type: f32, or bf16 (then without an activation).
   dnnl::memory::data_type type = dnnl::memory::data_type::f32;
   /// Runs through dnnl_sgemm instead of the primitive (see UseSgemm), with these arguments.
   bool sgemm = false;
@@ -171,7 +171,7 @@ dnnl::matmul::primitive_desc Describe(MatmulPlan& p) {
     return dnnl::matmul::primitive_desc(dnnl::matmul::desc(p.src, p.weights, p.dst), attr, Engine());
   }
   const int64_t n = p.rhs.dims3[2];
-  p.bias = StridedDesc({1, 1, n}, {n, n, 1});
+  p.bias = StridedDesc({1, 1, n}, {n, n, 1}, p.type);  // The bias has the operands' type.
   return dnnl::matmul::primitive_desc(dnnl::matmul::desc(p.src, p.weights, p.bias, p.dst), attr, Engine());
 }
 
@@ -233,7 +233,7 @@ KernelChoice MakeDnnlMatmul(int threads, const Instruction& inst, const std::vec
   // Empty results and empty sums are left to the reference kernel (nothing to multiply).
   if (inst.shape.Size() == 0 || plan->lhs.dims3[2] == 0) return {};
   const std::optional<dnnl::memory::data_type> type =
-      ContractionType(lhs, rhs, inst.shape, epilogue != nullptr);
+      ContractionType(lhs, rhs, inst.shape, epilogue != nullptr && epilogue->activation != Activation::kNone);
   if (!type) return {};
   plan->type = *type;
   if (epilogue != nullptr) {

@@ -13,8 +13,9 @@
 //    exported CNNs write it) or x * Min(Max(x * (1/6) + 0.5, 0), 1) (ONNX's HardSwish): every
 //    value, NaN and infinities included, maps as the written form maps it, within rounding.
 // Each step needs the value it absorbs to have no other reader (and not to be an output), so no
-// intermediate has to be materialised anyway. Only Float32 contractions carry epilogues (oneDNN
-// runs them; the kernel applies them in a loop when oneDNN declines).
+// intermediate has to be materialised anyway. Float32 contractions carry epilogues (oneDNN runs
+// them; the kernel applies them in a loop when oneDNN declines); BFloat16 ones a bias alone, where
+// oneDNN's bfloat16 kernel takes it.
 
 #include <fmt/format.h>
 
@@ -23,6 +24,7 @@
 #include <optional>
 #include <span>
 
+#include "backends/cpu/dnnl_kernels.h"
 #include "backends/cpu/match_util.h"
 #include "backends/cpu/passes.h"
 
@@ -54,6 +56,16 @@ std::optional<int64_t> FeatureAxis(const Module& m, const Instruction& inst) {
                            static_cast<int64_t>(inst.attrs.rhs_contracting.size());
   if (rhs_free != 1) return std::nullopt;
   return inst.shape.Rank() - 1;
+}
+
+/// Whether oneDNN has a BFloat16 kernel for contraction `inst` (its bias the last operand) with
+/// epilogue `e`.
+bool BFloat16KernelTakes(const Module& m, const Instruction& inst, const Epilogue& e) {
+  std::vector<Shape> operands;
+  for (int o : inst.operands) operands.push_back(m.nodes[static_cast<size_t>(o)].inst.shape);
+  const KernelChoice k = inst.op == OpType::DotGeneral ? MakeDnnlMatmul(1, inst, operands, &e)
+                                                       : MakeDnnlConv(1, inst, operands, &e, false);
+  return k.kernel != nullptr;
 }
 
 /// Whether value `v` is a Float32 +0 Constant, possibly broadcast (Max(x, -0) keeps -0 where a
@@ -139,7 +151,8 @@ class EpiloguePass {
 
   bool FoldBias(int i) {
     const Instruction& add = m_.nodes[static_cast<size_t>(i)].inst;
-    if (add.op != OpType::Add || add.shape.dtype() != DType::Float32) return false;
+    const DType type = add.shape.dtype();
+    if (add.op != OpType::Add || (type != DType::Float32 && type != DType::BFloat16)) return false;
     for (int side = 0; side < 2; ++side) {
       const int c = add.operands[static_cast<size_t>(side)];
       const int b = add.operands[static_cast<size_t>(1 - side)];
@@ -150,7 +163,7 @@ class EpiloguePass {
       const int bias = bcast.operands[0];
       const Shape& bias_shape = m_.nodes[static_cast<size_t>(bias)].inst.shape;
       const std::optional<int64_t> axis = FeatureAxis(m_, con.inst);
-      if (!axis || bias_shape.dtype() != DType::Float32 ||
+      if (!axis || bias_shape.dtype() != type || con.inst.shape.dtype() != type ||
           !PerFeature(bias_shape, bcast.attrs.axes, con.inst.shape, *axis))
         continue;
       Node fused{con.inst, nullptr};
@@ -158,6 +171,9 @@ class EpiloguePass {
       Epilogue e;
       e.bias = true;
       e.axis = *axis;
+      // A BFloat16 contraction takes a bias only where oneDNN's bfloat16 kernel does (it then sums
+      // products and bias in float32 and rounds once); no loop applies one to BFloat16 values.
+      if (type == DType::BFloat16 && !BFloat16KernelTakes(m_, fused.inst, e)) continue;
       fused.epilogue = std::make_shared<const Epilogue>(e);
       Replace(i, c, std::move(fused),
               fmt::format("Add of bias %{} into {} %{}", bias, OpName(con.inst.op), c));
