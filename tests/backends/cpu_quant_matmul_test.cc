@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <limits>
 #include <random>
@@ -154,6 +155,25 @@ std::vector<Int8DotIsa> Int8DotIsasHere() {
   return isas;
 }
 
+/// Runs `run` (which writes y) on each instruction set here: every element within
+/// 1e-6 · (1 + size) of the definition `want`, and the same bits as the plain C++ form's.
+void ExpectOnEveryIsa(const std::function<void(Int8DotIsa, float*)>& run, const std::vector<double>& want,
+                      const std::vector<double>& size, const std::string& what) {
+  std::vector<float> first;
+  for (Int8DotIsa isa : Int8DotIsasHere()) {
+    std::vector<float> y(want.size(), NAN);
+    run(isa, y.data());
+    for (size_t i = 0; i < y.size(); ++i)
+      ASSERT_NEAR(y[i], want[i], 1e-6 * (1 + size[i]))
+          << what << " on " << kiln::compute::cpu::Int8DotIsaName(isa) << " at " << i;
+    if (first.empty())
+      first = y;
+    else
+      EXPECT_EQ(std::memcmp(y.data(), first.data(), y.size() * sizeof(float)), 0)
+          << what << ": " << kiln::compute::cpu::Int8DotIsaName(isa) << " and plain C++ differ";
+  }
+}
+
 TEST(Int8Dot, ActivationsQuantizeAsDefinedOnEveryInstructionSet) {
   const int64_t m = 3, k = 128;
   std::mt19937 rng(7);
@@ -255,22 +275,13 @@ TEST(Int8Dot, GGMLProductsMatchTheDefinitionWithTheSameBitsOnEveryInstructionSet
             want[static_cast<size_t>(r * n + j)] += term;
             size[static_cast<size_t>(r * n + j)] += std::abs(term);
           }
-      std::vector<float> first;
-      for (Int8DotIsa isa : Int8DotIsasHere()) {
-        std::vector<float> y(static_cast<size_t>(m * n), NAN);
-        cpu::GGMLMatmul p{nullptr, m, k, n, w.data(), type, y.data()};
-        const int64_t split = n / 2;  // Two column ranges, as two threads run them.
-        cpu::RunGGMLInt8(p, xq, 0, split, isa);
-        cpu::RunGGMLInt8(p, xq, split, n, isa);
-        for (size_t i = 0; i < y.size(); ++i)
-          ASSERT_NEAR(y[i], want[i], 1e-6 * (1 + size[i]))
-              << what << " on " << cpu::Int8DotIsaName(isa) << " at " << i;
-        if (first.empty())
-          first = y;
-        else
-          EXPECT_EQ(std::memcmp(y.data(), first.data(), y.size() * sizeof(float)), 0)
-              << what << ": " << cpu::Int8DotIsaName(isa) << " and scalar differ";
-      }
+      ExpectOnEveryIsa(
+          [&](Int8DotIsa isa, float* y) {
+            cpu::GGMLMatmul p{nullptr, m, k, n, w.data(), type, y};
+            cpu::RunGGMLInt8(p, xq, 0, n / 2, isa);  // Two column ranges, as two threads run them.
+            cpu::RunGGMLInt8(p, xq, n / 2, n, isa);
+          },
+          want, size, what);
     }
   }
 }
@@ -339,21 +350,13 @@ TEST(Int8Dot, Int8WeightProductsMatchTheDefinitionWithTheSameBitsOnEveryInstruct
         want[static_cast<size_t>(r * c.n + j)] = y;
         size[static_cast<size_t>(r * c.n + j)] = mag;
       }
-    std::vector<float> first;
-    for (Int8DotIsa isa : Int8DotIsasHere()) {
-      std::vector<float> y(static_cast<size_t>(c.m * c.n), NAN);
-      p.y = y.data();
-      cpu::RunLinearInt8(p, xq, c.zero ? xsum.data() : nullptr, 0, c.split, isa);
-      cpu::RunLinearInt8(p, xq, c.zero ? xsum.data() : nullptr, c.split, c.n, isa);
-      for (size_t i = 0; i < y.size(); ++i)
-        ASSERT_NEAR(y[i], want[i], 1e-6 * (1 + size[i]))
-            << what << " on " << cpu::Int8DotIsaName(isa) << " at " << i;
-      if (first.empty())
-        first = y;
-      else
-        EXPECT_EQ(std::memcmp(y.data(), first.data(), y.size() * sizeof(float)), 0)
-            << what << ": " << cpu::Int8DotIsaName(isa) << " and scalar differ";
-    }
+    ExpectOnEveryIsa(
+        [&](Int8DotIsa isa, float* y) {
+          p.y = y;
+          cpu::RunLinearInt8(p, xq, c.zero ? xsum.data() : nullptr, 0, c.split, isa);
+          cpu::RunLinearInt8(p, xq, c.zero ? xsum.data() : nullptr, c.split, c.n, isa);
+        },
+        want, size, what);
   }
 }
 
