@@ -185,6 +185,8 @@ TEST(Int8Dot, ActivationsQuantizeAsDefinedOnEveryInstructionSet) {
   x[static_cast<size_t>(2 * k + 100)] = -INFINITY;                  // Row 2, block 3.
   for (int64_t l = 0; l < 32; ++l)
     x[static_cast<size_t>(2 * k + l)] = static_cast<float>(l - 16) / 2;  // Ties.
+  for (int64_t l = 64; l < 96; ++l)  // Row 0, block 2: so small that 127 / max|x| overflows.
+    x[static_cast<size_t>(l)] = 1e-39f * static_cast<float>(l % 5);
   kiln::compute::cpu::Q8Rows want;
   for (Int8DotIsa isa : Int8DotIsasHere()) {
     SCOPED_TRACE(kiln::compute::cpu::Int8DotIsaName(isa));
@@ -210,7 +212,7 @@ TEST(Int8Dot, ActivationsQuantizeAsDefinedOnEveryInstructionSet) {
             continue;
           }
           const float d = amax / 127;
-          const float scaled = d == 0 ? 0.0f : xb[l] * (1 / d);
+          const float scaled = d == 0 || !std::isfinite(1 / d) ? 0.0f : xb[l] * (1 / d);
           // Nearest integer, ties to even.
           const float lower = std::floor(scaled), frac = scaled - lower;
           const float nearest =
@@ -219,7 +221,9 @@ TEST(Int8Dot, ActivationsQuantizeAsDefinedOnEveryInstructionSet) {
           ASSERT_LE(std::abs(q), 127);
         }
         EXPECT_EQ(got.sum[at], sum);
-        if (finite)
+        if (finite && !std::isfinite(127 / amax))
+          EXPECT_EQ(got.d[at], 0.0f) << r << ", " << b;  // Zero, or too small to scale.
+        else if (finite)
           EXPECT_EQ(got.d[at], amax / 127) << r << ", " << b;
         else
           EXPECT_TRUE(std::isnan(got.d[at])) << r << ", " << b;

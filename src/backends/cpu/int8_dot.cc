@@ -64,7 +64,8 @@ void QuantizeBlockScalar(const float* x, int8_t* q, float& d, int32_t& sum) {
     amax = std::max(amax, a);
   }
   d = amax / 127.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  float id = d != 0.0f ? 1.0f / d : 0.0f;
+  if (!std::isfinite(id)) d = id = 0.0f;  // max|x| below about 1e-38: a block of zeros.
   sum = 0;
   for (int64_t l = 0; l < kBlock; ++l) {
     q[l] = static_cast<int8_t>(std::nearbyint(x[l] * id));  // Ties to even, as cvtps2dq.

@@ -27,7 +27,8 @@ Int8DotIsa CurrentInt8DotIsa();
 /// "avx512_vnni", "avx2" or "scalar".
 const char* Int8DotIsaName(Int8DotIsa isa);
 
-/// Rows of x quantized in blocks of 32 along K.
+/// Rows of x quantized in blocks of 32 along K. A block whose max|x| is so small (below about
+/// 1e-38) that 127 / max|x| overflows holds zeros (d = 0).
 struct Q8Rows {
   int64_t m = 0, k = 0, blocks = 0;  ///< blocks = k / 32.
   std::vector<int8_t> q;             ///< [m, k], each in [-127, 127].

@@ -48,7 +48,9 @@ inline void QuantizeBlock(const float* x, int8_t* q, float& d, int32_t& sum) {
   m = _mm_max_ps(m, _mm_movehl_ps(m, m));
   m = _mm_max_ss(m, _mm_movehdup_ps(m));
   d = _mm_cvtss_f32(m) / 127.0f;
-  const __m256 id = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+  float inverse = d != 0.0f ? 1.0f / d : 0.0f;
+  if (!std::isfinite(inverse)) d = inverse = 0.0f;  // max|x| below about 1e-38: a block of zeros.
+  const __m256 id = _mm256_set1_ps(inverse);
   __m256i i[4];
   for (int t = 0; t < 4; ++t) i[t] = _mm256_cvtps_epi32(_mm256_mul_ps(v[t], id));  // Ties to even.
   const __m256i s = _mm256_add_epi32(_mm256_add_epi32(i[0], i[1]), _mm256_add_epi32(i[2], i[3]));
