@@ -152,13 +152,12 @@ void RunLinearInt8(const LinearQuantMatmul& p, const Q8Rows& x, const float* xsu
 
 Int8DotIsa CurrentInt8DotIsa() {
 #if KILN_INT8_X86
-  static const bool vnni = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-                           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
-  static const bool avx2 =
-      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  // Highway's AVX2 target implies AVX2, FMA and F16C, its AVX3 targets AVX-512 F/VL/DQ/BW: only
+  // VNNI is asked of the CPU itself.
+  static const bool vnni = __builtin_cpu_supports("avx512vnni");
   const int64_t targets = hwy::SupportedTargets();  // Narrowed by a SimdTargetScope.
-  if (vnni && avx2 && (targets & (HWY_AVX3 | HWY_AVX3_DL)) != 0) return Int8DotIsa::kAvx512Vnni;
-  if (avx2 && (targets & (HWY_AVX2 | HWY_AVX3 | HWY_AVX3_DL)) != 0) return Int8DotIsa::kAvx2;
+  if (vnni && (targets & (HWY_AVX3 | HWY_AVX3_DL)) != 0) return Int8DotIsa::kAvx512Vnni;
+  if ((targets & (HWY_AVX2 | HWY_AVX3 | HWY_AVX3_DL)) != 0) return Int8DotIsa::kAvx2;
 #endif
   return Int8DotIsa::kScalar;
 }
