@@ -1,4 +1,6 @@
-// Window kernels: ReduceWindow (Sum, Max, Min) and SelectAndScatter (Max, Min) on Float32.
+// Window kernels: ReduceWindow (Sum, Max, Min) and SelectAndScatter (Max, Min) on Float32; the
+// Max/Min forms also on BFloat16 (ReduceWindow, and SelectAndScatter without overlapping windows):
+// the same window functions, their lanes widened to floats in registers and narrowed back exactly.
 //
 // The operand's axes split into three runs. Trailing axes the window leaves alone (window 1,
 // stride 1, no padding or dilation) form the inner block, contiguous in memory: the channels of
@@ -32,6 +34,8 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <type_traits>
+#include <utility>
 
 #include "backends/cpu/buffer_pool.h"
 #include "backends/cpu/pool_kernels.h"
@@ -65,11 +69,6 @@ inline bool Takes(bool max, float v, float cur) {
   return cur == cur && (v != v || (max ? v > cur : v < cur));
 }
 
-/// out[c] = extreme(out[c], in[c]) for c < n.
-inline void ExtremeIntoScalar(bool max, const float* in, float* out, int64_t n) {
-  for (int64_t c = 0; c < n; ++c) out[c] = max ? MaxF(out[c], in[c]) : MinF(out[c], in[c]);
-}
-
 /// For lanes c < n: where `in` replaces best[c], best[c] = in[c] and sel[c] = j.
 inline void SelectStepScalar(bool max, const float* in, int32_t j, float* best, int32_t* sel, int64_t n) {
   for (int64_t c = 0; c < n; ++c) {
@@ -87,18 +86,6 @@ inline float Wide(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t
 /// max, a min, a selected value plus 0), whose lower halves are zero, so nothing rounds.
 inline void Narrow(float v, float& out) { out = v; }
 inline void Narrow(float v, uint16_t& out) { out = static_cast<uint16_t>(std::bit_cast<uint32_t>(v) >> 16); }
-
-/// Quiets signaling NaNs (x + 0 keeps the payload), as a float -> double -> float round trip does.
-inline void QuietNaNs(float* out, int64_t n) {
-  for (int64_t c = 0; c < n; ++c)
-    if (out[c] != out[c]) out[c] = out[c] + 0.0f;
-}
-
-/// One tap of a window whose taps no other window shares: out[c] = s[c] where the tap is lane c's
-/// selection (s + 0 rounds as the reference's 0.0 + s), else 0.
-inline void ScatterStepScalar(const int32_t* sel, int32_t j, const float* s, float* out, int64_t n) {
-  for (int64_t c = 0; c < n; ++c) out[c] = sel[c] == j ? s[c] + 0.0f : 0.0f;
-}
 
 }  // namespace kiln::compute::cpu::pool_detail
 #endif  // KILN_POOL_KERNELS_SCALAR_
@@ -148,7 +135,7 @@ HWY_INLINE void StoreNarrow(hn::Vec<D> v, D, uint16_t* p) {
 /// (n >= 1), for c < inner, accumulated in registers (as floats; T is float or BFloat16 bits).
 template <typename T>
 HWY_INLINE void ExtremeWindowOf(bool max, const T* base, const int64_t* taps, int64_t n, T* out,
-                                int64_t inner, bool simd = true) {
+                                int64_t inner, bool simd) {
   const hn::ScalableTag<float> d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   int64_t c = 0;
@@ -168,10 +155,11 @@ HWY_INLINE void ExtremeWindowOf(bool max, const T* base, const int64_t* taps, in
   }
 }
 
-void ExtremeWindow(bool max, const float* base, const int64_t* taps, int64_t n, float* out, int64_t inner) {
-  ExtremeWindowOf(max, base, taps, n, out, inner);
-}
 /// `simd` false: the scalar loop alone (`simd=scalar`).
+void ExtremeWindow(bool max, const float* base, const int64_t* taps, int64_t n, float* out, int64_t inner,
+                   bool simd) {
+  ExtremeWindowOf(max, base, taps, n, out, inner, simd);
+}
 void ExtremeWindowBF16(bool max, const uint16_t* base, const int64_t* taps, int64_t n, uint16_t* out,
                        int64_t inner, bool simd) {
   ExtremeWindowOf(max, base, taps, n, out, inner, simd);
@@ -182,7 +170,7 @@ void ExtremeWindowBF16(bool max, const uint16_t* base, const int64_t* taps, int6
 /// the window's other taps 0; the selection stays in registers.
 template <typename T>
 HWY_INLINE void SelectScatterWindowOf(bool max, const T* base, const int64_t* taps, int64_t n, const T* s,
-                                      T* out, int64_t inner, bool simd = true) {
+                                      T* out, int64_t inner, bool simd) {
   const hn::ScalableTag<float> d;
   const hn::RebindToSigned<decltype(d)> di;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
@@ -216,8 +204,8 @@ HWY_INLINE void SelectScatterWindowOf(bool max, const T* base, const int64_t* ta
 }
 
 void SelectScatterWindow(bool max, const float* base, const int64_t* taps, int64_t n, const float* s,
-                         float* out, int64_t inner) {
-  SelectScatterWindowOf(max, base, taps, n, s, out, inner);
+                         float* out, int64_t inner, bool simd) {
+  SelectScatterWindowOf(max, base, taps, n, s, out, inner, simd);
 }
 void SelectScatterWindowBF16(bool max, const uint16_t* base, const int64_t* taps, int64_t n,
                              const uint16_t* s, uint16_t* out, int64_t inner, bool simd) {
@@ -280,14 +268,26 @@ bool Untouched(const ref::WindowAxis& ax) {
          ax.window_dilation == 1 && ax.out == ax.size;
 }
 
-/// Builds the plan, or returns false when the window table would be too large.
-bool MakePlan(const std::vector<ref::WindowAxis>& axes, int64_t operand_size, PoolPlan& plan) {
+/// The windowed axes [first, last): all but the leading and trailing ones the window leaves alone.
+std::pair<size_t, size_t> WindowedRange(const std::vector<ref::WindowAxis>& axes) {
   size_t first = 0, last = axes.size();
   while (last > 0 && Untouched(axes[last - 1])) --last;
   while (first < last && Untouched(axes[first])) ++first;
+  return {first, last};
+}
+
+/// Whether the window table (taps of the windowed axes) is small enough to precompute.
+bool TableFits(const std::vector<ref::WindowAxis>& axes) {
+  const auto [first, last] = WindowedRange(axes);
   int64_t table = 1;
   for (size_t a = first; a < last; ++a) table *= axes[a].out * axes[a].window;
-  if (table > kMaxTaps) return false;
+  return table <= kMaxTaps;
+}
+
+/// Builds the plan, or returns false when the window table would be too large.
+bool MakePlan(const std::vector<ref::WindowAxis>& axes, int64_t operand_size, PoolPlan& plan) {
+  if (!TableFits(axes)) return false;
+  const auto [first, last] = WindowedRange(axes);
   for (size_t a = 0; a < first; ++a) plan.lead *= axes[a].out;
   for (size_t a = last; a < axes.size(); ++a) plan.inner *= axes[a].out;
   plan.lead_in = first > 0 ? axes[first - 1].in_stride : operand_size;
@@ -299,7 +299,38 @@ bool MakePlan(const std::vector<ref::WindowAxis>& axes, int64_t operand_size, Po
   return true;
 }
 
+/// ReduceWindow Max/Min, one window at a time (ExtremeWindow). T is float, or BFloat16's bits
+/// (uint16_t): max and min are exact, so BFloat16 lanes widened in registers give the Float32
+/// kernel's result narrowed.
+template <typename T>
+void ExtremeWindows(const PoolPlan& p, bool max, const T* x, T* y) {
+  const int64_t m_len = p.middle, inner = p.inner;
+  const int64_t* start = p.taps.start.data();
+  const int64_t* taps = p.taps.in.data();
+  constexpr bool kFloat = std::is_same_v<T, float>;
+  // An empty window holds the identity: -inf for Max, +inf for Min.
+  const float identity =
+      max ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
+  T empty;
+  pool_detail::Narrow(identity, empty);
+  SplitAcrossTeam(p.lead * m_len, p.threads, p.parallel, [&](int64_t w0, int64_t w1) {
+    for (int64_t w = w0; w < w1; ++w) {
+      const T* base = x + (w / m_len) * p.lead_in;
+      const int64_t m = w % m_len, t0 = start[m], n = start[m + 1] - t0;
+      T* out = y + w * inner;
+      if (n == 0) {
+        std::fill(out, out + inner, empty);
+      } else if constexpr (kFloat) {
+        HWY_DYNAMIC_DISPATCH(ExtremeWindow)(max, base, taps + t0, n, out, inner, p.simd);
+      } else {
+        HWY_DYNAMIC_DISPATCH(ExtremeWindowBF16)(max, base, taps + t0, n, out, inner, p.simd);
+      }
+    }
+  });
+}
+
 void ReduceWindowF32(const PoolPlan& p, ReduceKind kind, const float* x, float* y) {
+  if (kind != ReduceKind::Sum) return ExtremeWindows(p, kind == ReduceKind::Max, x, y);
   const int64_t m_len = p.middle, inner = p.inner;
   const int64_t* start = p.taps.start.data();
   const int64_t* taps = p.taps.in.data();
@@ -309,69 +340,42 @@ void ReduceWindowF32(const PoolPlan& p, ReduceKind kind, const float* x, float* 
       const float* base = x + (w / m_len) * p.lead_in;
       const int64_t m = w % m_len, t0 = start[m], n = start[m + 1] - t0;
       float* out = y + w * inner;
-      if (kind == ReduceKind::Sum) {
-        for (int64_t c0 = 0; c0 < inner; c0 += kLanes) {
-          const int64_t len = std::min(kLanes, inner - c0);
-          std::fill(sum, sum + len, 0.0);
-          for (int64_t j = 0; j < n; ++j) {
-            const float* in = base + taps[t0 + j] + c0;
-            for (int64_t c = 0; c < len; ++c) sum[c] += static_cast<double>(in[c]);
-          }
-          for (int64_t c = 0; c < len; ++c) out[c0 + c] = static_cast<float>(sum[c]);
+      for (int64_t c0 = 0; c0 < inner; c0 += kLanes) {
+        const int64_t len = std::min(kLanes, inner - c0);
+        std::fill(sum, sum + len, 0.0);
+        for (int64_t j = 0; j < n; ++j) {
+          const float* in = base + taps[t0 + j] + c0;
+          for (int64_t c = 0; c < len; ++c) sum[c] += static_cast<double>(in[c]);
         }
-        continue;
+        for (int64_t c = 0; c < len; ++c) out[c0 + c] = static_cast<float>(sum[c]);
       }
-      const bool max = kind == ReduceKind::Max;
-      if (n == 0) {
-        std::fill(out, out + inner,
-                  max ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity());
-        continue;
-      }
-      if (p.simd) {
-        HWY_DYNAMIC_DISPATCH(ExtremeWindow)(max, base, taps + t0, n, out, inner);
-        continue;
-      }
-      std::memcpy(out, base + taps[t0], static_cast<size_t>(inner) * sizeof(float));
-      for (int64_t j = 1; j < n; ++j) pool_detail::ExtremeIntoScalar(max, base + taps[t0 + j], out, inner);
-      pool_detail::QuietNaNs(out, inner);
     }
   });
 }
 
-/// ReduceWindow Max/Min on BFloat16 (the bits as uint16_t): the Float32 kernel's windows on
-/// widened lanes; max and min are exact, so the result equals the Float32 kernel's narrowed.
-void ReduceWindowBF16(const PoolPlan& p, bool max, const uint16_t* x, uint16_t* y) {
-  const int64_t m_len = p.middle, inner = p.inner;
-  const int64_t* start = p.taps.start.data();
-  const int64_t* taps = p.taps.in.data();
-  SplitAcrossTeam(p.lead * m_len, p.threads, p.parallel, [&](int64_t w0, int64_t w1) {
-    for (int64_t w = w0; w < w1; ++w) {
-      const uint16_t* base = x + (w / m_len) * p.lead_in;
-      const int64_t m = w % m_len, t0 = start[m], n = start[m + 1] - t0;
-      uint16_t* out = y + w * inner;
-      if (n == 0) {
-        std::fill(out, out + inner, static_cast<uint16_t>(max ? 0xFF80 : 0x7F80));  // -inf, +inf.
-        continue;
-      }
-      HWY_DYNAMIC_DISPATCH(ExtremeWindowBF16)(max, base, taps + t0, n, out, inner, p.simd);
-    }
-  });
-}
-
-/// SelectAndScatter Max/Min on BFloat16 where no two windows share a tap (see below).
-void SelectAndScatterBF16(const PoolPlan& p, bool max, const uint16_t* x, const uint16_t* source,
-                          uint16_t* y) {
+/// SelectAndScatter Max/Min where each operand element lies in at most one window: each window
+/// writes its taps (the source value at the selection, zeros elsewhere; SelectScatterWindow).
+/// Elements outside every window are cleared first, unless the windows tile the operand. T as
+/// for ExtremeWindows.
+template <typename T>
+void SelectScatterWindows(const PoolPlan& p, bool max, const T* x, const T* source, T* y) {
   const int64_t m_len = p.middle, inner = p.inner;
   const int64_t* start = p.taps.start.data();
   const int64_t* taps = p.taps.in.data();
   const bool tiles = static_cast<int64_t>(p.taps.in.size()) * p.lead * inner == p.operand_size;
-  if (!tiles) std::memset(y, 0, static_cast<size_t>(p.operand_size) * sizeof(uint16_t));
+  if (!tiles) std::memset(y, 0, static_cast<size_t>(p.operand_size) * sizeof(T));
   SplitAcrossTeam(p.lead * m_len, p.threads, p.parallel, [&](int64_t w0, int64_t w1) {
     for (int64_t w = w0; w < w1; ++w) {
       const int64_t l = w / m_len, m = w % m_len, t0 = start[m], n = start[m + 1] - t0;
       if (n == 0) continue;
-      HWY_DYNAMIC_DISPATCH(SelectScatterWindowBF16)
-      (max, x + l * p.lead_in, taps + t0, n, source + w * inner, y + l * p.lead_in, inner, p.simd);
+      const T* base = x + l * p.lead_in;
+      T* out = y + l * p.lead_in;
+      const T* s = source + w * inner;
+      if constexpr (std::is_same_v<T, float>) {
+        HWY_DYNAMIC_DISPATCH(SelectScatterWindow)(max, base, taps + t0, n, s, out, inner, p.simd);
+      } else {
+        HWY_DYNAMIC_DISPATCH(SelectScatterWindowBF16)(max, base, taps + t0, n, s, out, inner, p.simd);
+      }
     }
   });
 }
@@ -395,38 +399,10 @@ inline void Select(const PoolPlan& p, bool max, const float* base, const int64_t
 
 void SelectAndScatterF32(const PoolPlan& p, bool max, bool overlap, BufferPool* pool, const float* x,
                          const float* source, float* y) {
+  if (!overlap) return SelectScatterWindows(p, max, x, source, y);
   const int64_t m_len = p.middle, inner = p.inner;
   const int64_t* start = p.taps.start.data();
   const int64_t* taps = p.taps.in.data();
-  if (!overlap) {
-    // Each operand element lies in at most one window: each window writes its taps (the source
-    // value at the selection, zeros elsewhere). Elements outside every window are cleared first,
-    // unless the windows tile the operand.
-    const bool tiles = static_cast<int64_t>(p.taps.in.size()) * p.lead * inner == p.operand_size;
-    if (!tiles) std::memset(y, 0, static_cast<size_t>(p.operand_size) * sizeof(float));
-    SplitAcrossTeam(p.lead * m_len, p.threads, p.parallel, [&](int64_t w0, int64_t w1) {
-      int32_t sel[kLanes];
-      for (int64_t w = w0; w < w1; ++w) {
-        const int64_t l = w / m_len, m = w % m_len, t0 = start[m], n = start[m + 1] - t0;
-        if (n == 0) continue;
-        const float* base = x + l * p.lead_in;
-        float* out = y + l * p.lead_in;
-        const float* s = source + w * inner;
-        if (p.simd) {
-          HWY_DYNAMIC_DISPATCH(SelectScatterWindow)(max, base, taps + t0, n, s, out, inner);
-          continue;
-        }
-        for (int64_t c0 = 0; c0 < inner; c0 += kLanes) {
-          const int64_t len = std::min(kLanes, inner - c0);
-          Select(p, max, base, taps + t0, n, c0, len, sel);
-          for (int64_t j = 0; j < n; ++j)
-            pool_detail::ScatterStepScalar(sel, static_cast<int32_t>(j), s + c0, out + taps[t0 + j] + c0,
-                                           len);
-        }
-      }
-    });
-    return;
-  }
   // Overlapping windows: per-element double sums in window order, one lead block per unit.
   const int64_t bytes = std::max<int64_t>(p.operand_size, 1) * static_cast<int64_t>(sizeof(double));
   uint8_t* scratch = pool->Allocate(bytes);
@@ -454,25 +430,12 @@ void SelectAndScatterF32(const PoolPlan& p, bool max, bool overlap, BufferPool* 
   pool->Release(scratch, bytes);
 }
 
-}  // namespace
-
-namespace {
-
 /// Whether windows along some axis overlap (a tap in two windows).
 bool Overlaps(const std::vector<ref::WindowAxis>& axes) {
   for (const ref::WindowAxis& ax : axes) {
     if (ax.out > 1 && ax.stride < ax.window) return true;
   }
   return false;
-}
-
-/// The window table's size (taps), as MakePlan counts it.
-int64_t TableSize(const std::vector<ref::WindowAxis>& axes) {
-  int64_t table = 1;
-  for (const ref::WindowAxis& ax : axes) {
-    if (!Untouched(ax)) table *= ax.out * ax.window;
-  }
-  return table;
 }
 
 }  // namespace
@@ -483,7 +446,7 @@ bool PoolKernelRunsBFloat16(const Instruction& inst, const std::vector<Shape>& o
   for (const Shape& s : operands)
     if (s.dtype() != DType::BFloat16) return false;
   const std::vector<ref::WindowAxis> axes = ref::WindowAxesOf(inst, operands);
-  return TableSize(axes) <= kMaxTaps && (inst.op == OpType::ReduceWindow || !Overlaps(axes));
+  return TableFits(axes) && (inst.op == OpType::ReduceWindow || !Overlaps(axes));
 }
 
 KernelChoice TryPoolKernel(CpuBackend& backend, int threads, const Node& node,
@@ -512,12 +475,12 @@ KernelChoice TryPoolKernel(CpuBackend& backend, int threads, const Node& node,
     const bool max = kind == ReduceKind::Max;
     if (reduce)
       return {[plan, max](ref::Operands in, uint8_t* out) {
-                ReduceWindowBF16(*plan, max, reinterpret_cast<const uint16_t*>(in[0]),
-                                 reinterpret_cast<uint16_t*>(out));
+                ExtremeWindows(*plan, max, reinterpret_cast<const uint16_t*>(in[0]),
+                               reinterpret_cast<uint16_t*>(out));
               },
               "pool.reduce_window(bf16)"};
     return {[plan, max](ref::Operands in, uint8_t* out) {
-              SelectAndScatterBF16(*plan, max, reinterpret_cast<const uint16_t*>(in[0]),
+              SelectScatterWindows(*plan, max, reinterpret_cast<const uint16_t*>(in[0]),
                                    reinterpret_cast<const uint16_t*>(in[1]),
                                    reinterpret_cast<uint16_t*>(out));
             },
