@@ -4,23 +4,16 @@
 
 #include "backends/cpu/dnnl_kernels.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "backends/common/scalar_math.h"
+#include "backends/cpu/dnnl_common.h"
 #include "backends/cpu/team_split.h"
 
 namespace kiln::compute::cpu {
 
 namespace {
-
-/// Whether the node and all its operands are Float32.
-bool AllFloat32(const Node& node, const std::vector<Shape>& operands) {
-  if (node.inst.shape.dtype() != DType::Float32) return false;
-  return std::all_of(operands.begin(), operands.end(),
-                     [](const Shape& s) { return s.dtype() == DType::Float32; });
-}
 
 float Activate(Activation a, float x) {
   switch (a) {
@@ -65,8 +58,7 @@ KernelChoice SplitEpilogue(int threads, const Node& node, const std::vector<Shap
   Instruction inst = node.inst;
   inst.operands.resize(2);
   const std::vector<Shape> pair(operands.begin(), operands.begin() + 2);
-  KernelChoice base = inst.op == OpType::DotGeneral ? MakeDnnlMatmul(threads, inst, pair, nullptr)
-                                                    : MakeDnnlConv(threads, inst, pair, nullptr);
+  KernelChoice base = MakeDnnlContraction(threads, inst, pair, nullptr);
   if (!base.kernel) {
     Kernel k = ref::MakeKernel(inst, pair);
     const int64_t bytes = inst.shape.ByteSize();
@@ -139,34 +131,31 @@ KernelChoice TryDnnlKernel(int threads, const Node& node, const std::vector<Shap
   if (node.kind != NodeKind::kPrimitive || node.inst.IsTuple()) return {};
   if (node.inst.op == OpType::Transpose) return MakeDnnlTranspose(threads, node.inst, operands.at(0));
   const Epilogue* e = node.epilogue.get();
-  if (!AllFloat32(node, operands)) {
-    // BFloat16 contractions the widening pass left (widen.cc) run on the bfloat16 instructions,
-    // a bias epilogue as oneDNN's bias argument (epilogue.cc folds one only where that kernel
-    // exists: the loop of SplitEpilogue is Float32's).
-    if (node.inst.shape.dtype() == DType::BFloat16 &&
-        (node.inst.op == OpType::DotGeneral || node.inst.op == OpType::ConvGeneral)) {
-      KernelChoice k = node.inst.op == OpType::DotGeneral
-                           ? MakeDnnlMatmul(threads, node.inst, operands, e)
-                           : MakeDnnlConv(threads, node.inst, operands, e, node.constant_kernel);
-      if (!k.kernel && e != nullptr)
-        detail::Throw(
-            "backend \"cpu\": no oneDNN kernel for a BFloat16 {} with epilogue {} (the epilogue "
-            "pass folds one only where the kernel exists)",
-            OpName(node.inst.op), e->ToString());
-      return k;
-    }
-    return e != nullptr ? SplitEpilogue(threads, node, operands) : KernelChoice{};
-  }
-  KernelChoice k;
-  if (node.inst.op == OpType::DotGeneral) {
-    k = MakeDnnlMatmul(threads, node.inst, operands, e);
-  } else if (node.inst.op == OpType::ConvGeneral) {
-    k = MakeDnnlConv(threads, node.inst, operands, e, node.constant_kernel);
-  } else {
-    return {};
-  }
-  if (!k.kernel && e != nullptr) return SplitEpilogue(threads, node, operands);
-  return k;
+  // Float32 contractions, and the BFloat16 ones the widening pass left (widen.cc).
+  KernelChoice k = MakeDnnlContraction(threads, node.inst, operands, e, node.constant_kernel);
+  if (k.kernel || e == nullptr) return k;
+  // oneDNN declined the epilogue: the contraction, then the epilogue in a Float32 loop. A
+  // BFloat16 result has a bias only where its oneDNN kernel takes it (epilogue.cc).
+  if (node.inst.shape.dtype() != DType::Float32)
+    detail::Throw(
+        "backend \"cpu\": no oneDNN kernel for a {} {} with epilogue {} (the epilogue pass folds one "
+        "only where the kernel exists)",
+        DTypeName(node.inst.shape.dtype()), OpName(node.inst.op), e->ToString());
+  return SplitEpilogue(threads, node, operands);
+}
+
+KernelChoice MakeDnnlContraction(int threads, const Instruction& inst, const std::vector<Shape>& operands,
+                                 const Epilogue* epilogue, bool constant_kernel) {
+  if (inst.op == OpType::DotGeneral) return MakeDnnlMatmul(threads, inst, operands, epilogue);
+  if (inst.op == OpType::ConvGeneral) return MakeDnnlConv(threads, inst, operands, epilogue, constant_kernel);
+  return {};
+}
+
+bool DnnlRunsBFloat16(const Instruction& inst, const std::vector<Node>& nodes, const Epilogue* epilogue) {
+  if (inst.shape.dtype() != DType::BFloat16 || !dnnl_util::NativeBFloat16()) return false;
+  std::vector<Shape> operands;
+  for (int o : inst.operands) operands.push_back(nodes[static_cast<size_t>(o)].inst.shape);
+  return MakeDnnlContraction(1, inst, operands, epilogue).kernel != nullptr;
 }
 
 }  // namespace kiln::compute::cpu

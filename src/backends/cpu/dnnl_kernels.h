@@ -28,16 +28,28 @@ KernelChoice GuardedDnnlKernel(const char* op, std::string name, F run) {
 
 /// `threads`: the most threads the kernel may use (contractions of at most kSingleThreadMacs
 /// multiply-adds use one).
-/// DotGeneral in Float32 as a oneDNN matmul over [B, M, K] x [B, K, N] (dnnl_matmul.cc), with
-/// `epilogue` (when not null; its bias is operand 2) as the matmul's bias and post-op.
+/// DotGeneral in Float32 (or BFloat16, dnnl_util::ContractionType) as a oneDNN matmul over
+/// [B, M, K] x [B, K, N] (dnnl_matmul.cc), with `epilogue` (when not null; its bias is operand 2)
+/// as the matmul's bias and post-op.
 KernelChoice MakeDnnlMatmul(int threads, const Instruction& inst, const std::vector<Shape>& operands,
                             const Epilogue* epilogue);
 
-/// ConvGeneral in Float32 as a oneDNN forward convolution, or, for input-dilated convolutions, a
-/// backward-data convolution (dnnl_conv.cc); `epilogue` (when not null) only on forward ones.
-/// With `constant_kernel` (operand 1 never changes) the weights are reordered once.
+/// ConvGeneral in Float32 (or BFloat16, as above) as a oneDNN forward convolution, or, for
+/// input-dilated convolutions, a backward-data convolution (dnnl_conv.cc); `epilogue` (when not
+/// null) only on forward ones. With `constant_kernel` (operand 1 never changes) the weights are
+/// reordered once.
 KernelChoice MakeDnnlConv(int threads, const Instruction& inst, const std::vector<Shape>& operands,
                           const Epilogue* epilogue, bool constant_kernel = false);
+
+/// MakeDnnlMatmul for a DotGeneral, MakeDnnlConv for a ConvGeneral, nothing for another op.
+KernelChoice MakeDnnlContraction(int threads, const Instruction& inst, const std::vector<Shape>& operands,
+                                 const Epilogue* epilogue, bool constant_kernel = false);
+
+/// Whether oneDNN runs BFloat16 contraction `inst` (its operands defined in `nodes`) with
+/// `epilogue` (or none) on the CPU's bfloat16 instructions: such a kernel exists (none without
+/// those instructions, nor where oneDNN has only its reference kernel). widen.cc asks before
+/// leaving a contraction BFloat16, epilogue.cc before giving one a bias.
+bool DnnlRunsBFloat16(const Instruction& inst, const std::vector<Node>& nodes, const Epilogue* epilogue);
 
 /// Transpose of 4-byte elements (Float32, Int32, Uint32) of at least kMinReorderElements as a
 /// oneDNN reorder (dnnl_reorder.cc): the operand viewed through the permuted strides, copied

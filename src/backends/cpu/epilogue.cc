@@ -58,16 +58,6 @@ std::optional<int64_t> FeatureAxis(const Module& m, const Instruction& inst) {
   return inst.shape.Rank() - 1;
 }
 
-/// Whether oneDNN has a BFloat16 kernel for contraction `inst` (its bias the last operand) with
-/// epilogue `e`.
-bool BFloat16KernelTakes(const Module& m, const Instruction& inst, const Epilogue& e) {
-  std::vector<Shape> operands;
-  for (int o : inst.operands) operands.push_back(m.nodes[static_cast<size_t>(o)].inst.shape);
-  const KernelChoice k = inst.op == OpType::DotGeneral ? MakeDnnlMatmul(1, inst, operands, &e)
-                                                       : MakeDnnlConv(1, inst, operands, &e, false);
-  return k.kernel != nullptr;
-}
-
 /// Whether value `v` is a Float32 +0 Constant, possibly broadcast (Max(x, -0) keeps -0 where a
 /// relu gives +0).
 bool IsZero(const std::vector<Node>& nodes, int v) {
@@ -173,7 +163,7 @@ class EpiloguePass {
       e.axis = *axis;
       // A BFloat16 contraction takes a bias only where oneDNN's bfloat16 kernel does (it then sums
       // products and bias in float32 and rounds once); no loop applies one to BFloat16 values.
-      if (type == DType::BFloat16 && !BFloat16KernelTakes(m_, fused.inst, e)) continue;
+      if (type == DType::BFloat16 && !DnnlRunsBFloat16(fused.inst, m_.nodes, &e)) continue;
       fused.epilogue = std::make_shared<const Epilogue>(e);
       Replace(i, c, std::move(fused),
               fmt::format("Add of bias %{} into {} %{}", bias, OpName(con.inst.op), c));

@@ -14,7 +14,6 @@
 
 #include <fmt/format.h>
 
-#include "backends/cpu/dnnl_common.h"
 #include "backends/cpu/dnnl_kernels.h"
 #include "backends/cpu/passes.h"
 #include "backends/cpu/pool_kernels.h"
@@ -30,25 +29,13 @@ bool IsReduction(OpType op) {
          op == OpType::ReduceWindow || op == OpType::SelectAndScatter;
 }
 
-/// Whether oneDNN runs BFloat16 contraction `inst` on the CPU's bfloat16 instructions: the
-/// kernel the backend would pick exists (none without those instructions, nor for a form oneDNN
-/// only has a reference kernel for).
-bool RunsInBFloat16(const Instruction& inst, const std::vector<Node>& nodes) {
-  if (!dnnl_util::NativeBFloat16()) return false;
-  std::vector<Shape> operands;
-  for (int o : inst.operands) operands.push_back(nodes[static_cast<size_t>(o)].inst.shape);
-  const KernelChoice k = inst.op == OpType::DotGeneral ? MakeDnnlMatmul(1, inst, operands, nullptr)
-                                                       : MakeDnnlConv(1, inst, operands, nullptr, false);
-  return k.kernel != nullptr;
-}
-
 /// Whether `inst` is a contraction or reduction to widen: operands and result of one half type.
 bool Widens(const Instruction& inst, const std::vector<Node>& nodes) {
   const bool contraction = inst.op == OpType::DotGeneral || inst.op == OpType::ConvGeneral;
   if (!contraction && !IsReduction(inst.op)) return false;
   if (inst.IsTuple() || (contraction && inst.operands.size() != 2) || !IsHalf(inst.shape.dtype()))
     return false;
-  if (contraction && inst.shape.dtype() == DType::BFloat16 && RunsInBFloat16(inst, nodes)) return false;
+  if (contraction && DnnlRunsBFloat16(inst, nodes, nullptr)) return false;
   std::vector<Shape> operands;
   for (int o : inst.operands) {
     operands.push_back(nodes[static_cast<size_t>(o)].inst.shape);
