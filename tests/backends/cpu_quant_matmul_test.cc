@@ -64,32 +64,45 @@ struct Case {
   bool nf4 = false;  ///< four_bit codes into a table of 16 values.
 };
 
+/// Random operands of case `c` (weights, scales, zero points, bias, the NF4 table, x) and the
+/// LinearQuantMatmul that points at them (y left to the caller).
+struct RandomLinear {
+  std::vector<float> x, scale, zero, bias, table;
+  std::vector<uint8_t> q;
+  LinearQuantMatmul p;
+
+  RandomLinear(const Case& c, std::mt19937& rng) {
+    std::uniform_real_distribution<float> u(-1, 1);
+    x.resize(static_cast<size_t>(c.m * c.k));
+    scale.resize(static_cast<size_t>(c.k / c.block * c.n));
+    zero.resize(scale.size());
+    bias.resize(static_cast<size_t>(c.n));
+    table.resize(16);
+    for (float& v : x) v = u(rng);
+    for (float& v : scale) v = 0.01f + 0.1f * std::abs(u(rng));
+    for (float& v : zero) v = 0.05f * u(rng);
+    for (float& v : bias) v = u(rng);
+    q.resize(static_cast<size_t>(c.k * (c.four_bit ? c.n / 2 : c.n)));
+    for (uint8_t& b : q) b = static_cast<uint8_t>(rng() & 0xFF);
+    for (float& v : table) v = u(rng);
+    p.x = x.data();
+    p.m = c.m;
+    p.k = c.k;
+    p.n = c.n;
+    p.q = q.data();
+    p.four_bit = c.four_bit;
+    p.table = c.nf4 ? table.data() : nullptr;
+    p.scale = scale.data();
+    p.zero = c.zero ? zero.data() : nullptr;
+    p.block = c.block;
+    p.bias = c.bias ? bias.data() : nullptr;
+  }
+};
+
 void Check(const Case& c, uint32_t seed) {
   std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> x(static_cast<size_t>(c.m * c.k)), scale(static_cast<size_t>(c.k / c.block * c.n)),
-      zero(scale.size()), bias(static_cast<size_t>(c.n));
-  for (float& v : x) v = u(rng);
-  for (float& v : scale) v = 0.01f + 0.1f * std::abs(u(rng));
-  for (float& v : zero) v = 0.05f * u(rng);
-  for (float& v : bias) v = u(rng);
-  const int64_t row_bytes = c.four_bit ? c.n / 2 : c.n;
-  std::vector<uint8_t> q(static_cast<size_t>(c.k * row_bytes));
-  for (uint8_t& b : q) b = static_cast<uint8_t>(rng() & 0xFF);
-  LinearQuantMatmul p;
-  p.x = x.data();
-  p.m = c.m;
-  p.k = c.k;
-  p.n = c.n;
-  p.q = q.data();
-  p.four_bit = c.four_bit;
-  std::vector<float> table(16);
-  for (float& v : table) v = u(rng);
-  p.table = c.nf4 ? table.data() : nullptr;
-  p.scale = scale.data();
-  p.zero = c.zero ? zero.data() : nullptr;
-  p.block = c.block;
-  p.bias = c.bias ? bias.data() : nullptr;
+  RandomLinear operands(c, rng);
+  LinearQuantMatmul& p = operands.p;
   std::vector<float> want(static_cast<size_t>(c.m * c.n)), got(want.size(), NAN);
   p.y = want.data();
   Reference(p);
@@ -292,44 +305,24 @@ TEST(Int8Dot, GGMLProductsMatchTheDefinitionWithTheSameBitsOnEveryInstructionSet
 
 TEST(Int8Dot, Int8WeightProductsMatchTheDefinitionWithTheSameBitsOnEveryInstructionSet) {
   namespace cpu = kiln::compute::cpu;
-  struct LinearCase {
-    int64_t m, k, n, block;
-    bool zero, bias;
-    int64_t split;  ///< Where the two column ranges meet.
-  };
-  const std::vector<LinearCase> cases = {
-      {1, 64, 64, 64, false, false, 32},   {1, 256, 130, 256, false, true, 64},
-      {2, 128, 100, 32, true, false, 40},  {3, 96, 64, 32, true, true, 0},
-      {5, 128, 200, 64, false, false, 72}, {11, 64, 33, 64, true, false, 1},
+  // Int8 weights (Case's four_bit off) and the column where two ranges meet.
+  const std::vector<std::pair<Case, int64_t>> cases = {
+      {{1, 64, 64, 64, false, false, false}, 32},   {{1, 256, 130, 256, false, false, true}, 64},
+      {{2, 128, 100, 32, false, true, false}, 40},  {{3, 96, 64, 32, false, true, true}, 0},
+      {{5, 128, 200, 64, false, false, false}, 72}, {{11, 64, 33, 64, false, true, false}, 1},
   };
   std::mt19937 rng(13);
-  std::uniform_real_distribution<float> u(-1, 1);
-  for (const LinearCase& c : cases) {
+  for (const auto& [c, split] : cases) {
     const std::string what = "m " + std::to_string(c.m) + " k " + std::to_string(c.k) + " n " +
                              std::to_string(c.n) + " block " + std::to_string(c.block) +
                              (c.zero ? " zero" : "") + (c.bias ? " bias" : "");
-    std::vector<uint8_t> q(static_cast<size_t>(c.k * c.n));
-    for (uint8_t& b : q) b = static_cast<uint8_t>(rng() & 0xFF);
-    std::vector<float> scale(static_cast<size_t>(c.k / c.block * c.n)), zero(scale.size()),
-        bias(static_cast<size_t>(c.n));
-    for (float& v : scale) v = 0.001f + 0.01f * std::abs(u(rng));
-    for (float& v : zero) v = 0.05f * u(rng);
-    for (float& v : bias) v = u(rng);
-    std::vector<float> x(static_cast<size_t>(c.m * c.k));
-    for (float& v : x) v = 2 * u(rng);
-    LinearQuantMatmul p;
-    p.x = x.data();
-    p.m = c.m;
-    p.k = c.k;
-    p.n = c.n;
-    p.q = q.data();
-    p.scale = scale.data();
-    p.zero = c.zero ? zero.data() : nullptr;
-    p.block = c.block;
-    p.bias = c.bias ? bias.data() : nullptr;
+    RandomLinear operands(c, rng);
+    LinearQuantMatmul& p = operands.p;
+    const std::vector<float>&scale = operands.scale, &zero = operands.zero, &bias = operands.bias;
+    const std::vector<uint8_t>& q = operands.q;
     ASSERT_TRUE(cpu::LinearInt8Runs(p));
     cpu::Q8Rows xq;
-    cpu::QuantizeRowsQ8(x.data(), c.m, c.k, Int8DotIsa::kScalar, xq);
+    cpu::QuantizeRowsQ8(operands.x.data(), c.m, c.k, Int8DotIsa::kScalar, xq);
     const std::vector<float> xsum = cpu::BlockSumsOf(p);
     // The definition in double: Σ_i s · w · dx · q + z · xsum, + bias.
     std::vector<double> want(static_cast<size_t>(c.m * c.n)), size(want.size());
@@ -357,8 +350,8 @@ TEST(Int8Dot, Int8WeightProductsMatchTheDefinitionWithTheSameBitsOnEveryInstruct
     ExpectOnEveryIsa(
         [&](Int8DotIsa isa, float* y) {
           p.y = y;
-          cpu::RunLinearInt8(p, xq, c.zero ? xsum.data() : nullptr, 0, c.split, isa);
-          cpu::RunLinearInt8(p, xq, c.zero ? xsum.data() : nullptr, c.split, c.n, isa);
+          cpu::RunLinearInt8(p, xq, c.zero ? xsum.data() : nullptr, 0, split, isa);
+          cpu::RunLinearInt8(p, xq, c.zero ? xsum.data() : nullptr, split, c.n, isa);
         },
         want, size, what);
   }

@@ -156,8 +156,9 @@ BackendInfo CpuBackendInfo() {
         "programs with less work than this per sizeable kernel (multiply-adds plus elements; default "
         "8388608 under OMP_WAIT_POLICY=PASSIVE, else 524288; 0: none) run on the calling thread"},
        {"int8_activations",
-        "true (default) or false: quantized products (ggml Q4_0, Q8_0) at few rows of x quantize x to int8 "
-        "in blocks of 32, as ggml does, and run integer dot products; false keeps x in float"},
+        "true (default) or false: quantized products (Int8 weights, ggml Q4_0 and Q8_0) at few rows of x "
+        "quantize x to int8 in blocks of 32, as ggml does, and run integer dot products; false keeps x in "
+        "float"},
        {"dynamic_cache",
         "concrete executables a program with dynamic axes keeps, one per input signature (default 32)"}},
       variants};

@@ -33,18 +33,11 @@ template <int kType>
 constexpr int64_t kValues = kType == kGGMLQ4_K || kType == kGGMLQ6_K ? 256 : 32;
 constexpr int64_t kMaxValues = 256;
 
-/// The block's float16 scale d.
-inline float HalfAt(const uint8_t* p) {
-  uint16_t bits;
-  std::memcpy(&bits, p, 2);
-  return kiln::detail::HalfBitsToFloat(bits);
-}
-
 /// The factor a decoded block is multiplied by: d for Q8_0 and Q4_0 (decoded unscaled), 1 for
 /// the K-quants (decoded with their sub-block scales applied).
 template <int kType>
 inline float BlockScale(const uint8_t* block) {
-  if constexpr (kType == kGGMLQ8_0 || kType == kGGMLQ4_0) return HalfAt(block);
+  if constexpr (kType == kGGMLQ8_0 || kType == kGGMLQ4_0) return GGMLHalfAt(block);
   return 1.0f;
 }
 
@@ -66,7 +59,7 @@ HWY_INLINE void DecodeQ4K(D d, const uint8_t* b, float* w) {
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   const hn::Rebind<uint8_t, D> du8;
   const hn::Rebind<int32_t, D> di;
-  const float dd = HalfAt(b), dmin = HalfAt(b + 2);
+  const float dd = GGMLHalfAt(b), dmin = GGMLHalfAt(b + 2);
   const uint8_t* scales = b + 4;
   const uint8_t* q = b + 16;
   for (int j = 0; j < 4; ++j, q += 32, w += 64) {
@@ -94,7 +87,7 @@ HWY_INLINE void DecodeQ6K(D d, const uint8_t* b, float* w) {
   const uint8_t* ql = b;
   const uint8_t* qh = b + 128;
   const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
-  const float dd = HalfAt(b + 208);
+  const float dd = GGMLHalfAt(b + 208);
   const auto three = hn::Set(di, 3), low = hn::Set(di, 0x0F), bias = hn::Set(di, 32);
   for (int half = 0; half < 2; ++half, ql += 64, qh += 32, sc += 8, w += 128) {
     for (int64_t l = 0; l < 32; l += lanes) {  // Lanes <= 16 keep one l / 16 per vector.

@@ -4,6 +4,9 @@
 // each block is decoded in registers next to the slice of x it multiplies.
 
 #include <cstdint>
+#include <cstring>
+
+#include "kiln/core/half.h"
 
 namespace kiln::compute::cpu {
 
@@ -21,6 +24,13 @@ struct GGMLMatmul {
   int type = kGGMLQ8_0;        ///< kGGMLQ8_0, kGGMLQ4_0, kGGMLQ4_K or kGGMLQ6_K.
   float* y = nullptr;          ///< [m, n], written.
 };
+
+/// The float16 at `p` (a block's scale; any alignment).
+inline float GGMLHalfAt(const uint8_t* p) {
+  uint16_t bits;
+  std::memcpy(&bits, p, 2);
+  return kiln::detail::HalfBitsToFloat(bits);
+}
 
 /// Bytes of one block of `type` (34, 18, 144 or 210).
 int64_t GGMLBlockBytesOf(int type);

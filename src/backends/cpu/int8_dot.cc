@@ -13,7 +13,6 @@
 #include "backends/cpu/hwy_targets.h"  // IWYU pragma: keep (the compiled targets)
 #include "hwy/base.h"
 #include "hwy/targets.h"
-#include "kiln/core/half.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -44,12 +43,6 @@ namespace kiln::compute::cpu {
 namespace {
 
 constexpr int64_t kBlock = 32;
-
-float HalfAt(const uint8_t* p) {
-  uint16_t bits;
-  std::memcpy(&bits, p, 2);
-  return kiln::detail::HalfBitsToFloat(bits);
-}
 
 void QuantizeBlockScalar(const float* x, int8_t* q, float& d, int32_t& sum) {
   float amax = 0;
@@ -88,7 +81,7 @@ void RunGGMLScalar(const GGMLMatmul& p, const Q8Rows& x, int64_t n_begin, int64_
         const uint8_t* block = p.w + (j * nb + b) * bytes;
         const int64_t at = r * nb + b;
         const int8_t* xq = x.q.data() + at * kBlock;
-        const float s = HalfAt(block) * x.d[static_cast<size_t>(at)];
+        const float s = GGMLHalfAt(block) * x.d[static_cast<size_t>(at)];
         for (int l = 0; l < 8; ++l) {
           int32_t i = q4 ? -x.sum[static_cast<size_t>(at)] : 0;
           for (int t = 4 * l; t < 4 * l + 4; ++t) {
