@@ -441,7 +441,8 @@ TEST(CpuDnnl, HalfPrecisionContractionsRunOnDnnl) {
 TEST(CpuDnnl, HalfPrecisionReductionsRunOnFloat32Kernels) {
   // A bias gradient (ReduceSum over the batch), a ReduceMax, max pooling and its gradient
   // (ReduceWindow, SelectAndScatter) in Float16 and BFloat16 run as the Float32 kernels between
-  // conversions, not as reference kernels: the same values as ref to a unit in the last place.
+  // conversions (BFloat16 pooling on the window kernels' BFloat16 forms, cpu_pool_test.cc), not as
+  // reference kernels: the same values as ref to a unit in the last place.
   std::mt19937 rng(31);
   for (DType half : {DType::Float16, DType::BFloat16}) {
     SCOPED_TRACE(DTypeName(half));
