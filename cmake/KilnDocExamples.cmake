@@ -150,6 +150,14 @@ function(kiln_add_doc_examples)
   file(MAKE_DIRECTORY "${out_dir}")
   set(run "${PROJECT_SOURCE_DIR}/tests/docs/run_example.sh")
   add_custom_target(doc_examples)  # builds them all: cmake --build <dir> --target doc_examples
+  if(KILN_PRECOMPILED_HEADERS)
+    # One precompiled <kiln/kiln.h> for all of them, built with their flags (tests/CMakeLists.txt's
+    # option). An example must still include kiln itself (checked below), as a reader's copy would.
+    add_library(kiln_doc_pch OBJECT "${PROJECT_SOURCE_DIR}/tests/pch.cc")
+    target_link_libraries(kiln_doc_pch PRIVATE kiln::kiln)
+    kiln_set_warnings(kiln_doc_pch)
+    target_precompile_headers(kiln_doc_pch PRIVATE <kiln/kiln.h>)
+  endif()
   foreach(name IN LISTS doc_NAMES)
     # The program, its lines mapped back to the markdown file for compiler messages.
     set(source "${out_dir}/${name}.cc")
@@ -161,9 +169,16 @@ function(kiln_add_doc_examples)
     if(NOT old STREQUAL code)
       file(WRITE "${source}" "${code}")  # only when changed: no needless rebuilds
     endif()
+    if(NOT doc_${name}_CODE MATCHES "\n#include [<\"]kiln/")
+      message(FATAL_ERROR "${doc_${name}_FILE}:${doc_${name}_LINE}: doc example '${name}' includes no kiln "
+                          "header (it must build as a reader would copy it)")
+    endif()
     add_executable(doc_${name} "${source}")
     target_link_libraries(doc_${name} PRIVATE kiln::kiln)
     kiln_set_warnings(doc_${name})
+    if(KILN_PRECOMPILED_HEADERS)
+      target_precompile_headers(doc_${name} REUSE_FROM kiln_doc_pch)
+    endif()
     add_dependencies(doc_examples doc_${name})
 
     if(doc_${name}_RUN)

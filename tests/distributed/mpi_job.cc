@@ -6,10 +6,16 @@
 //
 // KILN_TEST_FAULT makes rank 1 misbehave, for run_mpi_faults.sh: "shapes" (a wider hidden layer,
 // so other variables), "steps" (one step fewer), "die" (exits at once, without a word).
+//
+// KILN_TEST_CKPT=DIR checkpoints into DIR (rank 0 writes, every 10 steps and at the end) and
+// resumes from its last checkpoint, skipping the batches trained on before it; KILN_TEST_STEPS
+// (60 by default) is the global step to train to. A run to 30 then one to 60 must print what one
+// run to 60 prints.
 
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -49,8 +55,21 @@ int main(int argc, char** argv) {
                            {metrics::NewMeanAbsoluteError("Mean Absolute Error", "mae")}, {});
     trainer.DataParallel();
     train::Loop loop(trainer);
+    const char* ckpt_dir = std::getenv("KILN_TEST_CKPT");
+    const char* steps_env = std::getenv("KILN_TEST_STEPS");
+    const int64_t steps = (steps_env != nullptr ? std::stoll(steps_env) : 60) - (Fault() == "steps" ? 1 : 0);
+    std::unique_ptr<checkpoint::Handler> ckpt;
+    if (ckpt_dir != nullptr) {
+      ckpt = std::make_unique<checkpoint::Handler>(checkpoint::Build(store).Dir(ckpt_dir).Keep(2).Done());
+      train::EveryNSteps(loop, 10, "checkpoint", 100, [&](train::Loop&, const std::vector<Tensor>&) { ckpt->Save(); });
+      std::any spec;
+      std::vector<Tensor> inputs, labels;
+      for (int64_t i = 0; i < store.GlobalStep().Value().Item<int64_t>(); ++i) ds->Yield(spec, inputs, labels);
+    }
     if (Fault() == "die") std::_Exit(3);
-    const std::vector<Tensor> m = loop.RunSteps(ds, Fault() == "steps" ? 59 : 60);
+    const std::vector<Tensor> m = loop.RunToGlobalStep(ds, steps);
+    if (m.empty()) throw Error("the checkpoint is already at step " + std::to_string(steps));
+    if (ckpt) ckpt->Save();
     double checksum = 0;
     for (const model::Variable& v : store.Variables())
       if (v.Trainable())

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the data-parallel job (mpi_job.cc) as one process with one device, one process with two
 # devices and two processes under mpirun, and checks that the two-replica layouts print the same
-# digits and the one-replica one agrees with them within 1e-5.
+# digits and the one-replica one agrees with them within 1e-5; then that two-process job again, stopped
+# at step 30 and resumed from its checkpoint.
 #   run_mpi_job.sh PATH/TO/kiln_mpi_job
 set -euo pipefail
 job="$1"
@@ -11,10 +12,18 @@ export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversub
 one=$(KILN_BACKEND=cpu:threads=1 "$job")
 two_devices=$(KILN_BACKEND=cpu:threads=2,devices=2 "$job")
 two_processes=$(KILN_BACKEND=cpu:threads=1 mpirun -np 2 "$job")
+# Resuming under mpirun: 30 steps with checkpoints, then a second job that resumes from rank 0's
+# last checkpoint and trains to 60, must end where the uninterrupted job ends.
+ckpt=$(mktemp -d)
+trap 'rm -rf "$ckpt"' EXIT
+KILN_BACKEND=cpu:threads=1 KILN_TEST_CKPT="$ckpt" KILN_TEST_STEPS=30 mpirun -np 2 "$job" >/dev/null
+resumed=$(KILN_BACKEND=cpu:threads=1 KILN_TEST_CKPT="$ckpt" mpirun -np 2 "$job")
 echo "1 process x 1 device:  $one"
 echo "1 process x 2 devices: $two_devices"
 echo "2 processes x 1 device: $two_processes"
+echo "2 processes, resumed at step 30: $resumed"
 [ "$two_devices" = "$two_processes" ] || { echo "FAIL: the two-replica layouts differ"; exit 1; }
+[ "$resumed" = "$two_processes" ] || { echo "FAIL: the resumed job ends elsewhere"; exit 1; }
 python3 - "$one" "$two_devices" <<'PY'
 import sys
 a = sys.argv[1].split(); b = sys.argv[2].split()
