@@ -12,6 +12,18 @@
 
 namespace kiln::metrics {
 
+std::vector<double> Aggregator::Gathered() const {
+  kiln::detail::Throw(
+      "this metric's aggregator cannot combine the evaluations of several processes (it does not "
+      "implement Aggregator::Gathered and Merge)");
+}
+
+void Aggregator::Merge(std::span<const double>) {
+  kiln::detail::Throw(
+      "this metric's aggregator cannot combine the evaluations of several processes (it does not "
+      "implement Aggregator::Gathered and Merge)");
+}
+
 namespace {
 
 class MeanMetric final : public Interface {
@@ -47,6 +59,38 @@ class MedianAggregator final : public Aggregator {
       const uint64_t j = pick(rng_);
       if (j < capacity_) samples_[static_cast<size_t>(j)] = x;
     }
+  }
+  /// {samples seen, the samples kept...}.
+  std::vector<double> Gathered() const override {
+    std::vector<double> g = {static_cast<double>(seen_)};
+    g.insert(g.end(), samples_.begin(), samples_.end());
+    return g;
+  }
+  /// Keeps every sample while both sides together fit the sample size; beyond it, a sample of
+  /// that size drawn from each side in proportion to the samples each side has seen.
+  void Merge(std::span<const double> g) override {
+    if (g.empty() || !(g[0] >= static_cast<double>(g.size() - 1)))
+      kiln::detail::Throw(
+          "metric \"{}\": a gathered median of {} numbers whose count of samples seen ({}) is "
+          "below its samples",
+          name_, g.size(), g.empty() ? 0.0 : g[0]);
+    std::vector<double> other(g.begin() + 1, g.end());
+    const uint64_t other_seen = static_cast<uint64_t>(g[0]);
+    if (samples_.size() + other.size() <= capacity_) {
+      samples_.insert(samples_.end(), other.begin(), other.end());
+      seen_ += other_seen;
+      return;
+    }
+    const double share = static_cast<double>(seen_) / static_cast<double>(seen_ + other_seen);
+    size_t mine =
+        std::min(samples_.size(), static_cast<size_t>(std::llround(share * static_cast<double>(capacity_))));
+    const size_t theirs = std::min(other.size(), capacity_ - mine);
+    mine = std::min(samples_.size(), capacity_ - theirs);
+    std::shuffle(samples_.begin(), samples_.end(), rng_);
+    std::shuffle(other.begin(), other.end(), rng_);
+    samples_.resize(mine);
+    samples_.insert(samples_.end(), other.begin(), other.begin() + static_cast<long>(theirs));
+    seen_ += other_seen;
   }
   double Result() override {
     if (samples_.empty()) kiln::detail::Throw("metric \"{}\": no samples to take the median of", name_);

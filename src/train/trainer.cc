@@ -2,6 +2,7 @@
 
 #include "kiln/train/trainer.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -49,6 +50,33 @@ std::vector<Tensor> SplitExamples(const Tensor& t, int devices, const compute::B
 struct LossTerms {
   std::vector<Node> terms;
 };
+
+/// Every process's `local` numbers (of any length), in rank order, on every process: the lengths,
+/// then the numbers, each through a sum over the processes of vectors that are zero outside the
+/// sender's part (adding zeros keeps every value exactly).
+std::vector<std::vector<double>> GatherFromEveryProcess(const std::vector<double>& local,
+                                                        const std::string& what) {
+  const int world = distributed::WorldSize(), rank = distributed::Rank();
+  std::vector<double> lengths(static_cast<size_t>(world), 0.0);
+  lengths[static_cast<size_t>(rank)] = static_cast<double>(local.size());
+  distributed::AllReduceSum(lengths, what + " (lengths)");
+  size_t total = 0, at = 0;
+  for (int r = 0; r < world; ++r) {
+    if (r < rank) at += static_cast<size_t>(lengths[static_cast<size_t>(r)]);
+    total += static_cast<size_t>(lengths[static_cast<size_t>(r)]);
+  }
+  std::vector<double> all(total, 0.0);
+  std::copy(local.begin(), local.end(), all.begin() + static_cast<long>(at));
+  distributed::AllReduceSum(all, what);
+  std::vector<std::vector<double>> parts;
+  at = 0;
+  for (int r = 0; r < world; ++r) {
+    const size_t n = static_cast<size_t>(lengths[static_cast<size_t>(r)]);
+    parts.emplace_back(all.begin() + static_cast<long>(at), all.begin() + static_cast<long>(at + n));
+    at += n;
+  }
+  return parts;
+}
 
 }  // namespace
 
@@ -427,13 +455,27 @@ std::vector<Tensor> Trainer::Eval(const data::DatasetPtr& dataset) {
     examples += n;
   }
   if (state_->replicas && distributed::WorldSize() > 1) {
-    // Every process evaluated its share: the weighted sums and counts add up over the job.
+    // Every process evaluated its share: the weighted sums and counts add up over the job, and
+    // the aggregators merge what every process gathered.
     std::vector<double> totals = sums;
     totals.push_back(examples);
     distributed::AllReduceSum(totals, "Trainer::Eval");
     examples = totals.back();
     totals.pop_back();
     sums = totals;
+    for (size_t i = 1; i < aggregators.size(); ++i) {
+      if (!aggregators[i]) continue;
+      const std::string& name = state_->eval_metrics[i - 1]->Name();
+      std::vector<double> gathered;
+      try {
+        gathered = aggregators[i]->Gathered();
+      } catch (const Error& e) {
+        kiln::detail::Throw("Trainer::Eval: metric \"{}\": {}", name, e.what());
+      }
+      aggregators[i] = state_->eval_metrics[i - 1]->NewAggregator();
+      for (const std::vector<double>& part : GatherFromEveryProcess(gathered, "Trainer::Eval " + name))
+        aggregators[i]->Merge(part);
+    }
   }
   if (examples == 0)
     kiln::detail::Throw("Trainer::Eval: dataset \"{}\" yielded no examples", dataset->Name());

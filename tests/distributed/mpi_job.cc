@@ -1,8 +1,9 @@
 // The data-parallel job the mpirun test runs in three layouts (run_mpi_job.sh): one process with
 // one device, one process with two devices (KILN_BACKEND=cpu:devices=2) and two processes under
 // mpirun. It trains a small MLP with Adam on a fixed regression, each process on its shard, and
-// prints the last loss and metric and a checksum of the weights with every digit: the two
-// two-replica layouts must print the same line, the one-replica layout one within 1e-5.
+// prints the last loss and metric, the median absolute error on an evaluation set (each process
+// evaluates its shard) and a checksum of the weights with every digit: the two two-replica layouts
+// must print the same line, the one-replica layout one within 1e-5.
 //
 // KILN_TEST_FAULT makes rank 1 misbehave, for run_mpi_faults.sh: "shapes" (a wider hidden layer,
 // so other variables), "steps" (one step fewer), "die" (exits at once, without a word).
@@ -52,7 +53,8 @@ int main(int argc, char** argv) {
     store.SetRNGStateFromSeed(11);
     train::Trainer trainer(backend, store, Mlp, losses::MeanSquaredError,
                            optimizers::Adam().LearningRate(0.003).Done(),
-                           {metrics::NewMeanAbsoluteError("Mean Absolute Error", "mae")}, {});
+                           {metrics::NewMeanAbsoluteError("Mean Absolute Error", "mae")},
+                           {metrics::NewMedian("Median Absolute Error", "med", metrics::AbsoluteErrors)});
     trainer.DataParallel();
     train::Loop loop(trainer);
     const char* ckpt_dir = std::getenv("KILN_TEST_CKPT");
@@ -61,23 +63,30 @@ int main(int argc, char** argv) {
     std::unique_ptr<checkpoint::Handler> ckpt;
     if (ckpt_dir != nullptr) {
       ckpt = std::make_unique<checkpoint::Handler>(checkpoint::Build(store).Dir(ckpt_dir).Keep(2).Done());
-      train::EveryNSteps(loop, 10, "checkpoint", 100, [&](train::Loop&, const std::vector<Tensor>&) { ckpt->Save(); });
+      train::EveryNSteps(loop, 10, "checkpoint", 100,
+                         [&](train::Loop&, const std::vector<Tensor>&) { ckpt->Save(); });
       std::any spec;
       std::vector<Tensor> inputs, labels;
-      for (int64_t i = 0; i < store.GlobalStep().Value().Item<int64_t>(); ++i) ds->Yield(spec, inputs, labels);
+      for (int64_t i = 0; i < store.GlobalStep().Value().Item<int64_t>(); ++i)
+        ds->Yield(spec, inputs, labels);
     }
     if (Fault() == "die") std::_Exit(3);
     const std::vector<Tensor> m = loop.RunToGlobalStep(ds, steps);
     if (m.empty()) throw Error("the checkpoint is already at step " + std::to_string(steps));
     if (ckpt) ckpt->Save();
+    // Each process evaluates its share; the median combines every process's samples.
+    auto eval_ds = test::Regression(backend, 512, 999, true);
+    eval_ds->Shard(distributed::Rank(), distributed::WorldSize()).BatchSize(64, false);
+    const std::vector<Tensor> eval = trainer.Eval(eval_ds);
     double checksum = 0;
     for (const model::Variable& v : store.Variables())
       if (v.Trainable())
         for (float w : v.Value().ToVector<float>())
           checksum += static_cast<double>(w) * (1 + checksum * 1e-3);
     if (distributed::Rank() == 0)
-      std::printf("replicas %d loss %.9g mae %.9g checksum %.12g\n", trainer.Replicas()->NumReplicas(),
-                  m[0].Item<float>(), m[2].Item<float>(), checksum);
+      std::printf("replicas %d loss %.9g mae %.9g median %.9g checksum %.12g\n",
+                  trainer.Replicas()->NumReplicas(), m[0].Item<float>(), m[2].Item<float>(),
+                  eval[1].Item<float>(), checksum);
     distributed::Finalize();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %d: %s\n", distributed::Rank(), e.what());

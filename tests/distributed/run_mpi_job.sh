@@ -28,7 +28,7 @@ python3 - "$one" "$two_devices" <<'PY'
 import sys
 a = sys.argv[1].split(); b = sys.argv[2].split()
 assert a[1] == "1" and b[1] == "2", (a, b)
-for key in ("loss", "mae", "checksum"):
+for key in ("loss", "mae", "median", "checksum"):
     x = float(a[a.index(key) + 1]); y = float(b[b.index(key) + 1])
     if abs(x - y) > 1e-5 * max(1.0, abs(x)):
         sys.exit(f"FAIL: {key} {x} (one replica) and {y} (two) differ by more than 1e-5")

@@ -158,6 +158,30 @@ TEST(Trainer, MedianMetricAndReportEval) {
   for (int i = 0; i < 10000; ++i) many.push_back(static_cast<double>((i * 7919) % 10000));
   agg->Add(Tensor::FromValue(many), 10000);
   EXPECT_NEAR(agg->Result(), 5000, 300);
+  // Processes' evaluations combine (Trainer::Eval under mpirun): what each gathered, merged in
+  // rank order into a fresh aggregator, gives the median of all their samples while they fit.
+  metrics::Metric median = metrics::NewMedian("m", "m", metrics::AbsoluteErrors, 1001);
+  std::unique_ptr<metrics::Aggregator> part0 = median->NewAggregator(), part1 = median->NewAggregator(),
+                                       merged = median->NewAggregator();
+  part0->Add(Tensor::FromValue(std::vector<float>{9, 1, 7}), 3);
+  part1->Add(Tensor::FromValue(std::vector<float>{4, 2, 8, 3}), 4);
+  merged->Merge(part0->Gathered());
+  merged->Merge(part1->Gathered());
+  EXPECT_EQ(merged->Gathered(), (std::vector<double>{7, 9, 1, 7, 4, 2, 8, 3}));  // Seen, then the samples.
+  EXPECT_EQ(merged->Result(), 4.0);                                              // 1 2 3 4 7 8 9.
+  // Beyond the sample size, each side contributes in proportion to the samples it saw: 0..9999 over
+  // two processes (3000 and 7000 of them) still give about 5000.
+  part0 = median->NewAggregator();
+  part1 = median->NewAggregator();
+  merged = median->NewAggregator();
+  part0->Add(Tensor::FromValue(std::vector<double>(many.begin(), many.begin() + 3000)), 3000);
+  part1->Add(Tensor::FromValue(std::vector<double>(many.begin() + 3000, many.end())), 7000);
+  merged->Merge(part0->Gathered());
+  merged->Merge(part1->Gathered());
+  EXPECT_EQ(merged->Gathered().size(), 1002u);
+  EXPECT_EQ(merged->Gathered()[0], 10000.0);
+  EXPECT_NEAR(merged->Result(), 5000, 300);
+  EXPECT_TRUE(Throws([&] { merged->Merge(std::vector<double>{1, 2, 3}); }, {"\"m\"", "below its samples"}));
   agg = metrics::NewMedian("empty", "e", metrics::AbsoluteErrors)->NewAggregator();
   EXPECT_TRUE(Throws([&] { agg->Result(); }, {"\"empty\"", "no samples"}));
   EXPECT_TRUE(Throws([&] { agg->Add(Tensor::FromValue(std::vector<float>{NAN}), 1); }, {"NaN"}));
@@ -168,6 +192,18 @@ TEST(Trainer, MedianMetricAndReportEval) {
                            {metrics::NewMedian("Median", "med", metrics::AbsoluteErrors)}, {});
       },
       {"\"Median\"", "eval metric"}));
+}
+
+TEST(Trainer, AggregatorsWithoutGatheredSayTheyCannotCombineProcesses) {
+  struct Last final : metrics::Aggregator {
+    double value = 0;
+    void Add(const Tensor& t, double) override { value = t.ToDoubles().at(0); }
+    double Result() override { return value; }
+  } last;
+  last.Add(Tensor::FromValue(std::vector<float>{2}), 1);
+  EXPECT_EQ(last.Result(), 2.0);
+  EXPECT_TRUE(Throws([&] { last.Gathered(); }, {"cannot combine", "Aggregator::Gathered"}));
+  EXPECT_TRUE(Throws([&] { last.Merge(std::vector<double>{1}); }, {"cannot combine"}));
 }
 
 TEST(Trainer, MixedPrecisionKeepsFloat32MastersAndLearnsAsFloat32) {

@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,13 @@ class Aggregator {
   virtual void Add(const Tensor& value, double examples) = 0;
   /// The evaluation's value; kiln::Error naming the metric when nothing was added.
   virtual double Result() = 0;
+  /// What this aggregator holds, as numbers, so that the evaluations of several processes
+  /// (Trainer::Eval in a job under mpirun, each process on its shard) combine into one value:
+  /// every process merges every process's Gathered(), in rank order, into a fresh aggregator.
+  /// The default is a kiln::Error saying the aggregator cannot be combined.
+  virtual std::vector<double> Gathered() const;
+  /// Adds what another aggregator of the same metric gathered (its Gathered()).
+  virtual void Merge(std::span<const double> gathered);
 };
 
 /// A metric (GoMLX's metrics.Interface): the trainer builds its value in each training or
