@@ -197,7 +197,13 @@ void ReplicaGroup::Exchange(int device, const CollectiveCall& call, const void* 
         throw;
       }
       lock.lock();
-      for (size_t r = 0; r < s.views.size(); ++r) s.views[r] = s.all.data() + r * bytes;
+      // `all` holds rank 0's devices, then rank 1's...; replica d × processes + rank is device d
+      // of that rank.
+      for (int p = 0; p < processes_; ++p)
+        for (int d = 0; d < devices_; ++d)
+          s.views[static_cast<size_t>(d * processes_ + p)] =
+              s.all.data() +
+              (static_cast<size_t>(p) * static_cast<size_t>(devices_) + static_cast<size_t>(d)) * bytes;
     }
     s.ready = true;
     s.cv.notify_all();

@@ -8,7 +8,12 @@
 
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <cstring>
 #include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
 
 #include "kiln/compute/backend.h"
 #include "kiln/compute/replicas.h"
@@ -196,6 +201,62 @@ TEST(Replicas, AReplicaThatNeverArrivesTimesOut) {
         group.Exchange(0, {compute::OpType::AllReduce, DType::Float32, 4, 0}, &v, out);
       },
       {"replicas 1 did not arrive"}));
+}
+
+// Two processes of two devices each, joined by an exchange in memory (what MPI does between
+// processes): replica ids are device-major (device × processes + rank), and collectives see the
+// replicas' values in that order.
+TEST(Replicas, IdsAcrossProcessesAreDeviceMajor) {
+  struct Joint {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<std::vector<uint8_t>> parts = std::vector<std::vector<uint8_t>>(2);
+    int arrived = 0, round = 0;
+  };
+  auto joint = std::make_shared<Joint>();
+  auto exchange = [joint](int rank) -> compute::ProcessExchange {
+    return [joint, rank](const compute::CollectiveCall&, const void* local, int64_t bytes, void* all) {
+      std::unique_lock lock(joint->mu);
+      const int round = joint->round;
+      const auto* p = static_cast<const uint8_t*>(local);
+      joint->parts[static_cast<size_t>(rank)].assign(p, p + bytes);
+      if (++joint->arrived == 2) {
+        joint->arrived = 0;
+        ++joint->round;
+        joint->cv.notify_all();
+      } else {
+        joint->cv.wait(lock, [&] { return joint->round != round; });
+      }
+      for (size_t r = 0; r < 2; ++r)  // Rank order.
+        std::memcpy(static_cast<uint8_t*>(all) + r * static_cast<size_t>(bytes), joint->parts[r].data(),
+                    static_cast<size_t>(bytes));
+    };
+  };
+  std::vector<std::vector<std::vector<Tensor>>> out(2);
+  std::vector<std::thread> processes;
+  for (int rank = 0; rank < 2; ++rank) {
+    processes.emplace_back([&, rank] {
+      compute::ReplicaGroup group(2, 2, rank, exchange(rank), std::chrono::seconds(30));
+      EXPECT_EQ(group.ReplicaOf(0), rank);
+      EXPECT_EQ(group.ReplicaOf(1), 2 + rank);
+      graph::Exec exec = graph::NewExec(compute::NewWithConfig("ref:devices=2"), [](Node x) {
+        return std::vector<Node>{graph::AllGather(x), graph::ReplicaId(x.graph())};
+      });
+      std::vector<std::vector<Tensor>> inputs;
+      for (int d = 0; d < 2; ++d) inputs.push_back({Tensor::FromValue(std::vector<int32_t>{10 * rank + d})});
+      out[static_cast<size_t>(rank)] = exec.CallReplicas(group, inputs);
+    });
+  }
+  for (std::thread& t : processes) t.join();
+  for (int rank = 0; rank < 2; ++rank) {
+    for (int d = 0; d < 2; ++d) {
+      const std::vector<Tensor>& r = out[static_cast<size_t>(rank)][static_cast<size_t>(d)];
+      ASSERT_EQ(r.size(), 2u);
+      // Replica 0 is rank 0's device 0, replica 1 rank 1's device 0, then the devices 1.
+      EXPECT_EQ(r[0].ToVector<int32_t>(), (std::vector<int32_t>{0, 10, 1, 11}));
+      EXPECT_EQ(r[1].Item<int32_t>(), 2 * d + rank);
+    }
+  }
 }
 
 TEST(Replicas, AProgramOfManyReplicasRunOutsideAGroupIsAnError) {

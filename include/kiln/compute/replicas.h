@@ -34,7 +34,8 @@ struct CollectiveCall {
 };
 
 /// Moves every process's contribution to every process: given this process's `local` bytes (its
-/// replicas' contributions, in device order), writes all processes' into `all` in rank order.
+/// replicas' contributions, in device order), writes all processes' into `all` in rank order
+/// (the group puts them in replica order).
 /// Called by one thread of each process per collective; throws kiln::Error when the processes
 /// disagree on `call`, when one of them fails, or on a timeout. (The distributed runtime's MPI
 /// exchange; absent for a job of one process.)
@@ -76,8 +77,12 @@ class ReplicaGroup {
   int NumReplicas() const { return devices_ * processes_; }
   /// Replicas in this process.
   int Devices() const { return devices_; }
-  /// The id of this process's replica on `device`: rank × devices + device.
-  int ReplicaOf(int device) const { return rank_ * devices_ + device; }
+  /// The id of this process's replica on `device`: device × processes + rank. Device-major, so
+  /// that example i of a global batch lands on replica i mod NumReplicas() in every layout when
+  /// each process takes every processes-th example (Dataset::Shard) and splits its batch over its
+  /// devices (example j to device j mod devices): a job of W processes of D devices then computes
+  /// what one process of W × D devices computes, bit for bit.
+  int ReplicaOf(int device) const { return device * processes_ + rank_; }
 
   /// Called by the replica on `device` of this process with its `call.bytes` bytes at `data`:
   /// returns once every replica of the job made the same call, with every replica's bytes in
