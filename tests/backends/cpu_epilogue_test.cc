@@ -139,6 +139,37 @@ TEST(CpuEpilogue, MatrixVectorProductsRunThroughSgemmWithTheirEpilogue) {
   }
 }
 
+TEST(CpuEpilogue, ABatchOfOneFoldsItsBiasWithoutABroadcast) {
+  // Dense at batch 1: the bias reshaped to [1, N] already has the result's shape, so no
+  // BroadcastInDim is left; it is still the product's bias, and any [1, N] addend is (a
+  // residual, say). Two rows are not: the addend may differ per row.
+  for (int c = 0; c < 3; ++c) {
+    SCOPED_TRACE(c);
+    const int64_t rows = c == 2 ? 2 : 1;
+    Graph g;
+    Node x = g.Parameter(Shape(DType::Float32, {rows, 300}));
+    Node w = g.Parameter(Shape(DType::Float32, {300, 70}));
+    Node b = g.Parameter(Shape(DType::Float32, {70}));
+    Node r = g.Parameter(Shape(DType::Float32, {rows, 70}));
+    Node y = c == 0 ? Dense(x, w, b) : graph::MatMul(x, w) + graph::Exp(r);
+    auto program = g.Build({graph::MaxScalar(y, 0.0f)});
+    const Module m = Epilogued(*program);
+    if (c == 2) {
+      EXPECT_TRUE(WithEpilogue(m).empty()) << m.ToString();
+    } else {
+      const std::vector<std::string> names = KernelNames(m, /*all_products=*/true);
+      ASSERT_EQ(names.size(), 1u);
+      EXPECT_EQ(names[0].rfind("dnnl.sgemm", 0), 0u) << names[0];
+      EXPECT_NE(names[0].find("+post[bias(axis 1), Relu]"), std::string::npos) << names[0];
+      EXPECT_EQ(CountOps(m, OpType::Add), 0);
+    }
+    ExpectCpuMatchesRefAndPlain(program,
+                                {RandomUniform({rows, 300}, 40 + c), RandomUniform({300, 70}, 41),
+                                 RandomUniform({70}, 42), RandomUniform({rows, 70}, 43)},
+                                300);
+  }
+}
+
 TEST(CpuEpilogue, BiasFirstAndOtherActivations) {
   // Logistic folds; Tanh does not (oneDNN's tanh gives +0 for -0), its bias still does.
   for (int act = 0; act < 2; ++act) {

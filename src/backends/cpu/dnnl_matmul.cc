@@ -116,7 +116,7 @@ struct MatmulPlan {
 /// them at up to twice its rate (bench/lm_bench.cc's Llama at batch 1, weights read per call over
 /// matrices that do not fit the caches: 1x768x2048 0.48-0.53 ms through the primitive, 0.33-0.36
 /// through sgemm; 1x768x32000 6.3-6.8 ms against 2.9-4.0). One unbatched row, no copies; a bias
-/// is written to the result first (beta 1) and a ReLU runs after, as the primitive's epilogue does.
+/// is added to the sums and a ReLU runs after, as the primitive's epilogue does.
 bool UseSgemm(const MatmulPlan& p) {
   if (p.type != dnnl::memory::data_type::f32) return false;
   if (p.lhs.dims3[0] != 1 || p.lhs.copy || p.rhs.copy) return false;
@@ -180,14 +180,18 @@ void RunMatmul(const MatmulPlan& p, ref::Operands in, uint8_t* out) {
   SetThreads(p.threads);
   if (p.sgemm) {
     float* c = reinterpret_cast<float*>(out);
-    if (p.epilogue.bias) {  // C = bias, then C += A·B.
-      for (int64_t r = 0; r < p.m; ++r)
-        std::memcpy(c + r * p.n, in[2], static_cast<size_t>(p.n) * sizeof(float));
-    }
     const dnnl_status_t status =
         dnnl_sgemm(p.trans_a, p.trans_b, p.m, p.n, p.k, 1.0f, reinterpret_cast<const float*>(in[0]), p.lda,
-                   reinterpret_cast<const float*>(in[1]), p.ldb, p.epilogue.bias ? 1.0f : 0.0f, c, p.n);
+                   reinterpret_cast<const float*>(in[1]), p.ldb, 0.0f, c, p.n);
     if (status != dnnl_success) throw dnnl::error(status, "dnnl_sgemm");
+    if (p.epilogue.bias) {
+      // Added to the finished sums, as the primitive's bias and a separate Add do (accumulating
+      // onto a C that holds the bias, beta 1, rounds differently: a row's result would then
+      // depend on whether it was computed alone).
+      const float* bias = reinterpret_cast<const float*>(in[2]);
+      for (int64_t r = 0; r < p.m; ++r)
+        for (int64_t j = 0; j < p.n; ++j) c[r * p.n + j] += bias[j];
+    }
     if (p.epilogue.activation == Activation::kRelu) ReluInPlace(c, p.m * p.n, p.threads);
     return;
   }

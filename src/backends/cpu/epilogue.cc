@@ -7,7 +7,9 @@
 //  - Add(contraction, BroadcastInDim(bias)) with the bias along the result's feature axis (the
 //    last axis of a DotGeneral whose right side has one free axis, the output feature axis of a
 //    ConvGeneral) becomes the contraction with a bias operand; the bias is a vector, or of the
-//    result's rank with size 1 on every other axis (as imported models write [1, C, 1, 1]);
+//    result's rank with size 1 on every other axis (as imported models write [1, C, 1, 1]); so
+//    does Add(contraction, v) where v has the result's shape and that is 1 on every other axis
+//    (a batch of one, whose [1, N] bias needs no broadcast);
 //  - Max(that, +0) or Logistic(that) becomes its activation (not Tanh: oneDNN's gives +0 for -0,
 //    the reference -0), and so does HardSwish written out, x * Min(Max(x + 3, 0), 6) / 6 (as
 //    exported CNNs write it) or x * Min(Max(x * (1/6) + 0.5, 0), 1) (ONNX's HardSwish): every
@@ -149,12 +151,18 @@ class EpiloguePass {
       const Node& con = m_.nodes[static_cast<size_t>(c)];
       if (!IsContraction(con) || con.epilogue || !SoleUse(c) || c == b) continue;
       const Instruction& bcast = m_.nodes[static_cast<size_t>(b)].inst;
-      if (bcast.op != OpType::BroadcastInDim) continue;
-      const int bias = bcast.operands[0];
+      // The bias is broadcast to the result's shape, or already has it: a batch of one row adds a
+      // [1, N] value, whose identity broadcast the cleanups removed.
+      const bool broadcast = bcast.op == OpType::BroadcastInDim;
+      const int bias = broadcast ? bcast.operands[0] : b;
       const Shape& bias_shape = m_.nodes[static_cast<size_t>(bias)].inst.shape;
+      std::vector<int64_t> axes = broadcast ? bcast.attrs.axes : std::vector<int64_t>{};
+      if (!broadcast)
+        for (int64_t a = 0; a < bias_shape.Rank(); ++a) axes.push_back(a);
       const std::optional<int64_t> axis = FeatureAxis(m_, con.inst);
       if (!axis || bias_shape.dtype() != type || con.inst.shape.dtype() != type ||
-          !PerFeature(bias_shape, bcast.attrs.axes, con.inst.shape, *axis))
+          (!broadcast && bias_shape != con.inst.shape) ||
+          !PerFeature(bias_shape, axes, con.inst.shape, *axis))
         continue;
       Node fused{con.inst, nullptr};
       fused.inst.operands.push_back(bias);
