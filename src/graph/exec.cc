@@ -134,7 +134,9 @@ struct Exec::State {
   bool nan_check = NanCheckFromEnvironment();
   int device = 0;  // InDevice's.
 
-  std::string What() const { return fmt::format("exec \"{}\"", name); }
+  std::string what;  // "exec \"NAME\"", for messages: formatted once, not at every
+                     // lock a call takes.
+  const std::string& What() const { return what; }
 
   std::shared_ptr<CacheEntry> Get(const std::vector<Shape>& shapes, bool with_aliases = false,
                                   int replicas = 1) {
@@ -179,6 +181,7 @@ Exec::Exec(compute::BackendPtr backend, GraphFn fn, int num_inputs, std::string 
   state_->fn = std::move(fn);
   state_->num_inputs = num_inputs;
   state_->name = std::move(name);
+  state_->what = fmt::format("exec \"{}\"", state_->name);
 }
 
 Exec& Exec::SetMaxCacheSize(int size) {

@@ -48,7 +48,9 @@ struct Exec::State {
   bool nan_check = graph::NanCheckFromEnvironment();
   int device = 0;  // InDevice's.
 
-  std::string What() const { return fmt::format("model exec \"{}\"", name); }
+  std::string what;  // "model exec \"NAME\"", for messages: formatted once, not at every
+                     // lock a call takes.
+  const std::string& What() const { return what; }
   /// The inputs' shapes, after checking their count and that each is Ok.
   std::vector<Shape> InputShapes(const std::vector<Tensor>& inputs) const;
   /// Runs entry `e` on device `on` (the caller holds the store's lock) and stores the variables it
@@ -129,6 +131,7 @@ Exec::Exec(compute::BackendPtr backend, Store store, ModelFn fn, int num_inputs,
   state_->fn = std::move(fn);
   state_->num_inputs = num_inputs;
   state_->name = std::move(name);
+  state_->what = fmt::format("model exec \"{}\"", state_->name);
 }
 
 Exec& Exec::OnNewGraph(std::function<void(graph::Graph&)> hook) {
