@@ -207,7 +207,7 @@ TEST(Replicas, AReplicaThatNeverArrivesTimesOut) {
 // processes): replica ids are device-major (device × processes + rank), and collectives see the
 // replicas' values in that order.
 TEST(Replicas, IdsAcrossProcessesAreDeviceMajor) {
-  struct Joint {
+  struct Joint {  // One exchange in flight at a time: enough for this program's one collective.
     std::mutex mu;
     std::condition_variable cv;
     std::vector<std::vector<uint8_t>> parts = std::vector<std::vector<uint8_t>>(2);

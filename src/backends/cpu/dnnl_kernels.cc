@@ -29,29 +29,6 @@ float Activate(Activation a, float x) {
   return x;
 }
 
-/// Applies `e` over `out` (dims `dims`) after the contraction: the loop oneDNN's post-ops would
-/// have run, for contractions oneDNN runs without them.
-void ApplyEpilogue(const Epilogue& e, const std::vector<int64_t>& dims, const float* bias, float* out) {
-  int64_t outer = 1, features = 1, inner = 1;
-  for (size_t a = 0; a < dims.size(); ++a) {
-    const int64_t ax = static_cast<int64_t>(a);
-    if (!e.bias || ax < e.axis) {
-      outer *= dims[a];
-    } else if (ax == e.axis) {
-      features = dims[a];
-    } else {
-      inner *= dims[a];
-    }
-  }
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t f = 0; f < features; ++f) {
-      const float b = e.bias ? bias[f] : 0.0f;
-      float* row = out + (o * features + f) * inner;
-      for (int64_t i = 0; i < inner; ++i) row[i] = Activate(e.activation, e.bias ? row[i] + b : row[i]);
-    }
-  }
-}
-
 /// A contraction with an epilogue oneDNN could not take: the contraction alone (oneDNN's or the
 /// reference kernel), then the epilogue in a loop.
 KernelChoice SplitEpilogue(int threads, const Node& node, const std::vector<Shape>& operands) {
@@ -79,6 +56,27 @@ KernelChoice SplitEpilogue(int threads, const Node& node, const std::vector<Shap
 }
 
 }  // namespace
+
+void ApplyEpilogue(const Epilogue& e, const std::vector<int64_t>& dims, const float* bias, float* out) {
+  int64_t outer = 1, features = 1, inner = 1;
+  for (size_t a = 0; a < dims.size(); ++a) {
+    const int64_t ax = static_cast<int64_t>(a);
+    if (!e.bias || ax < e.axis) {
+      outer *= dims[a];
+    } else if (ax == e.axis) {
+      features = dims[a];
+    } else {
+      inner *= dims[a];
+    }
+  }
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t f = 0; f < features; ++f) {
+      const float b = e.bias ? bias[f] : 0.0f;
+      float* row = out + (o * features + f) * inner;
+      for (int64_t i = 0; i < inner; ++i) row[i] = Activate(e.activation, e.bias ? row[i] + b : row[i]);
+    }
+  }
+}
 
 dnnl::post_ops ActivationPostOps(const Epilogue& epilogue) {
   dnnl::post_ops ops;

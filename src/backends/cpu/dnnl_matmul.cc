@@ -184,15 +184,16 @@ void RunMatmul(const MatmulPlan& p, ref::Operands in, uint8_t* out) {
         dnnl_sgemm(p.trans_a, p.trans_b, p.m, p.n, p.k, 1.0f, reinterpret_cast<const float*>(in[0]), p.lda,
                    reinterpret_cast<const float*>(in[1]), p.ldb, 0.0f, c, p.n);
     if (status != dnnl_success) throw dnnl::error(status, "dnnl_sgemm");
+    // The bias is added to the finished sums, as the primitive's bias and a separate Add do
+    // (accumulating onto a C that holds it, beta 1, rounds differently: a row's result would then
+    // depend on whether it was computed alone).
     if (p.epilogue.bias) {
-      // Added to the finished sums, as the primitive's bias and a separate Add do (accumulating
-      // onto a C that holds the bias, beta 1, rounds differently: a row's result would then
-      // depend on whether it was computed alone).
-      const float* bias = reinterpret_cast<const float*>(in[2]);
-      for (int64_t r = 0; r < p.m; ++r)
-        for (int64_t j = 0; j < p.n; ++j) c[r * p.n + j] += bias[j];
+      Epilogue rows = p.epilogue;  // The result seen as [m, n]: the bias runs along axis 1.
+      rows.axis = 1;
+      ApplyEpilogue(rows, {p.m, p.n}, reinterpret_cast<const float*>(in[2]), c);
+    } else if (p.epilogue.activation == Activation::kRelu) {
+      ReluInPlace(c, p.m * p.n, p.threads);
     }
-    if (p.epilogue.activation == Activation::kRelu) ReluInPlace(c, p.m * p.n, p.threads);
     return;
   }
   ScratchLayout layout;
