@@ -170,6 +170,51 @@ TEST(CpuEpilogue, ABatchOfOneFoldsItsBiasWithoutABroadcast) {
   }
 }
 
+TEST(CpuEpilogue, ABatchOfOnesBiasAndReluKeepSpecialValues) {
+  // The sgemm path adds the bias and applies the ReLU in a loop of its own: NaN stays NaN, an
+  // infinite bias wins, -0 becomes +0, and every other value is ref's to the bit.
+  Graph g;
+  Node x = g.Parameter(Shape(DType::Float32, {1, 40}));
+  Node w = g.Parameter(Shape(DType::Float32, {40, 37}));
+  Node b = g.Parameter(Shape(DType::Float32, {37}));
+  auto program = g.Build({graph::MaxScalar(Dense(x, w, b), 0.0f)});
+  const std::vector<std::string> names = KernelNames(Epilogued(*program), /*all_products=*/true);
+  ASSERT_EQ(names.size(), 1u);
+  EXPECT_EQ(names[0].rfind("dnnl.sgemm", 0), 0u) << names[0];
+  EXPECT_NE(names[0].find("+post[bias(axis 1), Relu]"), std::string::npos) << names[0];
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  std::vector<float> xv(40), wv(40 * 37), bv(37);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = i < 20 ? 0.0f : 0.25f * static_cast<float>(i % 7) - 0.75f;
+  for (size_t i = 0; i < wv.size(); ++i) wv[i] = 0.125f * static_cast<float>(i % 9) - 0.5f;
+  for (size_t f = 0; f < bv.size(); ++f) bv[f] = 0.5f * static_cast<float>(f % 5) - 1.0f;
+  bv[3] = nan;
+  bv[4] = -inf;
+  bv[5] = inf;
+  bv[6] = -0.0f;
+  const std::vector<Tensor> in = {Tensor::FromFlat(Shape(DType::Float32, {1, 40}), xv),
+                                  Tensor::FromFlat(Shape(DType::Float32, {40, 37}), wv),
+                                  Tensor::FromFlat(Shape(DType::Float32, {37}), bv)};
+  const std::vector<float> got = RunProgram(Cpu(), program, in)[0].ToVector<float>();
+  const std::vector<float> want = RunProgram(Ref(), program, in)[0].ToVector<float>();
+  ASSERT_EQ(got.size(), 37u);
+  int zeros = 0, positives = 0;
+  for (size_t f = 0; f < got.size(); ++f) {
+    if (std::isnan(want[f])) {
+      EXPECT_TRUE(std::isnan(got[f])) << "feature " << f;
+      continue;
+    }
+    EXPECT_FALSE(std::signbit(got[f])) << "feature " << f << ": " << got[f];
+    EXPECT_TRUE(got[f] == want[f] || std::fabs(got[f] - want[f]) <= 1e-5f)
+        << "feature " << f << ": " << got[f] << " vs " << want[f];
+    (got[f] == 0.0f ? zeros : positives) += 1;
+  }
+  EXPECT_TRUE(std::isnan(got[3]));
+  EXPECT_EQ(got[4], 0.0f);
+  EXPECT_EQ(got[5], inf);
+  EXPECT_GT(zeros, 5);  // Both sides of the ReLU are exercised.
+  EXPECT_GT(positives, 5);
+}
+
 TEST(CpuEpilogue, BiasFirstAndOtherActivations) {
   // Logistic folds; Tanh does not (oneDNN's tanh gives +0 for -0), its bias still does.
   for (int act = 0; act < 2; ++act) {

@@ -15,7 +15,7 @@ namespace kiln::compute::cpu {
 
 namespace {
 
-float Activate(Activation a, float x) {
+inline float Activate(Activation a, float x) {
   switch (a) {
     case Activation::kRelu:
       return common::MaxOf(x, 0.0f);  // Max(x, +0), as the graph wrote it.
@@ -57,7 +57,54 @@ KernelChoice SplitEpilogue(int threads, const Node& node, const std::vector<Shap
 
 }  // namespace
 
-void ApplyEpilogue(const Epilogue& e, const std::vector<int64_t>& dims, const float* bias, float* out) {
+namespace {
+
+/// Activation `A` of x; ReLU as a compare and a blend that vectorises (Max(x, +0): NaN stays,
+/// -0 becomes +0, as ReluRange).
+template <Activation A>
+inline float Act(float x) {
+  if constexpr (A == Activation::kRelu) {
+    return ((x > 0.0f) | (x != x)) ? x : 0.0f;
+  } else {
+    return Activate(A, x);
+  }
+}
+
+/// The epilogue's loop for one activation `A`, known at compile time so that it inlines and
+/// vectorises (a switch per element cost a batch of one's Dense layer 2 us for 512 features).
+template <Activation A>
+void EpilogueLoop(int64_t outer, int64_t features, int64_t inner, const float* bias, float* out) {
+  if (bias == nullptr) {
+    for (int64_t i = 0, n = outer * features * inner; i < n; ++i) out[i] = Act<A>(out[i]);
+    return;
+  }
+  if (inner == 1) {  // The bias along the last axis: one pass per row.
+    for (int64_t o = 0; o < outer; ++o) {
+      float* row = out + o * features;
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wpass-failed"
+#endif
+#pragma omp simd
+      for (int64_t f = 0; f < features; ++f) row[f] = Act<A>(row[f] + bias[f]);
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#endif
+    }
+    return;
+  }
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t f = 0; f < features; ++f) {
+      const float b = bias[f];
+      float* row = out + (o * features + f) * inner;
+      for (int64_t i = 0; i < inner; ++i) row[i] = Act<A>(row[i] + b);
+    }
+  }
+}
+
+}  // namespace
+
+void ApplyEpilogue(const Epilogue& e, std::span<const int64_t> dims, const float* bias, float* out) {
   int64_t outer = 1, features = 1, inner = 1;
   for (size_t a = 0; a < dims.size(); ++a) {
     const int64_t ax = static_cast<int64_t>(a);
@@ -69,13 +116,18 @@ void ApplyEpilogue(const Epilogue& e, const std::vector<int64_t>& dims, const fl
       inner *= dims[a];
     }
   }
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t f = 0; f < features; ++f) {
-      const float b = e.bias ? bias[f] : 0.0f;
-      float* row = out + (o * features + f) * inner;
-      for (int64_t i = 0; i < inner; ++i) row[i] = Activate(e.activation, e.bias ? row[i] + b : row[i]);
-    }
+  if (!e.bias) bias = nullptr;
+  switch (e.activation) {
+    case Activation::kRelu:
+      return EpilogueLoop<Activation::kRelu>(outer, features, inner, bias, out);
+    case Activation::kLogistic:
+      return EpilogueLoop<Activation::kLogistic>(outer, features, inner, bias, out);
+    case Activation::kHardSwish:
+      return EpilogueLoop<Activation::kHardSwish>(outer, features, inner, bias, out);
+    case Activation::kNone:
+      break;
   }
+  EpilogueLoop<Activation::kNone>(outer, features, inner, bias, out);
 }
 
 dnnl::post_ops ActivationPostOps(const Epilogue& epilogue) {

@@ -3,6 +3,7 @@
 // node exactly (the reference kernel runs it then).
 
 #include <dnnl.hpp>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -67,7 +68,7 @@ dnnl::post_ops ActivationPostOps(const Epilogue& epilogue);
 /// Applies `e` (bias along e.axis, then the activation) over `out` (dims `dims`) after the
 /// contraction, on the calling thread: the loop oneDNN's post-ops would have run, for
 /// contractions run without them.
-void ApplyEpilogue(const Epilogue& e, const std::vector<int64_t>& dims, const float* bias, float* out);
+void ApplyEpilogue(const Epilogue& e, std::span<const int64_t> dims, const float* bias, float* out);
 
 /// x = Max(x, +0) over `n` floats, as the reference Max: NaN stays, -0 becomes +0. Uses `threads`
 /// OpenMP threads for results larger than a core's cache, the calling thread otherwise.

@@ -190,7 +190,8 @@ void RunMatmul(const MatmulPlan& p, ref::Operands in, uint8_t* out) {
     if (p.epilogue.bias) {
       Epilogue rows = p.epilogue;  // The result seen as [m, n]: the bias runs along axis 1.
       rows.axis = 1;
-      ApplyEpilogue(rows, {p.m, p.n}, reinterpret_cast<const float*>(in[2]), c);
+      const int64_t dims[2] = {p.m, p.n};
+      ApplyEpilogue(rows, dims, reinterpret_cast<const float*>(in[2]), c);
     } else if (p.epilogue.activation == Activation::kRelu) {
       ReluInPlace(c, p.m * p.n, p.threads);
     }
