@@ -4,10 +4,13 @@
 
 #include "kiln/ml/optimizers.h"
 
+#include <bit>
 #include <cmath>
 #include <numbers>
 
 #include "core/check.h"
+#include "kiln/compute/composite.h"
+#include "kiln/graph/control_flow.h"
 
 namespace kiln::optimizers {
 
@@ -170,6 +173,32 @@ class Sgd final : public Interface {
   bool nesterov_;
 };
 
+/// The kAdamUpdate composite over one variable: {m', v', w'} (kiln/compute/composite.h). The
+/// decomposition is the update written with graph ops, so a backend without the kernel computes
+/// the same values; the cpu backend runs all of it in one pass over the elements.
+std::vector<Node> AdamUpdate(Node w, Node g, Node m, Node v, Node step_size, Node sqrt_bc2, Node decay,
+                             double b1, double b2, double eps) {
+  namespace cm = compute::composite;
+  auto bits = [](double x) { return static_cast<int64_t>(std::bit_cast<uint32_t>(static_cast<float>(x))); };
+  std::vector<int64_t> values(cm::kNumAdamUpdateValues);
+  values[cm::kAdamBeta1] = bits(b1);
+  values[cm::kAdamOneMinusBeta1] = bits(1 - b1);
+  values[cm::kAdamBeta2] = bits(b2);
+  values[cm::kAdamOneMinusBeta2] = bits(1 - b2);
+  values[cm::kAdamEpsilon] = bits(eps);
+  values[cm::kAdamHasDecay] = decay.Ok() ? 1 : 0;
+  std::vector<Node> operands = {w, g, m, v, step_size, sqrt_bc2};
+  if (decay.Ok()) operands.push_back(decay);
+  return graph::Composite(cm::kAdamUpdate, values, operands, [&](const std::vector<Node>& p) {
+    const Node &pw = p[0], &pg = p[1];
+    const Node m2 = p[2] * graph::ScalarLike(pw, b1) + pg * graph::ScalarLike(pw, 1 - b1);
+    const Node v2 = p[3] * graph::ScalarLike(pw, b2) + pg * pg * graph::ScalarLike(pw, 1 - b2);
+    const Node denom = graph::Sqrt(v2) / p[5] + graph::ScalarLike(pw, eps);
+    const Node base = p.size() > 6 ? pw * p[6] : pw;
+    return std::vector<Node>{m2, v2, base - p[4] * m2 / denom};
+  });
+}
+
 class AdamOpt final : public Interface {
  public:
   AdamOpt(Common c, bool decoupled, bool adamax, bool amsgrad, double b1, double b2, double eps)
@@ -189,13 +218,13 @@ class AdamOpt final : public Interface {
               Graph& gr = w.graph();
               model::Variable mv = State(scope, name, v, "m");
               Node m = mv.NodeValue(gr) * graph::ScalarLike(w, b1_) + g * graph::ScalarLike(w, 1 - b1_);
-              assign(mv, m);
               // Bias corrections 1 - beta^t for t = step + 1, in float64, then in w's dtype.
               Node t = StepF64(step) + 1.0;
               Node bc1 = 1.0 - graph::Pow(F64(gr, b1_), t);
               Node step_size = lr / graph::ConvertDType(bc1, w.dtype());
               if (adamax_) {
                 // torch.optim.Adamax: u = max(beta2·u, |g| + eps), no second bias correction.
+                assign(mv, m);
                 model::Variable uv = State(scope, name, v, "u");
                 Node u = graph::Max(uv.NodeValue(gr) * graph::ScalarLike(w, b2_),
                                     graph::Abs(g) + graph::ScalarLike(w, eps_));
@@ -204,6 +233,21 @@ class AdamOpt final : public Interface {
                 return;
               }
               model::Variable vv = State(scope, name, v, "v");
+              if (!amsgrad_ && w.dtype() == DType::Float32) {
+                // One pass over the variable's elements where the backend has the kernel.
+                Node decay;
+                if (decoupled_ && c_.weight_decay != 0)
+                  decay = 1.0 - lr * graph::ScalarLike(w, c_.weight_decay);
+                const Node sqrt_bc2 =
+                    graph::ConvertDType(graph::Sqrt(1.0 - graph::Pow(F64(gr, b2_), t)), w.dtype());
+                const std::vector<Node> r = AdamUpdate(w, g, mv.NodeValue(gr), vv.NodeValue(gr), step_size,
+                                                       sqrt_bc2, decay, b1_, b2_, eps_);
+                assign(mv, r[0]);
+                assign(vv, r[1]);
+                assign(v, r[2]);
+                return;
+              }
+              assign(mv, m);
               Node s = vv.NodeValue(gr) * graph::ScalarLike(w, b2_) + g * g * graph::ScalarLike(w, 1 - b2_);
               assign(vv, s);
               if (amsgrad_) {

@@ -638,6 +638,35 @@ TEST(CpuBackend, OutputsThatAliasInputsOrEachOtherAreSeparateBuffers) {
   EXPECT_EQ(v, values);
 }
 
+TEST(CpuBackend, OutputsOfOneTupleResultAreSeparateBuffers) {
+  // A Composite's result (here its decomposition's) is a buffer of its own, handed to the first
+  // output that reads it; the same result output again, or through a view, is a copy.
+  compute::BackendPtr backend = Cpu();
+  Graph g;
+  Node x = g.Parameter(Shape(DType::Float32, {3}));
+  Node r = graph::Composite("test.double", {}, {x},
+                            [](const std::vector<Node>& p) { return std::vector<Node>{p[0] * 2.0f}; })[0];
+  std::unique_ptr<compute::Executable> exe = backend->Compile(g.Build({r, r, Reshape(r, {3, 1}), x}));
+  const std::vector<float> values = {1, 2, 3};
+  compute::BufferPtr in = backend->BufferFromHost(0, values.data(), 12);
+  const int64_t live = backend->MemoryStats().live_buffers;
+  std::vector<compute::BufferPtr> out = exe->Execute({in}, {false}, 0);
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_EQ(backend->MemoryStats().live_buffers, live + 4);  // No tuple buffer left over.
+  for (size_t i = 0; i < out.size(); ++i) {
+    EXPECT_NE(out[i]->HostData(), in->HostData()) << i;
+    for (size_t j = 0; j < i; ++j) EXPECT_NE(out[i]->HostData(), out[j]->HostData()) << i << " " << j;
+  }
+  static_cast<float*>(out[0]->HostData())[0] = -1;
+  std::vector<float> v(3);
+  backend->BufferToHost(*out[1], v.data());
+  EXPECT_EQ(v, (std::vector<float>{2, 4, 6}));
+  backend->BufferToHost(*out[2], v.data());
+  EXPECT_EQ(v, (std::vector<float>{2, 4, 6}));
+  backend->BufferToHost(*out[0], v.data());
+  EXPECT_EQ(v, (std::vector<float>{-1, 4, 6}));
+}
+
 }  // namespace
 
 namespace {

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -90,6 +91,128 @@ TEST(Optimizers, MatchTorchOverTenSteps) {
   EXPECT_EQ(Adamax().Done()->Name(), "adamax");
   EXPECT_TRUE(Throws([] { Adamax().Amsgrad().Done(); }, {"adamax", "Amsgrad"}));
   EXPECT_TRUE(Throws([] { AdamW().Adamax().Done(); }, {"adamax", "decoupled"}));
+}
+
+std::vector<float> Float32s(const Tensor& t) {
+  const std::vector<double> d = t.ToVector<double>();
+  return std::vector<float>(d.begin(), d.end());
+}
+
+// Float32 variables take Adam's one-pass update (the kiln.adam_update composite: the cpu
+// backend's kernel, the decomposition elsewhere): ten steps still follow torch.optim's trajectory,
+// to Float32's precision.
+TEST(Optimizers, Float32AdamMatchesTorch) {
+  using namespace optimizers;
+  const std::vector<std::pair<std::string, Optimizer>> cases = {
+      {"adam", Adam().LearningRate(0.01).Done()},
+      {"adam_l2", Adam().LearningRate(0.01).Betas(0.8, 0.99).Epsilon(1e-6).WeightDecay(0.1).Done()},
+      {"adamw", AdamW().LearningRate(0.01).WeightDecay(0.05).Done()}};
+  for (const auto& [name, opt] : cases) {
+    const std::vector<double> want = Fixtures().at(name).ToVector<double>();
+    for (const compute::BackendInfo& info : compute::RegisteredBackends()) {
+      model::Store store;
+      model::Variable w = store.RootScope().VariableWithValue(
+          "w", Tensor::FromFlat(Shape(DType::Float32, {3, 4}), Float32s(Fixtures().at("w0"))));
+      model::Exec step =
+          model::NewExec(compute::NewWithConfig(info.name), store, [&](model::Scope scope, Node g) {
+            model::Variable gs = scope.store().GlobalStep();
+            Node s = gs.NodeValue(g.graph());
+            opt->UpdateGraph(scope, {w}, {g}, s);
+            gs.SetNodeValue(s + int64_t{1});
+            return ReduceAllSum(g);
+          });
+      const std::vector<double> all = Fixtures().at("grads").ToVector<double>();
+      for (int i = 0; i < 10; ++i) {
+        std::vector<float> g(all.begin() + i * 12, all.begin() + (i + 1) * 12);
+        step.Call(Tensor::FromFlat(Shape(DType::Float32, {3, 4}), g));
+        const std::vector<float> got = w.Value().ToVector<float>();
+        for (int j = 0; j < 12; ++j) {
+          const double x = want[static_cast<size_t>(i * 12 + j)];
+          EXPECT_NEAR(got[static_cast<size_t>(j)], x, 2e-5 * std::max(1.0, std::abs(x)))
+              << name << " on " << info.name << " step " << i << " element " << j;
+        }
+      }
+    }
+  }
+}
+
+/// Runs three steps of `opt` over Float32 variables of `sizes` on `backend` with the same
+/// gradients (special values included); returns every variable's and state's final elements.
+std::vector<std::vector<float>> ThreeFloat32Steps(const optimizers::Optimizer& opt,
+                                                  const compute::BackendPtr& backend,
+                                                  const std::vector<int64_t>& sizes) {
+  model::Store store;
+  std::vector<model::Variable> vars;
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    std::vector<float> w0(static_cast<size_t>(sizes[k]));
+    for (size_t i = 0; i < w0.size(); ++i) w0[i] = std::sin(0.37f * static_cast<float>(i + k)) * 2.0f;
+    vars.push_back(store.RootScope().VariableWithValue(
+        "w" + std::to_string(k), Tensor::FromFlat(Shape(DType::Float32, {sizes[k]}), w0)));
+  }
+  model::Exec step = model::NewExec(backend, store, [&](model::Scope scope, const std::vector<Node>& grads) {
+    model::Variable gs = scope.store().GlobalStep();
+    Node s = gs.NodeValue(grads[0].graph());
+    opt->UpdateGraph(scope, vars, grads, s);
+    gs.SetNodeValue(s + int64_t{1});
+    return std::vector<Node>{ReduceAllSum(grads[0])};
+  });
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const float specials[] = {0.0f, -0.0f, 1e-40f, -3e-39f, 1e30f, -1e-20f, 7.5f, nan, inf, -inf};
+  for (int t = 0; t < 3; ++t) {
+    std::vector<Tensor> grads;
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      std::vector<float> g(static_cast<size_t>(sizes[k]));
+      for (size_t i = 0; i < g.size(); ++i) {
+        g[i] = std::cos(0.11f * static_cast<float>(i * (t + 2))) * 0.3f;
+        if (i % 97 == 5) g[i] = specials[(i / 97 + static_cast<size_t>(t)) % 10];
+      }
+      grads.push_back(Tensor::FromFlat(Shape(DType::Float32, {sizes[k]}), g));
+    }
+    step.Call(grads);
+  }
+  std::vector<std::vector<float>> out;
+  for (const model::Variable& v : store.Variables()) {
+    if (v.Value().dtype() == DType::Float32) out.push_back(v.Value().ToVector<float>());
+  }
+  return out;
+}
+
+// The cpu backend's kernel for Adam's update rounds every operation as the decomposition the other
+// backends run does: the same bits, NaN and infinities included, at sizes with a partial last
+// vector and large enough to split across the team.
+TEST(Optimizers, AdamsCpuKernelGivesTheDecompositionsBits) {
+  using namespace optimizers;
+  setenv("KILN_CPU_DUMP", "1", 1);
+  compute::BackendPtr cpu = compute::NewWithConfig("cpu:threads=2");
+  unsetenv("KILN_CPU_DUMP");
+  const std::vector<int64_t> sizes = {37, 1000, 200003};
+  for (const Optimizer& opt :
+       {Adam().LearningRate(0.01).Done(),
+        Adam().LearningRate(0.01).Betas(0.8, 0.99).Epsilon(1e-6).WeightDecay(0.1).Done(),
+        AdamW().LearningRate(0.02).WeightDecay(0.05).Done()}) {
+    ::testing::internal::CaptureStderr();
+    const std::vector<std::vector<float>> got = ThreeFloat32Steps(opt, cpu, sizes);
+    const std::string dump = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(dump.find("kernel adam_update"), std::string::npos) << dump.substr(0, 2000);
+    EXPECT_EQ(dump.find("kiln.adam_update (decomposition)"), std::string::npos);
+    const std::vector<std::vector<float>> want = ThreeFloat32Steps(opt, compute::NewWithConfig("ref"), sizes);
+    ASSERT_EQ(got.size(), want.size());
+    ASSERT_EQ(got.size(), 9u);  // Per size: the weights, m and v.
+    int nans = 0;
+    for (size_t k = 0; k < got.size(); ++k) {
+      ASSERT_EQ(got[k].size(), want[k].size());
+      for (size_t i = 0; i < got[k].size(); ++i) {
+        if (std::isnan(want[k][i])) {
+          ++nans;
+          ASSERT_TRUE(std::isnan(got[k][i])) << opt->Name() << " array " << k << " element " << i;
+          continue;
+        }
+        ASSERT_EQ(std::bit_cast<uint32_t>(got[k][i]), std::bit_cast<uint32_t>(want[k][i]))
+            << opt->Name() << " array " << k << " element " << i << ": " << got[k][i] << " vs " << want[k][i];
+      }
+    }
+    EXPECT_GT(nans, 0);  // The special gradients reached the results.
+  }
 }
 
 // A step whose gradients hold a NaN or an infinity, with SkipNonFinite: neither the variables nor

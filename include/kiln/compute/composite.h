@@ -46,4 +46,22 @@ inline constexpr std::array<float, 16> kNF4Values = {
     1.0f,
 };
 
+/// Adam's (and AdamW's) update of one Float32 variable, elementwise (optimizers::Adam):
+///   m' = m·b1 + g·(1 − b1),  v' = v·b2 + (g·g)·(1 − b2),
+///   w' = base − (step_size·m') / (sqrt(v') / sqrt_bc2 + eps),  base = w (or w·decay with kHasDecay)
+/// each operation rounded to Float32 in this order. Operands: w, g, m, v (one shape), then the
+/// Float32 scalars step_size and sqrt_bc2, then decay when kHasDecay. Results: m', v', w'.
+inline constexpr const char* kAdamUpdate = "kiln.adam_update";
+
+/// Positions in kAdamUpdate's values: the Float32 constants as their bit patterns.
+enum AdamUpdateValue : int {
+  kAdamBeta1 = 0,          ///< b1.
+  kAdamOneMinusBeta1 = 1,  ///< 1 − b1, rounded once to Float32.
+  kAdamBeta2 = 2,          ///< b2.
+  kAdamOneMinusBeta2 = 3,  ///< 1 − b2, rounded once to Float32.
+  kAdamEpsilon = 4,        ///< eps.
+  kAdamHasDecay = 5,       ///< 1 when the decay operand follows (AdamW's decoupled weight decay).
+  kNumAdamUpdateValues = 6,
+};
+
 }  // namespace kiln::compute::composite

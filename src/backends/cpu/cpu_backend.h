@@ -55,6 +55,8 @@ class CpuBuffer final : public Buffer {
   ~CpuBuffer() override;
   void* HostData() const override { return data_; }
   uint8_t* data() const { return data_; }
+  /// False for a view of memory it does not own.
+  bool OwnsMemory() const { return pool_ != nullptr; }
 
  private:
   std::shared_ptr<BufferPool> pool_;

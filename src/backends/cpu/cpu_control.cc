@@ -1,4 +1,5 @@
-// The cpu backend's tuple ops: a Composite whose name has a kernel here (quant_composite.cc)
+// The cpu backend's tuple ops: a Composite whose name has a kernel here (quant_composite.cc,
+// adam_kernel.cc)
 // runs it; everything else runs the shared While/If/OptimizationBarrier/Composite kernels
 // (backends/common/control.h) over cpu buffers, sub-programs compiled as cpu executables.
 
@@ -23,6 +24,7 @@ struct CompositeKernel {
 };
 constexpr CompositeKernel kCompositeKernels[] = {
     {composite::kQuantizedMatmul, "quant_matmul", MakeQuantizedMatmulKernel},
+    {composite::kAdamUpdate, "adam_update", MakeAdamUpdateKernel},
 };
 
 TupleKernel MakeControlKernel(CpuBackend* backend, const Instruction& inst) {

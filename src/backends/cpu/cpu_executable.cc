@@ -39,8 +39,9 @@ struct Value {
   int64_t offset = -1;       ///< kArena.
   int param = -1;            ///< kParam.
   int output = -1;           ///< kOutput: the output position whose buffer holds it.
-  int source = -1;           ///< kAlias: the value it aliases.
+  int source = -1;           ///< kAlias: the value it aliases; kTupleElement: the tuple op.
   int64_t alias_offset = 0;  ///< kAlias: where in the aliased value's bytes it starts (a Slice).
+  int index = 0;             ///< kTupleElement: which of the tuple's results.
   /// kOutput: donatable parameters whose buffer may hold it (dead by then, or read in place).
   std::vector<int> donors;
 };
@@ -208,6 +209,8 @@ void CpuExecutable::ClassifyValues(const Module& m) {
       val.source = operand0->inst.operands.at(static_cast<size_t>(inst.attrs.index));
     } else if (inst.op == OpType::GetTupleElement) {
       val.loc = Loc::kTupleElement;
+      val.source = inst.operands[0];
+      val.index = static_cast<int>(inst.attrs.index);
     } else if (node.kind == NodeKind::kPrimitive && operand0 != nullptr &&
                IsAlias(inst, operand0->inst.shape)) {
       val.loc = Loc::kAlias;
@@ -482,11 +485,27 @@ std::vector<BufferPtr> CpuExecutable::Execute(const std::vector<BufferPtr>& inpu
     }
   }
   std::vector<BufferPtr> outputs;
+  std::vector<const Buffer*> handed;  // Tuple results already given to an output.
   for (size_t k = 0; k < outputs_.size(); ++k) {
     const int v = outputs_[k];
     if (out_buffers[k]) {
       outputs.push_back(std::move(out_buffers[k]));
       continue;
+    }
+    // A tuple op's result (a Composite kernel's, a loop's) is memory of its own: it becomes the
+    // output as it is, the first time, instead of a copy (Adam's kernel returns three variables'
+    // worth of them per step).
+    const Value& val = values_[static_cast<size_t>(v)];
+    if (val.loc == Loc::kTupleElement) {
+      const BufferPtr& b = tuples[static_cast<size_t>(tuple_slot_[static_cast<size_t>(val.source)])].at(
+          static_cast<size_t>(val.index));
+      const auto* cpu = backend_->AsCpuBuffer(*b);
+      if (cpu != nullptr && cpu->OwnsMemory() && b->Device() == device && b->ByteSize() == val.bytes &&
+          std::find(handed.begin(), handed.end(), b.get()) == handed.end()) {
+        handed.push_back(b.get());
+        outputs.push_back(b);
+        continue;
+      }
     }
     const int64_t bytes = values_[static_cast<size_t>(v)].bytes;
     std::shared_ptr<CpuBuffer> copy = backend_->NewBuffer(bytes, false, device);

@@ -64,5 +64,8 @@ TupleKernelChoice ChooseTupleKernel(CpuBackend* backend, const Instruction& inst
 /// The kernel of a "kiln.quantized_matmul" Composite when the cpu backend has one for its
 /// operands (quant_composite.cc), else an empty function.
 TupleKernel MakeQuantizedMatmulKernel(CpuBackend* backend, const Instruction& inst);
+/// The "kiln.adam_update" composite's kernel (adam_kernel.cc): Adam's update of one Float32
+/// variable in one pass; empty for instances it does not take (they run the decomposition).
+TupleKernel MakeAdamUpdateKernel(CpuBackend* backend, const Instruction& inst);
 
 }  // namespace kiln::compute::cpu
