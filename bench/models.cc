@@ -99,23 +99,22 @@ Node SoftmaxCrossEntropy(Node logits, Node labels) {
   return graph::ReduceAllMean(log_sum - picked);
 }
 
-// PyTorch's Adam: p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps).
+// Adam as torch.optim.Adam computes it: p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps), through
+// the library's update of one tensor (one kiln.adam_update Composite per parameter).
 std::vector<Node> AdamUpdate(const std::vector<Node>& params, const std::vector<Node>& grads,
                              const std::vector<Node>& m, const std::vector<Node>& v, Node step) {
   constexpr double kLr = 1e-3, kBeta1 = 0.9, kBeta2 = 0.999, kEps = 1e-8;
   Node bc1 = 1.0F - graph::Exp(step * static_cast<float>(std::log(kBeta1)));
   Node bc2 = 1.0F - graph::Exp(step * static_cast<float>(std::log(kBeta2)));
   Node step_size = static_cast<float>(kLr) / bc1;
-  Node inv_sqrt_bc2 = graph::Rsqrt(bc2);
+  Node sqrt_bc2 = graph::Sqrt(bc2);
   std::vector<Node> new_p, new_m, new_v;
   for (size_t i = 0; i < params.size(); ++i) {
-    Node g = grads[i];
-    Node mi = m[i] * static_cast<float>(kBeta1) + g * static_cast<float>(1 - kBeta1);
-    Node vi = v[i] * static_cast<float>(kBeta2) + g * g * static_cast<float>(1 - kBeta2);
-    Node denom = graph::Sqrt(vi) * inv_sqrt_bc2 + static_cast<float>(kEps);
-    new_p.push_back(params[i] - step_size * mi / denom);
-    new_m.push_back(mi);
-    new_v.push_back(vi);
+    const std::vector<Node> r =
+        optimizers::AdamUpdate(params[i], grads[i], m[i], v[i], step_size, sqrt_bc2, kBeta1, kBeta2, kEps);
+    new_m.push_back(r[0]);
+    new_v.push_back(r[1]);
+    new_p.push_back(r[2]);
   }
   std::vector<Node> out = new_p;
   out.insert(out.end(), new_m.begin(), new_m.end());

@@ -173,32 +173,6 @@ class Sgd final : public Interface {
   bool nesterov_;
 };
 
-/// The kAdamUpdate composite over one variable: {m', v', w'} (kiln/compute/composite.h). The
-/// decomposition is the update written with graph ops, so a backend without the kernel computes
-/// the same values; the cpu backend runs all of it in one pass over the elements.
-std::vector<Node> AdamUpdate(Node w, Node g, Node m, Node v, Node step_size, Node sqrt_bc2, Node decay,
-                             double b1, double b2, double eps) {
-  namespace cm = compute::composite;
-  auto bits = [](double x) { return static_cast<int64_t>(std::bit_cast<uint32_t>(static_cast<float>(x))); };
-  std::vector<int64_t> values(cm::kNumAdamUpdateValues);
-  values[cm::kAdamBeta1] = bits(b1);
-  values[cm::kAdamOneMinusBeta1] = bits(1 - b1);
-  values[cm::kAdamBeta2] = bits(b2);
-  values[cm::kAdamOneMinusBeta2] = bits(1 - b2);
-  values[cm::kAdamEpsilon] = bits(eps);
-  values[cm::kAdamHasDecay] = decay.Ok() ? 1 : 0;
-  std::vector<Node> operands = {w, g, m, v, step_size, sqrt_bc2};
-  if (decay.Ok()) operands.push_back(decay);
-  return graph::Composite(cm::kAdamUpdate, values, operands, [&](const std::vector<Node>& p) {
-    const Node &pw = p[0], &pg = p[1];
-    const Node m2 = p[2] * graph::ScalarLike(pw, b1) + pg * graph::ScalarLike(pw, 1 - b1);
-    const Node v2 = p[3] * graph::ScalarLike(pw, b2) + pg * pg * graph::ScalarLike(pw, 1 - b2);
-    const Node denom = graph::Sqrt(v2) / p[5] + graph::ScalarLike(pw, eps);
-    const Node base = p.size() > 6 ? pw * p[6] : pw;
-    return std::vector<Node>{m2, v2, base - p[4] * m2 / denom};
-  });
-}
-
 class AdamOpt final : public Interface {
  public:
   AdamOpt(Common c, bool decoupled, bool adamax, bool amsgrad, double b1, double b2, double eps)
@@ -233,15 +207,15 @@ class AdamOpt final : public Interface {
                 return;
               }
               model::Variable vv = State(scope, name, v, "v");
-              if (!amsgrad_ && w.dtype() == DType::Float32) {
-                // One pass over the variable's elements where the backend has the kernel.
+              if (!amsgrad_) {
+                // One Composite per Float32 variable: one pass over its elements on the cpu backend.
                 Node decay;
                 if (decoupled_ && c_.weight_decay != 0)
                   decay = 1.0 - lr * graph::ScalarLike(w, c_.weight_decay);
                 const Node sqrt_bc2 =
                     graph::ConvertDType(graph::Sqrt(1.0 - graph::Pow(F64(gr, b2_), t)), w.dtype());
                 const std::vector<Node> r = AdamUpdate(w, g, mv.NodeValue(gr), vv.NodeValue(gr), step_size,
-                                                       sqrt_bc2, decay, b1_, b2_, eps_);
+                                                       sqrt_bc2, b1_, b2_, eps_, decay);
                 assign(mv, r[0]);
                 assign(vv, r[1]);
                 assign(v, r[2]);
@@ -328,6 +302,42 @@ Common WithDefaultRate(Common c, double rate) {
 }
 
 }  // namespace
+
+std::vector<Node> AdamUpdate(Node w, Node g, Node m, Node v, Node step_size, Node sqrt_bc2, double b1,
+                             double b2, double eps, Node decay) {
+  for (const Node* n : {&w, &g, &m, &v, &step_size, &sqrt_bc2})
+    if (!n->Ok()) kiln::detail::Throw("optimizers::AdamUpdate: an operand is not a valid node");
+  if (g.shape() != w.shape() || m.shape() != w.shape() || v.shape() != w.shape())
+    kiln::detail::Throw("optimizers::AdamUpdate: w {}, g {}, m {} and v {} must have one shape", w.shape(),
+                        g.shape(), m.shape(), v.shape());
+  for (const Node* n : {&step_size, &sqrt_bc2, &decay}) {
+    if (n->Ok() && (!n->shape().IsScalar() || n->dtype() != w.dtype()))
+      kiln::detail::Throw("optimizers::AdamUpdate: step_size, sqrt_bc2 and decay must be {} scalars, got {}",
+                          w.dtype(), n->shape());
+  }
+  // The update written with graph ops: the decomposition, and the graph itself for other dtypes.
+  auto update = [b1, b2, eps](const std::vector<Node>& p) {
+    const Node &pw = p[0], &pg = p[1];
+    const Node m2 = p[2] * graph::ScalarLike(pw, b1) + pg * graph::ScalarLike(pw, 1 - b1);
+    const Node v2 = p[3] * graph::ScalarLike(pw, b2) + pg * pg * graph::ScalarLike(pw, 1 - b2);
+    const Node denom = graph::Sqrt(v2) / p[5] + graph::ScalarLike(pw, eps);
+    const Node base = p.size() > 6 ? pw * p[6] : pw;
+    return std::vector<Node>{m2, v2, base - p[4] * m2 / denom};
+  };
+  std::vector<Node> operands = {w, g, m, v, step_size, sqrt_bc2};
+  if (decay.Ok()) operands.push_back(decay);
+  if (w.dtype() != DType::Float32) return update(operands);
+  namespace cm = compute::composite;
+  auto bits = [](double x) { return static_cast<int64_t>(std::bit_cast<uint32_t>(static_cast<float>(x))); };
+  std::vector<int64_t> values(cm::kNumAdamUpdateValues);
+  values[cm::kAdamBeta1] = bits(b1);
+  values[cm::kAdamOneMinusBeta1] = bits(1 - b1);
+  values[cm::kAdamBeta2] = bits(b2);
+  values[cm::kAdamOneMinusBeta2] = bits(1 - b2);
+  values[cm::kAdamEpsilon] = bits(eps);
+  values[cm::kAdamHasDecay] = decay.Ok() ? 1 : 0;
+  return graph::Composite(cm::kAdamUpdate, values, operands, update);
+}
 
 SgdBuilder::SgdBuilder() = default;
 Optimizer SgdBuilder::Done() {

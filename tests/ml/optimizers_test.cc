@@ -215,6 +215,50 @@ TEST(Optimizers, AdamsCpuKernelGivesTheDecompositionsBits) {
   }
 }
 
+// optimizers::AdamUpdate, for graphs that keep their own state: torch's first step from zero
+// moments moves each weight by the learning rate against its gradient's sign (Float32 through the
+// Composite, Float64 as graph ops), and operands that do not fit are errors naming them.
+TEST(Optimizers, AdamUpdateOfOneTensor) {
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    for (const compute::BackendInfo& info : compute::RegisteredBackends()) {
+      Exec exec = NewExec(compute::NewWithConfig(info.name), [](Node w, Node g) {
+        Node zeros = ZerosLike(w);
+        return optimizers::AdamUpdate(w, g, zeros, zeros, ScalarLike(w, 0.1 / (1 - 0.9)),
+                                      ScalarLike(w, std::sqrt(1 - 0.999)));
+      });
+      const std::vector<double> w = {1, -2, 3}, g = {0.5, -4, 1e-3};
+      const Shape s(dtype, {3});
+      auto tensor = [&](const std::vector<double>& x) {
+        return dtype == DType::Float32 ? Tensor::FromFlat(s, std::vector<float>(x.begin(), x.end()))
+                                       : Tensor::FromFlat(s, x);
+      };
+      const std::vector<Tensor> r = exec.Call(tensor(w), tensor(g));
+      ASSERT_EQ(r.size(), 3u);
+      auto values = [&](const Tensor& t) {
+        if (dtype == DType::Float64) return t.ToVector<double>();
+        const std::vector<float> f = t.ToVector<float>();
+        return std::vector<double>(f.begin(), f.end());
+      };
+      const std::vector<double> m = values(r[0]), v = values(r[1]), w1 = values(r[2]);
+      for (size_t i = 0; i < 3; ++i) {
+        const double tol = dtype == DType::Float32 ? 1e-5 : 1e-9;
+        EXPECT_NEAR(m[i], 0.1 * g[i], tol * std::abs(g[i])) << info.name << " " << i;
+        EXPECT_NEAR(v[i], 0.001 * g[i] * g[i], tol * g[i] * g[i]) << info.name << " " << i;
+        // 1e-8 against |g| = 1e-3 shifts the step by 1e-5 of it.
+        EXPECT_NEAR(w1[i], w[i] - 0.1 * (g[i] > 0 ? 1 : -1), 2e-5) << info.name << " " << i;
+      }
+    }
+  }
+  Graph g;
+  Node w = g.Parameter(Shape(DType::Float32, {4}));
+  Node x = g.Parameter(Shape(DType::Float32, {3}));
+  Node one = ScalarLike(w, 1.0);
+  EXPECT_TRUE(Throws([&] { optimizers::AdamUpdate(w, x, w, w, one, one); }, {"AdamUpdate", "one shape"}));
+  EXPECT_TRUE(Throws([&] { optimizers::AdamUpdate(w, w, w, w, w, one); }, {"AdamUpdate", "scalars", "[4]"}));
+  EXPECT_TRUE(Throws([&] { optimizers::AdamUpdate(w, w, w, w, one, ConvertDType(one, DType::Float64)); },
+                     {"AdamUpdate", "Float32 scalars"}));
+}
+
 // A step whose gradients hold a NaN or an infinity, with SkipNonFinite: neither the variables nor
 // the optimizer's state move, and later finite steps go on from where they were. Without it, the
 // NaN reaches the weights.

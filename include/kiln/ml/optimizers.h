@@ -169,6 +169,17 @@ AdamBuilder AdamW();
 /// Starts an Adamax optimizer: Adam().Adamax() (learning rate 0.001 unless set, as GoMLX's).
 AdamBuilder Adamax();
 
+/// The new values of one Adam step of tensor `w` with gradient `g` and moments `m`, `v`, for
+/// graphs that keep their own state (Adam and AdamW apply it to each variable):
+///   m' = m·b1 + g·(1 − b1),  v' = v·b2 + g·g·(1 − b2),
+///   w' = w·decay − step_size·m' / (sqrt(v') / sqrt_bc2 + eps),
+/// with the scalars (of w's dtype) step_size = lr / (1 − b1^t) and sqrt_bc2 = sqrt(1 − b2^t) for
+/// step t = 1, 2, ..., and `decay` = 1 − lr·weight_decay for AdamW (omitted: no decay), as
+/// torch.optim.Adam/AdamW compute them. Float32 tensors become one "kiln.adam_update" Composite
+/// (the cpu backend runs it in one pass; kiln/compute/composite.h). Returns {m', v', w'}.
+std::vector<Node> AdamUpdate(Node w, Node g, Node m, Node v, Node step_size, Node sqrt_bc2, double b1 = 0.9,
+                             double b2 = 0.999, double eps = 1e-8, Node decay = Node());
+
 /// RMSProp, as torch.optim.RMSprop (alpha 0.99, eps 1e-8, optional momentum).
 class RmsPropBuilder : public Builder<RmsPropBuilder> {
  public:
