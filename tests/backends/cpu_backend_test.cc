@@ -214,6 +214,100 @@ TEST(CpuPlan, LiveValuesNeverOverlap) {
   }
 }
 
+TEST(CpuPlan, HeldValuesLiveInsideTheirHolder) {
+  // v0 and v2 are computed inside v4's block (a concatenation of them); v1 and v3 live meanwhile
+  // and must stay outside it; v2 is still read after v4 (by v5), which keeps v4's block alive.
+  PlanRequest r;
+  r.bytes = {128, 200, 64, 100, 256, 64};
+  r.last_use = {4, 2, 5, 4, 5, 6};
+  r.in_place = {{}, {}, {}, {}, {}, {2}};  // v5 would write over v2: not while v2 is held.
+  r.within = {4, -1, 4, -1, -1, -1};
+  r.within_offset = {0, 0, 128, 0, 0, 0};
+  const MemoryPlan plan = MakePlan(r);
+  EXPECT_EQ(plan.within, 2);
+  EXPECT_EQ(plan.in_place, 0);
+  EXPECT_EQ(plan.offset[0], plan.offset[4]);
+  EXPECT_EQ(plan.offset[2], plan.offset[4] + 128);
+  auto overlaps = [&](int a, int b) {
+    const auto ua = static_cast<size_t>(a), ub = static_cast<size_t>(b);
+    return plan.offset[ua] < plan.offset[ub] + r.bytes[ub] && plan.offset[ub] < plan.offset[ua] + r.bytes[ua];
+  };
+  EXPECT_FALSE(overlaps(1, 4));
+  EXPECT_FALSE(overlaps(3, 4));
+  EXPECT_FALSE(overlaps(5, 4));
+  EXPECT_FALSE(overlaps(5, 2));
+}
+
+TEST(CpuPlan, HeldValuesNeverOverlapOtherLiveValues) {
+  // Random programs with concatenations whose operands are placed in their result: while a
+  // holder's block is taken (from its first held value's step to the last use of it and of
+  // everything it holds), nothing else overlaps it, and held values stay inside it.
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int n = 4 + static_cast<int>(rng() % 30);
+    PlanRequest r;
+    r.within.assign(static_cast<size_t>(n), -1);
+    r.within_offset.assign(static_cast<size_t>(n), 0);
+    for (int v = 0; v < n; ++v) {
+      r.bytes.push_back(64 * static_cast<int64_t>(1 + rng() % 8));
+      r.last_use.push_back(std::min(n, v + 1 + static_cast<int>(rng() % 6)));
+      std::vector<int> ip;
+      if (v > 0 && rng() % 2 == 0) ip.push_back(static_cast<int>(rng() % static_cast<unsigned>(v)));
+      r.in_place.push_back(ip);
+    }
+    // A few holders, each over some earlier values not held yet (read by it: alive until then).
+    for (int h = 2; h < n; ++h) {
+      if (rng() % 3 != 0) continue;
+      int64_t at = 0;
+      for (int c = 0; c < h; ++c) {
+        const auto uc = static_cast<size_t>(c);
+        if (r.within[uc] >= 0 || rng() % 3 != 0) continue;
+        r.within[uc] = h;
+        r.within_offset[uc] = at;
+        r.last_use[uc] = std::max(r.last_use[uc], h);
+        at += r.bytes[uc];
+      }
+      r.bytes[static_cast<size_t>(h)] = std::max<int64_t>(at, 64);
+    }
+    const MemoryPlan plan = MakePlan(r);
+    // Each value's life: [first step its block is taken, last step it is read], holders widened.
+    std::vector<int> first(static_cast<size_t>(n)), last = r.last_use;
+    for (int v = 0; v < n; ++v) first[static_cast<size_t>(v)] = v;
+    for (int v = 0; v < n; ++v) {
+      const int h = r.within[static_cast<size_t>(v)];
+      if (h < 0) continue;
+      first[static_cast<size_t>(h)] = std::min(first[static_cast<size_t>(h)], first[static_cast<size_t>(v)]);
+      last[static_cast<size_t>(h)] = std::max(last[static_cast<size_t>(h)], last[static_cast<size_t>(v)]);
+    }
+    auto inside = [&](int a, int h) {  // a held, directly or not, by h.
+      for (int x = r.within[static_cast<size_t>(a)]; x >= 0; x = r.within[static_cast<size_t>(x)])
+        if (x == h) return true;
+      return false;
+    };
+    for (int a = 0; a < n; ++a) {
+      const auto ua = static_cast<size_t>(a);
+      ASSERT_LE(plan.offset[ua] + r.bytes[ua], plan.size);
+      if (r.within[ua] >= 0) {
+        const auto h = static_cast<size_t>(r.within[ua]);
+        EXPECT_EQ(plan.offset[ua], plan.offset[h] + r.within_offset[ua]) << "trial " << trial;
+      }
+      for (int b = a + 1; b < n; ++b) {
+        const auto ub = static_cast<size_t>(b);
+        if (inside(a, b) || inside(b, a)) continue;
+        if (last[ua] < first[ub] || last[ub] < first[ua]) continue;  // Never alive together.
+        // A handover: b written over a at a's last use (neither holds nor is held).
+        const bool handover =
+            last[ua] == b && r.within[ua] < 0 && r.within[ub] < 0 &&
+            std::find(r.in_place[ub].begin(), r.in_place[ub].end(), a) != r.in_place[ub].end();
+        const bool overlap = plan.offset[ua] < plan.offset[ub] + r.bytes[ub] &&
+                             plan.offset[ub] < plan.offset[ua] + r.bytes[ua];
+        if (overlap && !handover)
+          ADD_FAILURE() << "trial " << trial << ": values " << a << " and " << b << " overlap";
+      }
+    }
+  }
+}
+
 TEST(CpuPlan, AnExecutablesChainTakesAboutOneValueOfArena) {
   // Ten unfused elementwise ops over 1000 floats: each written over its operand, the last one
   // into the output buffer, so the arena holds about one value (4000 bytes), not ten.
@@ -277,6 +371,50 @@ TEST(CpuPlan, ContiguousSlicesAreViewsIntoTheirOperand) {
   for (size_t i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(strided[6 + i], in[12 + i]) << i;
   ASSERT_EQ(inner.size(), 8u);
   EXPECT_FLOAT_EQ(inner[7], in[20]);
+}
+
+TEST(CpuPlan, ConcatenatedResultsAreComputedInTheirPlace) {
+  // Results of kernels that a concatenation joins whole, each starting 64-byte aligned in it,
+  // are computed where the concatenation holds them (its copy finds them there): a (through a
+  // reshape), c and b; y (a parameter) and d (at byte 808) are copied. a is read again after the
+  // concatenation by an elementwise op that could otherwise write over it. Every value is ref's.
+  auto fn = [](Node x, Node y) {
+    Node a = Reshape(Reshape(x, {8, 8}) * 2.0f, {64});
+    Node c = x - 3.0f;
+    Node b = y + 1.0f;
+    Node d = Neg(x);
+    Node cat = Concatenate({a, c, b, y, d}, 0);  // 64 + 64 + 37 + 37 + 64 floats.
+    Node late = a * ReduceAllSum(cat);
+    return std::vector<Node>{cat + 0.5f, late,
+                             Concatenate({Reshape(cat, {1, 266}), Reshape(late, {1, 64})}, 1)};
+  };
+  std::vector<float> xs(64), ys(37);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = 0.25f * static_cast<float>(i) - 3.0f;
+  for (size_t i = 0; i < ys.size(); ++i) ys[i] = 0.5f * static_cast<float>(i % 7) - 1.0f;
+  const Tensor x = Tensor::FromFlat(Shape(DType::Float32, {64}), xs),
+               y = Tensor::FromFlat(Shape(DType::Float32, {37}), ys);
+  const std::vector<Tensor> want = NewExec(compute::NewWithConfig("ref"), fn).Call(x, y);
+  for (const char* config : {"cpu:fusion=false", "cpu"}) {
+    SCOPED_TRACE(config);
+    setenv("KILN_CPU_DUMP", "1", 1);
+    compute::BackendPtr backend = Cpu(config);
+    unsetenv("KILN_CPU_DUMP");
+    ::testing::internal::CaptureStderr();
+    const std::vector<Tensor> got = NewExec(backend, fn).Call(x, y);
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    const size_t at = err.find(" concatenated in place");
+    ASSERT_NE(at, std::string::npos) << err;
+    const size_t from = err.rfind(", ", at);
+    const int held = std::stoi(err.substr(from + 2, at - from - 2));
+    if (std::string(config) == "cpu:fusion=false") {
+      EXPECT_EQ(held, 3) << err;
+    } else {
+      EXPECT_GE(held, 2) << err;
+    }
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < got.size(); ++k)
+      EXPECT_EQ(got[k].ToVector<float>(), want[k].ToVector<float>()) << k;
+  }
 }
 
 // ---- Donation ---------------------------------------------------------------------------------

@@ -148,6 +148,10 @@ class CpuExecutable final : public Executable {
   void PlanDonors(const Module& m, const std::vector<int>& last_use);
   /// Offsets of the arena values (in place over a dying operand where the kernel allows).
   void PlanArena(const Module& m, const std::vector<int>& last_use);
+  /// Marks the operands of concatenations that are whole results of kernels (a gradient
+  /// flattened for one AllReduce) to be computed inside the concatenation's block, where its
+  /// copy then finds them (req.within).
+  void PlaceConcatenatedOperands(const Module& m, PlanRequest& req) const;
   std::string DescribeSteps() const;
   std::vector<bool> CheckInputs(const std::vector<BufferPtr>& inputs, const std::vector<bool>& donated) const;
 
@@ -164,6 +168,7 @@ class CpuExecutable final : public Executable {
   std::vector<int> root_;  ///< Per value: the value whose bytes it is (itself if none).
   int64_t arena_bytes_ = 0;
   int in_place_ = 0;
+  int within_ = 0;                        ///< Values computed inside a concatenation's block.
   int threads_ = 1;                       ///< The team size the kernels may use (1 for small programs).
   std::unique_ptr<StepProfile> profile_;  ///< $KILN_CPU_PROFILE: per-step times.
 };
@@ -324,6 +329,42 @@ void CpuExecutable::PlanDonors(const Module& m, const std::vector<int>& last_use
   }
 }
 
+void CpuExecutable::PlaceConcatenatedOperands(const Module& m, PlanRequest& req) const {
+  const size_t n = m.nodes.size();
+  req.within.assign(n, -1);
+  req.within_offset.assign(n, 0);
+  for (size_t c = 0; c < n; ++c) {
+    const Node& node = m.nodes[c];
+    const Instruction& inst = node.inst;
+    if (values_[c].loc != Loc::kArena || node.kind != NodeKind::kPrimitive ||
+        inst.op != OpType::Concatenate || inst.shape.IsDynamic() || DTypeBits(inst.shape.dtype()) % 8 != 0)
+      continue;
+    // Each operand must be one run of the result's bytes: no axis before the joined one.
+    const std::vector<int64_t>& dims = inst.shape.Dimensions();
+    if (std::any_of(dims.begin(), dims.begin() + inst.attrs.axis, [](int64_t d) { return d != 1; })) continue;
+    int64_t at = 0;
+    for (int o : inst.operands) {
+      const int64_t bytes = values_[static_cast<size_t>(o)].bytes;
+      // The operand's bytes are all of a kernel's result (through views that start at it).
+      int64_t offset = 0;
+      int v = o;
+      while (values_[static_cast<size_t>(v)].loc == Loc::kAlias) {
+        offset += values_[static_cast<size_t>(v)].alias_offset;
+        v = values_[static_cast<size_t>(v)].source;
+      }
+      const auto r = static_cast<size_t>(v);
+      const Node& producer = m.nodes[r];
+      // 64-byte aligned, as a block of its own would be (kernels may rely on it).
+      if (values_[r].loc == Loc::kArena && values_[r].bytes == bytes && offset == 0 && at % 64 == 0 &&
+          req.within[r] < 0 && r != c && producer.kind != NodeKind::kWrittenBy && producer.writes.empty()) {
+        req.within[r] = static_cast<int>(c);
+        req.within_offset[r] = at;
+      }
+      at += bytes;
+    }
+  }
+}
+
 void CpuExecutable::PlanArena(const Module& m, const std::vector<int>& last_use) {
   const size_t n = m.nodes.size();
   PlanRequest req;
@@ -343,17 +384,20 @@ void CpuExecutable::PlanArena(const Module& m, const std::vector<int>& last_use)
         req.in_place[v].push_back(r);
     }
   }
+  PlaceConcatenatedOperands(m, req);
   const MemoryPlan plan = MakePlan(req);
   for (size_t v = 0; v < n; ++v)
     if (values_[v].loc == Loc::kArena) values_[v].offset = plan.offset[v];
   arena_bytes_ = plan.size;
   in_place_ = plan.in_place;
+  within_ = plan.within;
 }
 
 std::string CpuExecutable::DescribeSteps() const {
-  std::string s = fmt::format("  {} steps, arena {} bytes, {} values written in place, {} thread{}{}\n",
-                              steps_.size(), arena_bytes_, in_place_, threads_, threads_ == 1 ? "" : "s",
-                              threads_ < backend_->options().threads ? " (a small program)" : "");
+  std::string s = fmt::format(
+      "  {} steps, arena {} bytes, {} values written in place, {} concatenated in place, {} thread{}{}\n",
+      steps_.size(), arena_bytes_, in_place_, within_, threads_, threads_ == 1 ? "" : "s",
+      threads_ < backend_->options().threads ? " (a small program)" : "");
   for (const Step& st : steps_) {
     if (st.kind == StepKind::kKernel || st.kind == StepKind::kTuple)
       s += fmt::format("  step %{} kernel {}\n", st.value, st.name);

@@ -66,22 +66,54 @@ MemoryPlan MakePlan(const PlanRequest& request) {
   const size_t n = request.bytes.size();
   MemoryPlan plan;
   plan.offset.assign(n, -1);
+  const bool any_within = !request.within.empty();
+  auto holder = [&](size_t v) {
+    const int h = any_within ? request.within[v] : -1;
+    return h >= 0 && request.bytes[static_cast<size_t>(h)] >= 0 ? h : -1;
+  };
+  // A holder lives as long as the values it holds (they come before it: they are its operands).
+  std::vector<int> last_use = request.last_use;
+  std::vector<bool> holds(n, false);
+  for (size_t v = 0; v < n; ++v) {
+    const int h = holder(v);
+    if (h < 0 || request.bytes[v] < 0) continue;
+    const auto hi = static_cast<size_t>(h);
+    last_use[hi] = std::max(last_use[hi], last_use[v]);
+    holds[hi] = true;
+  }
   std::vector<int64_t> block(n, 0);  // Aligned block size held by each value.
+  // Whose block may not be given to another value: handed over already, held inside another's
+  // block, or holding others.
   std::vector<bool> handed_over(n, false);
   std::vector<std::vector<int>> dies_at(n + 1);  // n: alive to the end (read by an output).
   for (size_t v = 0; v < n; ++v) {
-    if (request.bytes[v] >= 0)
-      dies_at[static_cast<size_t>(request.last_use[v])].push_back(static_cast<int>(v));
+    if (request.bytes[v] >= 0) dies_at[static_cast<size_t>(last_use[v])].push_back(static_cast<int>(v));
   }
   FreeList free;
   int64_t end = 0;
+  // Places `v` inside its holder (placing the holder first), or in a block of its own.
+  auto place = [&](auto&& self, size_t v) -> void {
+    if (plan.offset[v] >= 0) return;
+    const int h = holder(v);
+    if (h >= 0) {
+      const auto hi = static_cast<size_t>(h);
+      self(self, hi);
+      plan.offset[v] = plan.offset[hi] + request.within_offset[v];
+      handed_over[v] = true;  // Frees nothing; never written over.
+      ++plan.within;
+      return;
+    }
+    block[v] = Align(request.bytes[v]);
+    plan.offset[v] = free.Take(block[v], end);
+  };
   for (size_t v = 0; v < n; ++v) {
-    if (request.bytes[v] >= 0) {
+    if (request.bytes[v] >= 0 && plan.offset[v] < 0) {
       const int64_t size = Align(request.bytes[v]);
       bool placed = false;
-      for (int c : request.in_place[v]) {
+      for (int c : holder(v) >= 0 ? std::vector<int>{} : request.in_place[v]) {
         const auto ci = static_cast<size_t>(c);
-        if (plan.offset[ci] < 0 || handed_over[ci] || request.last_use[ci] != static_cast<int>(v)) continue;
+        if (plan.offset[ci] < 0 || handed_over[ci] || holds[ci] || last_use[ci] != static_cast<int>(v))
+          continue;
         if (block[ci] < size) continue;
         plan.offset[v] = plan.offset[ci];
         block[v] = block[ci];
@@ -90,10 +122,7 @@ MemoryPlan MakePlan(const PlanRequest& request) {
         placed = true;
         break;
       }
-      if (!placed) {
-        plan.offset[v] = free.Take(size, end);
-        block[v] = size;
-      }
+      if (!placed) place(place, v);
     }
     for (int d : dies_at[v]) {
       const auto di = static_cast<size_t>(d);
