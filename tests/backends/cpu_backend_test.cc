@@ -776,6 +776,51 @@ TEST(CpuBackend, OutputsThatAliasInputsOrEachOtherAreSeparateBuffers) {
   EXPECT_EQ(v, values);
 }
 
+TEST(CpuBackend, AdamsKernelWritesOverTheDonatedVariables) {
+  // optimizers::AdamUpdate's kernel takes the buffers of donated parameters that no later step
+  // reads and returns them as m', v' and w'; w is read again below when `keep_w`, so w' gets a
+  // buffer of its own; undonated inputs are never written.
+  compute::BackendPtr backend = Cpu();
+  const std::vector<float> w0 = {1, -2, 3, 0.5f}, g0 = {0.5f, -4, 0.25f, 0}, z(4, 0.0f);
+  for (bool keep_w : {false, true}) {
+    for (bool donate : {true, false}) {
+      SCOPED_TRACE(std::string(keep_w ? "w read later, " : "") + (donate ? "donated" : "not donated"));
+      Graph g;
+      std::vector<Node> p;
+      for (int i = 0; i < 4; ++i) p.push_back(g.Parameter(Shape(DType::Float32, {4})));
+      // Step 1 at lr 1: step_size = 1 / (1 - 0.9).
+      std::vector<Node> r = optimizers::AdamUpdate(p[0], p[1], p[2], p[3], ScalarLike(p[0], 10.0),
+                                                   ScalarLike(p[0], std::sqrt(1 - 0.999)));
+      if (keep_w) r.push_back(p[0] * r[2]);
+      std::unique_ptr<compute::Executable> exe = backend->Compile(g.Build(r, std::vector<bool>(4, true)));
+      std::vector<compute::BufferPtr> in = {
+          backend->BufferFromHost(0, w0.data(), 16), backend->BufferFromHost(0, g0.data(), 16),
+          backend->BufferFromHost(0, z.data(), 16), backend->BufferFromHost(0, z.data(), 16)};
+      const std::vector<void*> before = {in[0]->HostData(), in[1]->HostData(), in[2]->HostData(),
+                                         in[3]->HostData()};
+      std::vector<compute::BufferPtr> out = exe->Execute(in, std::vector<bool>(4, donate), 0);
+      ASSERT_EQ(out.size(), keep_w ? 4u : 3u);
+      EXPECT_EQ(out[0]->HostData() == before[2], donate);             // m'
+      EXPECT_EQ(out[1]->HostData() == before[3], donate);             // v'
+      EXPECT_EQ(out[2]->HostData() == before[0], donate && !keep_w);  // w'
+      for (const auto& o : out) EXPECT_NE(o->HostData(), before[1]);  // g is not written.
+      // From zero moments each weight moves by lr against its gradient's sign (none for g = 0).
+      const std::vector<float> want = {0, -1, 2, 0.5f}, product = {0, 2, 6, 0.25f};
+      std::vector<float> w1(4), v(4);
+      backend->BufferToHost(*out[2], w1.data());
+      for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(w1[i], want[i], 1e-5f) << i;
+      if (!donate) {
+        backend->BufferToHost(*in[0], v.data());
+        EXPECT_EQ(v, w0);
+      }
+      if (keep_w) {
+        backend->BufferToHost(*out[3], v.data());
+        for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(v[i], product[i], 1e-5f) << i;
+      }
+    }
+  }
+}
+
 TEST(CpuBackend, OutputsOfOneTupleResultAreSeparateBuffers) {
   // A Composite's result (here its decomposition's) is a buffer of its own, handed to the first
   // output that reads it; the same result output again, or through a view, is a copy.

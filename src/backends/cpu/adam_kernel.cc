@@ -1,7 +1,8 @@
 // The cpu kernel of the "kiln.adam_update" composite (kiln/compute/composite.h): checks that the
 // instance is the one the kernel computes (Float32 arrays of one static shape, Float32 scalars),
-// then runs adam_simd.cc's pass over the elements, split across the team for large variables.
-// Other instances run the decomposition (cpu_control.cc).
+// then runs adam_simd.cc's pass over the elements, split across the team for large variables,
+// writing over m, v and w when the executable hands over their donated buffers. Other instances
+// run the decomposition (cpu_control.cc).
 
 #include <bit>
 #include <cstdint>
@@ -60,10 +61,14 @@ TupleKernel MakeAdamUpdateKernel(CpuBackend* backend, const Instruction& inst) {
     k.step_size = *data(4);
     k.sqrt_bc2 = *data(5);
     if (k.has_decay) k.decay = *data(6);
+    // m', v' and w' go over m, v and w where the executable gave their own buffers (donated
+    // parameters no later step reads), else into new ones.
     const int64_t bytes = n * static_cast<int64_t>(sizeof(float));
-    std::vector<BufferPtr> out = {backend->NewBuffer(bytes, false, device),
-                                  backend->NewBuffer(bytes, false, device),
-                                  backend->NewBuffer(bytes, false, device)};
+    auto result_over = [&](size_t i) -> BufferPtr {
+      if (backend->AsCpuBuffer(*in[i])->OwnsMemory()) return in[i];
+      return backend->NewBuffer(bytes, false, device);
+    };
+    std::vector<BufferPtr> out = {result_over(2), result_over(3), result_over(0)};
     auto result = [&](size_t i) { return reinterpret_cast<float*>(backend->AsCpuBuffer(*out[i])->data()); };
     const AdamArrays a{data(0), data(1), data(2), data(3), result(0), result(1), result(2)};
     const int64_t units = (n + kAdamUnit - 1) / kAdamUnit;

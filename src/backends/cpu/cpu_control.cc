@@ -21,10 +21,11 @@ struct CompositeKernel {
   const char* name;
   const char* kernel_name;
   TupleKernel (*make)(CpuBackend*, const Instruction&);
+  bool overwrites_operands;  ///< TupleKernelChoice::overwrites_operands.
 };
 constexpr CompositeKernel kCompositeKernels[] = {
-    {composite::kQuantizedMatmul, "quant_matmul", MakeQuantizedMatmulKernel},
-    {composite::kAdamUpdate, "adam_update", MakeAdamUpdateKernel},
+    {composite::kQuantizedMatmul, "quant_matmul", MakeQuantizedMatmulKernel, false},
+    {composite::kAdamUpdate, "adam_update", MakeAdamUpdateKernel, true},
 };
 
 TupleKernel MakeControlKernel(CpuBackend* backend, const Instruction& inst) {
@@ -48,7 +49,7 @@ TupleKernelChoice ChooseTupleKernel(CpuBackend* backend, const Instruction& inst
   if (inst.op == OpType::Composite) {
     for (const CompositeKernel& c : kCompositeKernels) {
       if (inst.attrs.name != c.name) continue;
-      if (TupleKernel k = c.make(backend, inst)) return {std::move(k), c.kernel_name};
+      if (TupleKernel k = c.make(backend, inst)) return {std::move(k), c.kernel_name, c.overwrites_operands};
     }
     return {MakeControlKernel(backend, inst), "Composite " + inst.attrs.name + " (decomposition)"};
   }

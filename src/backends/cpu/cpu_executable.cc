@@ -31,6 +31,10 @@ struct Step {
   TupleKernel tuple;
   int source = -1, index = 0;  ///< kAlias: the aliased value; kTupleElement: tuple slot and result.
   std::string name;
+  /// kTuple: per operand, the parameter whose own buffer the kernel may overwrite when donated
+  /// (TupleKernelChoice::overwrites_operands: the operand is that parameter's whole value, read
+  /// by no later step and by no other operand), else -1.
+  std::vector<int> reusable = {};
 };
 
 struct Value {
@@ -107,6 +111,7 @@ class CpuExecutable final : public Executable {
     ClassifyValues(m);
     ChooseKernels(m);
     const std::vector<int> last_use = LastUses(m);
+    PlanReusableOperands(last_use);
     PlanDonors(m, last_use);
     PlanArena(m, last_use);
     if (backend_->options().dump) std::cerr << "KILN_CPU_DUMP: " << compiled.report << DescribeSteps();
@@ -146,6 +151,9 @@ class CpuExecutable final : public Executable {
   bool MayWriteOverRoot(const Node& writer, int root) const;
   /// For each output a kernel writes: the donatable parameters whose buffers it may take.
   void PlanDonors(const Module& m, const std::vector<int>& last_use);
+  /// For the tuple steps whose kernels may overwrite operands: which operands are parameters a
+  /// donated buffer of which they may take (Step::reusable).
+  void PlanReusableOperands(const std::vector<int>& last_use);
   /// Offsets of the arena values (in place over a dying operand where the kernel allows).
   void PlanArena(const Module& m, const std::vector<int>& last_use);
   /// Marks the operands of concatenations that are whole results of kernels (a gradient
@@ -254,6 +262,7 @@ void CpuExecutable::ChooseKernels(const Module& m) {
       TupleKernelChoice k = ChooseTupleKernel(backend_, inst);
       steps_.push_back(
           Step{StepKind::kTuple, v, inst.operands, Kernel(), std::move(k.kernel), -1, 0, std::move(k.name)});
+      if (k.overwrites_operands) steps_.back().reusable.assign(inst.operands.size(), 0);  // Decided later.
     } else if (val.loc == Loc::kAlias) {
       steps_.push_back(
           Step{StepKind::kAlias,
@@ -325,6 +334,21 @@ void CpuExecutable::PlanDonors(const Module& m, const std::vector<int>& last_use
       bool ok = lu < w;
       if (lu == w && writer_in_place) ok = MayWriteOverRoot(writer, p);
       if (ok) val.donors.push_back(pv.param);
+    }
+  }
+}
+
+void CpuExecutable::PlanReusableOperands(const std::vector<int>& last_use) {
+  for (Step& st : steps_) {
+    if (st.kind != StepKind::kTuple || st.reusable.empty()) continue;
+    for (size_t k = 0; k < st.operands.size(); ++k) {
+      const auto o = static_cast<size_t>(st.operands[k]);
+      const int r = root_[o];
+      const Value& rv = values_[static_cast<size_t>(r)];
+      int readers = 0;
+      for (int other : st.operands) readers += root_[static_cast<size_t>(other)] == r ? 1 : 0;
+      const bool whole = rv.loc == Loc::kParam && values_[o].bytes == rv.bytes;  // All its bytes.
+      st.reusable[k] = whole && readers == 1 && last_use[static_cast<size_t>(r)] == st.value ? rv.param : -1;
     }
   }
 }
@@ -518,8 +542,17 @@ std::vector<BufferPtr> CpuExecutable::Execute(const std::vector<BufferPtr>& inpu
         // The operands are lent as views, not copied: tuple kernels only read them (their
         // sub-programs take them undonated) and return results that never alias them, and the
         // call ends before any later step may write over that memory.
+        // A kernel that may write over its operands gets the buffers of donated parameters no
+        // later step reads, which its results may then be.
         std::vector<BufferPtr> operands;
-        for (int o : st.operands) {
+        for (size_t k = 0; k < st.operands.size(); ++k) {
+          const int o = st.operands[k];
+          const int p = st.reusable.empty() ? -1 : st.reusable[k];
+          if (p >= 0 && owned[static_cast<size_t>(p)] && !taken[static_cast<size_t>(p)]) {
+            taken[static_cast<size_t>(p)] = true;
+            operands.push_back(inputs[static_cast<size_t>(p)]);
+            continue;
+          }
           const int64_t bytes = values_[static_cast<size_t>(o)].bytes;
           operands.push_back(std::make_shared<CpuBuffer>(backend_, ptr[static_cast<size_t>(o)], bytes));
         }

@@ -56,6 +56,10 @@ struct TupleKernelChoice {
   TupleKernel kernel;
   /// Which implementation ("While", "quant_matmul", "Composite <name> (decomposition)").
   std::string name;
+  /// The kernel may write a result over an operand it is given as a buffer that owns its memory
+  /// (CpuBuffer::OwnsMemory) and return that buffer: the executable gives it such buffers only for
+  /// donated parameters that no later step reads (others are lent as views).
+  bool overwrites_operands = false;
 };
 /// The kernel of tuple op `inst`: a Composite runs the backend's kernel of its name where one
 /// accepts it, everything else the shared control flow (a Composite its decomposition).
@@ -65,7 +69,8 @@ TupleKernelChoice ChooseTupleKernel(CpuBackend* backend, const Instruction& inst
 /// operands (quant_composite.cc), else an empty function.
 TupleKernel MakeQuantizedMatmulKernel(CpuBackend* backend, const Instruction& inst);
 /// The "kiln.adam_update" composite's kernel (adam_kernel.cc): Adam's update of one Float32
-/// variable in one pass; empty for instances it does not take (they run the decomposition).
+/// variable in one pass; empty for instances it does not take (they run the decomposition). It
+/// writes m', v' and w' over m, v and w where it is given their buffers (overwrites_operands).
 TupleKernel MakeAdamUpdateKernel(CpuBackend* backend, const Instruction& inst);
 
 }  // namespace kiln::compute::cpu
