@@ -191,13 +191,17 @@ class AdamOpt final : public Interface {
             [&](const model::Variable& v, Node w, Node g, Node lr, const Assign& assign) {
               Graph& gr = w.graph();
               model::Variable mv = State(scope, name, v, "m");
-              Node m = mv.NodeValue(gr) * graph::ScalarLike(w, b1_) + g * graph::ScalarLike(w, 1 - b1_);
+              // The first moment, for Adamax and AMSGrad (AdamUpdate computes its own).
+              auto first_moment = [&] {
+                return mv.NodeValue(gr) * graph::ScalarLike(w, b1_) + g * graph::ScalarLike(w, 1 - b1_);
+              };
               // Bias corrections 1 - beta^t for t = step + 1, in float64, then in w's dtype.
               Node t = StepF64(step) + 1.0;
               Node bc1 = 1.0 - graph::Pow(F64(gr, b1_), t);
               Node step_size = lr / graph::ConvertDType(bc1, w.dtype());
               if (adamax_) {
                 // torch.optim.Adamax: u = max(beta2·u, |g| + eps), no second bias correction.
+                const Node m = first_moment();
                 assign(mv, m);
                 model::Variable uv = State(scope, name, v, "u");
                 Node u = graph::Max(uv.NodeValue(gr) * graph::ScalarLike(w, b2_),
@@ -221,6 +225,7 @@ class AdamOpt final : public Interface {
                 assign(v, r[2]);
                 return;
               }
+              const Node m = first_moment();
               assign(mv, m);
               Node s = vv.NodeValue(gr) * graph::ScalarLike(w, b2_) + g * g * graph::ScalarLike(w, 1 - b2_);
               assign(vv, s);

@@ -12,8 +12,6 @@
 #define HWY_TARGET_INCLUDE "backends/cpu/adam_simd.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 // clang-format: the includes below must follow foreach_target.h.
-#include <bit>
-#include <cmath>
 #include <cstring>
 
 #include "backends/cpu/adam_simd.h"

@@ -31,9 +31,12 @@ struct Step {
   TupleKernel tuple;
   int source = -1, index = 0;  ///< kAlias: the aliased value; kTupleElement: tuple slot and result.
   std::string name;
-  /// kTuple: per operand, the parameter whose own buffer the kernel may overwrite when donated
-  /// (TupleKernelChoice::overwrites_operands: the operand is that parameter's whole value, read
-  /// by no later step and by no other operand), else -1.
+  /// kTuple: the kernel may write over operands it is given as buffers of their own
+  /// (TupleKernelChoice::overwrites_operands).
+  bool overwrites_operands = false;
+  /// kTuple with overwrites_operands: per operand, the parameter whose own buffer it gets when
+  /// donated (the operand is that parameter's whole value, read by no later step and by no other
+  /// operand), else -1.
   std::vector<int> reusable = {};
 };
 
@@ -262,7 +265,7 @@ void CpuExecutable::ChooseKernels(const Module& m) {
       TupleKernelChoice k = ChooseTupleKernel(backend_, inst);
       steps_.push_back(
           Step{StepKind::kTuple, v, inst.operands, Kernel(), std::move(k.kernel), -1, 0, std::move(k.name)});
-      if (k.overwrites_operands) steps_.back().reusable.assign(inst.operands.size(), 0);  // Decided later.
+      steps_.back().overwrites_operands = k.overwrites_operands;
     } else if (val.loc == Loc::kAlias) {
       steps_.push_back(
           Step{StepKind::kAlias,
@@ -274,8 +277,8 @@ void CpuExecutable::ChooseKernels(const Module& m) {
                0,
                std::string(inst.op == OpType::GetTupleElement ? "OptimizationBarrier" : OpName(inst.op))});
     } else if (val.loc == Loc::kTupleElement) {
-      steps_.push_back(Step{StepKind::kTupleElement, v, inst.operands, Kernel(), TupleKernel(),
-                            inst.operands[0], static_cast<int>(inst.attrs.index), "GetTupleElement"});
+      steps_.push_back(Step{StepKind::kTupleElement, v, inst.operands, Kernel(), TupleKernel(), val.source,
+                            val.index, "GetTupleElement"});
     } else if ((val.loc == Loc::kArena || val.loc == Loc::kOutput) && node.kind != NodeKind::kWrittenBy) {
       KernelChoice k = ChooseKernel(*backend_, threads_, node, OperandShapes(m, node));
       // A multi-output kernel gets the buffers of its extra results after its operands.
@@ -340,7 +343,8 @@ void CpuExecutable::PlanDonors(const Module& m, const std::vector<int>& last_use
 
 void CpuExecutable::PlanReusableOperands(const std::vector<int>& last_use) {
   for (Step& st : steps_) {
-    if (st.kind != StepKind::kTuple || st.reusable.empty()) continue;
+    if (st.kind != StepKind::kTuple || !st.overwrites_operands) continue;
+    st.reusable.assign(st.operands.size(), -1);
     for (size_t k = 0; k < st.operands.size(); ++k) {
       const auto o = static_cast<size_t>(st.operands[k]);
       const int r = root_[o];
@@ -369,18 +373,12 @@ void CpuExecutable::PlaceConcatenatedOperands(const Module& m, PlanRequest& req)
     int64_t at = 0;
     for (int o : inst.operands) {
       const int64_t bytes = values_[static_cast<size_t>(o)].bytes;
-      // The operand's bytes are all of a kernel's result (through views that start at it).
-      int64_t offset = 0;
-      int v = o;
-      while (values_[static_cast<size_t>(v)].loc == Loc::kAlias) {
-        offset += values_[static_cast<size_t>(v)].alias_offset;
-        v = values_[static_cast<size_t>(v)].source;
-      }
-      const auto r = static_cast<size_t>(v);
+      // The operand is all of a kernel's result (itself, or a view of as many bytes: a reshape),
+      // starting 64-byte aligned, as a block of its own would (kernels may rely on it).
+      const auto r = static_cast<size_t>(root_[static_cast<size_t>(o)]);
       const Node& producer = m.nodes[r];
-      // 64-byte aligned, as a block of its own would be (kernels may rely on it).
-      if (values_[r].loc == Loc::kArena && values_[r].bytes == bytes && offset == 0 && at % 64 == 0 &&
-          req.within[r] < 0 && r != c && producer.kind != NodeKind::kWrittenBy && producer.writes.empty()) {
+      if (values_[r].loc == Loc::kArena && values_[r].bytes == bytes && at % 64 == 0 && req.within[r] < 0 &&
+          r != c && producer.kind != NodeKind::kWrittenBy && producer.writes.empty()) {
         req.within[r] = static_cast<int>(c);
         req.within_offset[r] = at;
       }
@@ -541,9 +539,9 @@ std::vector<BufferPtr> CpuExecutable::Execute(const std::vector<BufferPtr>& inpu
       case StepKind::kTuple: {
         // The operands are lent as views, not copied: tuple kernels only read them (their
         // sub-programs take them undonated) and return results that never alias them, and the
-        // call ends before any later step may write over that memory.
-        // A kernel that may write over its operands gets the buffers of donated parameters no
-        // later step reads, which its results may then be.
+        // call ends before any later step may write over that memory. The exception: a kernel
+        // that overwrites operands gets the own buffers of donated parameters no later step
+        // reads, which its results may then be.
         std::vector<BufferPtr> operands;
         for (size_t k = 0; k < st.operands.size(); ++k) {
           const int o = st.operands[k];

@@ -110,7 +110,8 @@ MemoryPlan MakePlan(const PlanRequest& request) {
     if (request.bytes[v] >= 0 && plan.offset[v] < 0) {
       const int64_t size = Align(request.bytes[v]);
       bool placed = false;
-      for (int c : holder(v) >= 0 ? std::vector<int>{} : request.in_place[v]) {
+      static const std::vector<int> kNone;
+      for (int c : holder(v) >= 0 ? kNone : request.in_place[v]) {
         const auto ci = static_cast<size_t>(c);
         if (plan.offset[ci] < 0 || handed_over[ci] || holds[ci] || last_use[ci] != static_cast<int>(v))
           continue;
