@@ -38,6 +38,7 @@ struct ReplicaGroup::Rendezvous {
   int64_t round = 0;   // Collectives completed (threads wait for the round they joined to finish).
   std::vector<CollectiveCall> calls;
   std::vector<const void*> data;
+  std::vector<uint8_t*> results;      // Each device's result buffer (shared exchanges), else null.
   std::vector<uint8_t> local, all;    // Between processes: this process's bytes, the job's.
   std::vector<const uint8_t*> views;  // Every replica's operand, in replica order.
   // A failure: every waiting and later call throws it.
@@ -47,6 +48,7 @@ struct ReplicaGroup::Rendezvous {
   // Worker threads for devices 1..D-1: a generation counter per run.
   std::vector<std::thread> workers;
   const std::function<void(int)>* task = nullptr;
+  uint64_t task_program = 0;  // The program the task runs (each run's, not the first's).
   int64_t task_generation = 0;
   int pending = 0;
   std::vector<std::exception_ptr> errors;
@@ -80,6 +82,7 @@ ReplicaGroup::ReplicaGroup(int devices, int processes, int rank, ProcessExchange
     kiln::detail::Throw("ReplicaGroup: {} processes but no exchange between them", processes);
   state_->calls.resize(static_cast<size_t>(devices));
   state_->data.resize(static_cast<size_t>(devices));
+  state_->results.resize(static_cast<size_t>(devices));
 }
 
 ReplicaGroup::~ReplicaGroup() {
@@ -135,6 +138,12 @@ void ReplicaGroup::Exchange(int device, const CollectiveCall& call, const void* 
 }
 
 void ReplicaGroup::Exchange(int device, const CollectiveCall& call, const void* data, const Reader& read) {
+  Exchange(device, call, data, nullptr,
+           [&](const std::vector<const uint8_t*>& all, const std::vector<uint8_t*>&, int) { read(all); });
+}
+
+void ReplicaGroup::Exchange(int device, const CollectiveCall& call, const void* data, void* result,
+                            const SharedReader& read) {
   if (device < 0 || device >= devices_)
     kiln::detail::Throw("ReplicaGroup::Exchange: device {} of {} devices", device, devices_);
   Rendezvous& s = *state_;
@@ -167,6 +176,7 @@ void ReplicaGroup::Exchange(int device, const CollectiveCall& call, const void* 
   const int64_t round = s.round;
   s.calls[static_cast<size_t>(device)] = call;
   s.data[static_cast<size_t>(device)] = data;
+  s.results[static_cast<size_t>(device)] = static_cast<uint8_t*>(result);
   if (++s.arrived == devices_) {
     for (int d = 0; d < devices_; ++d) {
       if (!(s.calls[static_cast<size_t>(d)] == s.calls[0])) {
@@ -182,15 +192,21 @@ void ReplicaGroup::Exchange(int device, const CollectiveCall& call, const void* 
       for (int d = 0; d < devices_; ++d)
         s.views[static_cast<size_t>(d)] = static_cast<const uint8_t*>(s.data[static_cast<size_t>(d)]);
     } else {
-      s.local.resize(bytes * static_cast<size_t>(devices_));
-      for (int d = 0; d < devices_; ++d)
-        if (bytes > 0)
-          std::memcpy(s.local.data() + bytes * static_cast<size_t>(d), s.data[static_cast<size_t>(d)], bytes);
+      // One device sends its operand where it is; several are gathered into one block first.
+      const void* local = s.data[0];
+      if (devices_ > 1) {
+        s.local.resize(bytes * static_cast<size_t>(devices_));
+        for (int d = 0; d < devices_; ++d)
+          if (bytes > 0)
+            std::memcpy(s.local.data() + bytes * static_cast<size_t>(d), s.data[static_cast<size_t>(d)],
+                        bytes);
+        local = s.local.data();
+      }
       s.all.resize(bytes * static_cast<size_t>(NumReplicas()));
       // The others wait on the condition; the exchange between processes runs unlocked.
       lock.unlock();
       try {
-        exchange_(call, s.local.data(), static_cast<int64_t>(s.local.size()), s.all.data());
+        exchange_(call, local, static_cast<int64_t>(bytes) * devices_, s.all.data());
       } catch (const std::exception& e) {
         lock.lock();
         fail(e.what());
@@ -213,9 +229,10 @@ void ReplicaGroup::Exchange(int device, const CollectiveCall& call, const void* 
   }
   // Every replica reads at once; none leaves (and frees or overwrites its operand) before all read.
   const std::vector<const uint8_t*> views = s.views;
+  const std::vector<uint8_t*> results = s.results;
   lock.unlock();
   try {
-    read(views);
+    read(views, results, device);
   } catch (const std::exception& e) {
     lock.lock();
     fail(fmt::format("replica {} failed reading {}: {}", replica, call.ToString(), e.what()));
@@ -226,6 +243,7 @@ void ReplicaGroup::Exchange(int device, const CollectiveCall& call, const void* 
     s.arrived = s.departed = 0;
     s.ready = false;
     for (const void*& d : s.data) d = nullptr;
+    for (uint8_t*& r : s.results) r = nullptr;
     ++s.round;
     s.cv.notify_all();
   } else {
@@ -263,9 +281,10 @@ ReplicaBinding* ReplicaBinding::Current() { return current_binding; }
 void RunReplicas(ReplicaGroup& group, const std::function<void(int device)>& run, uint64_t program) {
   ReplicaGroup::Rendezvous& s = *group.state_;
   const int devices = group.Devices();
-  auto run_one = [&group, program](const std::function<void(int)>& fn, int device) -> std::exception_ptr {
+  auto run_one = [&group](const std::function<void(int)>& fn, int device,
+                          uint64_t fingerprint) -> std::exception_ptr {
     try {
-      ReplicaBinding bind(group, device, program);
+      ReplicaBinding bind(group, device, fingerprint);
       fn(device);
       return nullptr;
     } catch (const std::exception& e) {
@@ -285,8 +304,9 @@ void RunReplicas(ReplicaGroup& group, const std::function<void(int device)>& run
           if (s.stopping) return;
           seen = s.task_generation;
           const std::function<void(int)>* task = s.task;
+          const uint64_t fingerprint = s.task_program;
           lk.unlock();
-          std::exception_ptr err = run_one(*task, device);
+          std::exception_ptr err = run_one(*task, device, fingerprint);
           lk.lock();
           s.errors[static_cast<size_t>(device)] = err;
           if (--s.pending == 0) s.cv.notify_all();
@@ -294,12 +314,13 @@ void RunReplicas(ReplicaGroup& group, const std::function<void(int device)>& run
       });
     }
     s.task = &run;
+    s.task_program = program;
     s.errors.assign(static_cast<size_t>(devices), nullptr);
     s.pending = devices - 1;
     ++s.task_generation;
   }
   s.cv.notify_all();
-  std::exception_ptr first = run_one(run, 0);
+  std::exception_ptr first = run_one(run, 0, program);
   {
     std::unique_lock lock(s.mu);
     s.cv.wait(lock, [&] { return s.pending == 0; });

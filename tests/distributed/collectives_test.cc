@@ -6,14 +6,18 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "kiln/compute/backend.h"
 #include "kiln/compute/replicas.h"
@@ -255,6 +259,68 @@ TEST(Replicas, IdsAcrossProcessesAreDeviceMajor) {
       // Replica 0 is rank 0's device 0, replica 1 rank 1's device 0, then the devices 1.
       EXPECT_EQ(r[0].ToVector<int32_t>(), (std::vector<int32_t>{0, 10, 1, 11}));
       EXPECT_EQ(r[1].Item<int32_t>(), 2 * d + rank);
+    }
+  }
+}
+
+// The devices of a process share an AllReduce: each reduces a part of the elements (cut at
+// 64-byte boundaries) and writes it into every device's result. Every element of every replica's
+// result must be the fixed tree's, for sizes around the parts' and chunks' edges (fewer elements
+// than devices, one chunk and a few more), and a Float32 mean must be the bits of Div(sum, 3),
+// which the cpu compiler folds into the AllReduce's kernel ("+Div[3]" in its dump). One group
+// runs a new program for every size: its worker threads must run each call's program, not the
+// first one's (replicas would otherwise report that they disagree).
+TEST(Replicas, DevicesShareAnAllReducesWorkAndItsMean) {
+  const int64_t sizes[] = {1, 2, 15, 16, 17, 49, 16384 * 3 + 5, 100003};
+  for (const char* config : {"ref:devices=3", "cpu:threads=3,devices=3"}) {
+    SCOPED_TRACE(config);
+    const bool cpu = std::string(config).starts_with("cpu");
+    if (cpu) setenv("KILN_CPU_DUMP", "1", 1);
+    const compute::BackendPtr b = compute::NewWithConfig(config);
+    unsetenv("KILN_CPU_DUMP");
+    compute::ReplicaGroup group(3, 1, 0, nullptr, std::chrono::seconds(60));
+    for (const int64_t n : sizes) {
+      SCOPED_TRACE(n);
+      graph::Exec exec = graph::NewExec(b, [](Node f, Node i, Node d) {
+        // The sum is of -f: a second AllReduce of f would be merged with the mean's, which then
+        // could not fold its division (the sums have another reader).
+        return std::vector<Node>{graph::AllReduce(f, graph::ReduceOp::Mean), graph::AllReduce(graph::Neg(f)),
+                                 graph::AllReduce(i), graph::AllReduce(d, graph::ReduceOp::Max)};
+      });
+      std::vector<std::vector<float>> fs(3);
+      std::vector<std::vector<int32_t>> is(3);
+      std::vector<std::vector<double>> ds(3);
+      std::vector<std::vector<Tensor>> in;
+      for (int r = 0; r < 3; ++r) {
+        for (int64_t k = 0; k < n; ++k) {
+          fs[static_cast<size_t>(r)].push_back(0.1f * static_cast<float>((k * 7 + r * 13) % 101) - 4.9f);
+          is[static_cast<size_t>(r)].push_back(static_cast<int32_t>(k * (r + 1)) - 77);
+          ds[static_cast<size_t>(r)].push_back(std::sin(static_cast<double>(k) + r));
+        }
+        in.push_back({Tensor::FromFlat(Shape(DType::Float32, {n}), fs[static_cast<size_t>(r)]),
+                      Tensor::FromFlat(Shape(DType::Int32, {n}), is[static_cast<size_t>(r)]),
+                      Tensor::FromFlat(Shape(DType::Float64, {n}), ds[static_cast<size_t>(r)])});
+      }
+      if (cpu) ::testing::internal::CaptureStderr();
+      const std::vector<std::vector<Tensor>> out = exec.CallReplicas(group, in);
+      if (cpu) {
+        const std::string dump = ::testing::internal::GetCapturedStderr();
+        EXPECT_NE(dump.find("AllReduce{reduce=Sum, replicas=3}+Div[3]"), std::string::npos) << dump;
+      }
+      for (int r = 0; r < 3; ++r) {
+        const std::vector<Tensor>& o = out[static_cast<size_t>(r)];
+        ASSERT_EQ(o.size(), 4u);
+        const std::vector<float> mean = o[0].ToVector<float>(), sum = o[1].ToVector<float>();
+        const std::vector<int32_t> isum = o[2].ToVector<int32_t>();
+        const std::vector<double> dmax = o[3].ToVector<double>();
+        for (size_t k = 0; k < static_cast<size_t>(n); ++k) {
+          const float s = (fs[0][k] + fs[1][k]) + fs[2][k];  // The fixed tree: (0, 1), then 2.
+          ASSERT_EQ(sum[k], -s) << "replica " << r << " element " << k;
+          ASSERT_EQ(mean[k], s / 3.0f) << "replica " << r << " element " << k;
+          ASSERT_EQ(isum[k], is[0][k] + is[1][k] + is[2][k]) << "replica " << r << " element " << k;
+          ASSERT_EQ(dmax[k], std::max({ds[0][k], ds[1][k], ds[2][k]})) << "replica " << r << " element " << k;
+        }
+      }
     }
   }
 }

@@ -98,6 +98,18 @@ class ReplicaGroup {
   /// this process has finished reading, so no operand changes while another replica reads it.
   /// The same errors as Exchange.
   void Exchange(int device, const CollectiveCall& call, const void* data, const Reader& read);
+  /// What a replica does when the replicas of this process share the work of a collective: it
+  /// reads every replica's operand (`all`, in replica order) and writes its `part` of the result
+  /// of every device of this process (`results`, in device order; `part` is its device).
+  using SharedReader = std::function<void(const std::vector<const uint8_t*>& all,
+                                          const std::vector<uint8_t*>& results, int part)>;
+  /// Exchange for a collective whose result is the same on every replica (an AllReduce): like
+  /// the Reader overload, with `result` (this replica's result buffer) shown to every replica of
+  /// this process, so each computes a part of the result once for all of them instead of every
+  /// replica computing all of it. Returns once every replica of this process has written its
+  /// part, so `result` is whole.
+  void Exchange(int device, const CollectiveCall& call, const void* data, void* result,
+                const SharedReader& read);
   /// Marks the group failed: every replica waiting in Exchange, and every later call, throws a
   /// kiln::Error naming `device`'s replica and `why`. Reset() makes the group usable again.
   void Abort(int device, const std::string& why);

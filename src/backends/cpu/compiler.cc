@@ -32,6 +32,8 @@ CompiledModule CompileModule(const Program& program, const Options& options) {
     EliminateDeadCode(m);
     fusion += FuseEpilogues(m).log;
     EliminateDeadCode(m);
+    fusion += FoldMeanIntoAllReduce(m).log;
+    EliminateDeadCode(m);
     fusion += FuseElementwise(m).log;
     EliminateDeadCode(m);
     fusion += MergeFusedOutputs(m).log;

@@ -72,6 +72,9 @@ struct Node {
   /// A ConvGeneral whose kernel (operand 1) is a Constant (set at the end of CompileModule): its
   /// kernel reorders the weights into oneDNN's layout once, not on every call.
   bool constant_kernel = false;
+  /// An AllReduce of Float32 sums whose kernel divides them by this (a mean's division folded
+  /// in by FoldMeanIntoAllReduce); 0 when it does not.
+  float collective_divisor = 0;
 };
 
 struct Module {

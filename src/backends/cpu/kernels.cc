@@ -76,6 +76,8 @@ KernelChoice ChooseKernel(CpuBackend& backend, int threads, const Node& node,
   if (node.kind == NodeKind::kFused || node.kind == NodeKind::kFusedReduce)
     return MakeFusedKernel(backend, threads, node, operands);
   if (node.kind == NodeKind::kRowNorm) return MakeRowNormKernel(backend, threads, node, operands);
+  if (node.collective_divisor != 0)
+    return {ref::MakeCollectiveKernel(node.inst, operands, node.collective_divisor), "ref+div"};
   if (KernelChoice p = TryPoolKernel(backend, threads, node, operands); p.kernel) return p;
   if (KernelChoice d = TryDnnlKernel(threads, node, operands); d.kernel) return d;
   const Instruction& inst = node.inst;

@@ -27,7 +27,9 @@ std::string Module::ToString() const {
     const std::string shape =
         inst.IsTuple() ? fmt::format("tuple of {}", inst.tuple_shapes.size()) : inst.shape.ToString();
     const std::string epilogue =
-        nodes[i].epilogue ? fmt::format("+Epilogue[{}]", nodes[i].epilogue->ToString()) : "";
+        nodes[i].epilogue                  ? fmt::format("+Epilogue[{}]", nodes[i].epilogue->ToString())
+        : nodes[i].collective_divisor != 0 ? fmt::format("+Div[{}]", nodes[i].collective_divisor)
+                                           : "";
     const std::string what =
         nodes[i].kind == NodeKind::kRowNorm
             ? "RowNorm:" + nodes[i].row_norm->ToString()

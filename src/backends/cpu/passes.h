@@ -64,6 +64,11 @@ PassReport FuseRowNorms(Module& m);
 /// of the rewrites (for KILN_CPU_DUMP).
 PassReport FuseEpilogues(Module& m);
 
+/// Div(AllReduce-sum(x), c), c a Float32 constant read only there, becomes the AllReduce with
+/// `collective_divisor` c (collective_mean.cc): the collective's kernel divides the sums while they
+/// are in cache, as Div would. Returns a readable account.
+PassReport FoldMeanIntoAllReduce(Module& m);
+
 /// Multi-output fusion (fusion_merge.cc): a fused elementwise group whose result is a program output
 /// and is otherwise read only by another fused group of the same shape (element for element)
 /// is computed inside that group, which stores it as an extra result: an optimizer's new moments

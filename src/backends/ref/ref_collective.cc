@@ -93,9 +93,36 @@ void ReduceGathered(OpType op, DType dtype, ReduceKind kind, const std::vector<c
   });
 }
 
+/// An AllReduce shared by the replicas of this process: replica `part` reduces its share of the
+/// elements (a multiple of 64 bytes long, but the last), a chunk at a time, into its own result,
+/// divides the chunk by `divisor` when that is set (Float32), and copies it into the other
+/// replicas' results while it is in cache.
+void ReduceShare(DType dtype, ReduceKind kind, const std::vector<const uint8_t*>& all,
+                 const std::vector<uint8_t*>& results, int part, int64_t n, int64_t element, float divisor) {
+  const auto parts = static_cast<int64_t>(results.size());
+  const int64_t align = std::max<int64_t>(1, 64 / element);
+  const int64_t share = (n + parts - 1) / parts;
+  const int64_t per = (share + align - 1) / align * align;
+  const int64_t begin = std::min(n, per * part), end = std::min(n, begin + per);
+  uint8_t* mine = results[static_cast<size_t>(part)];
+  constexpr int64_t kChunk = 16384;  // Elements: the chunk stays in cache until it is copied.
+  for (int64_t at = begin; at < end; at += kChunk) {
+    const int64_t len = std::min(kChunk, end - at);
+    uint8_t* dst = mine + at * element;
+    ReduceGathered(OpType::AllReduce, dtype, kind, all, at, len, dst);
+    if (divisor != 0) {
+      auto* f = reinterpret_cast<float*>(dst);
+      for (int64_t i = 0; i < len; ++i) f[i] = f[i] / divisor;
+    }
+    for (int64_t r = 0; r < parts; ++r)
+      if (r != part)
+        std::memcpy(results[static_cast<size_t>(r)] + at * element, dst, static_cast<size_t>(len * element));
+  }
+}
+
 }  // namespace
 
-Kernel MakeCollectiveKernel(const Instruction& inst, const std::vector<Shape>& operands) {
+Kernel MakeCollectiveKernel(const Instruction& inst, const std::vector<Shape>& operands, float divisor) {
   const OpType op = inst.op;
   if (op == OpType::ReplicaId) {
     return [](Operands, uint8_t* out) {
@@ -117,6 +144,9 @@ Kernel MakeCollectiveKernel(const Instruction& inst, const std::vector<Shape>& o
   }
   const ReduceKind kind = inst.attrs.reduce_kind;
   const int64_t root = inst.attrs.index;
+  if (divisor != 0 && (op != OpType::AllReduce || x.dtype() != DType::Float32 || kind != ReduceKind::Sum))
+    kiln::detail::Throw("{} of {}: only a Float32 AllReduce of sums divides its result", OpName(op),
+                        x.dtype());
   return [=](Operands in, uint8_t* out) {
     ReplicaBinding* binding = ReplicaBinding::Current();
     if (binding == nullptr) {
@@ -126,6 +156,8 @@ Kernel MakeCollectiveKernel(const Instruction& inst, const std::vector<Shape>& o
             "every replica, as Exec::CallReplicas and Trainer::DataParallel do)",
             OpName(op), replicas);
       if (bytes > 0) std::memcpy(out, in[0], static_cast<size_t>(bytes));
+      if (divisor != 0)
+        for (int64_t i = 0; i < n; ++i) reinterpret_cast<float*>(out)[i] /= divisor;
       return;
     }
     ReplicaGroup& group = binding->group();
@@ -135,11 +167,16 @@ Kernel MakeCollectiveKernel(const Instruction& inst, const std::vector<Shape>& o
     const CollectiveCall call{op, x.dtype(), bytes, binding->NextSequence(), binding->program()};
     const int me = binding->replica();
     const DType dtype = x.dtype();
+    if (op == OpType::AllReduce) {
+      group.Exchange(binding->device(), call, in[0], out,
+                     [&](const std::vector<const uint8_t*>& all, const std::vector<uint8_t*>& results,
+                         int part) { ReduceShare(dtype, kind, all, results, part, n, element, divisor); });
+      return;
+    }
     group.Exchange(binding->device(), call, in[0], [&](const std::vector<const uint8_t*>& all) {
       switch (op) {
         case OpType::AllReduce:
-          ReduceGathered(op, dtype, kind, all, 0, n, out);
-          return;
+          break;
         case OpType::ReduceScatter: {
           // This replica's block of each outer slice.
           const int64_t block = inner / replicas, per = block / element;

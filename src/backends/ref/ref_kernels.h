@@ -61,7 +61,11 @@ Kernel MakeSortScanKernel(const Instruction& inst, const std::vector<Shape>& ope
 Kernel MakeComplexKernel(const Instruction& inst, const std::vector<Shape>& operands);
 /// AllReduce, AllGather, ReduceScatter, CollectiveBroadcast (ref_collective.cc): exchange through
 /// the calling thread's ReplicaBinding; a program of one replica runs them as copies without one.
-Kernel MakeCollectiveKernel(const Instruction& inst, const std::vector<Shape>& operands);
+/// The replicas of one process share an AllReduce's work: each reduces a part of the elements
+/// and writes it into every one's result. With `divisor` (a Float32 AllReduce of more than one
+/// replica, the cpu compiler's mean), the sums are divided by it before they are written, as
+/// Div(AllReduce(x), divisor) would divide them.
+Kernel MakeCollectiveKernel(const Instruction& inst, const std::vector<Shape>& operands, float divisor = 0);
 /// The elementwise Unary, Binary and Compare ops on complex operands (ref_complex.cc).
 Kernel MakeComplexElementwiseKernel(const Instruction& inst, const std::vector<Shape>& operands);
 
