@@ -4,12 +4,15 @@
 
 #include "kiln/compute/replicas.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <mutex>
 #include <thread>
+#include <tuple>
+#include <utility>
 
 #include "core/check.h"
 
@@ -41,6 +44,8 @@ struct ReplicaGroup::Rendezvous {
   std::vector<uint8_t*> results;      // Each device's result buffer (shared exchanges), else null.
   std::vector<uint8_t> local, all;    // Between processes: this process's bytes, the job's.
   std::vector<const uint8_t*> views;  // Every replica's operand, in replica order.
+  std::vector<int64_t> offsets;       // Split between processes (ProcessParts): their parts.
+  bool split = false;                 // The current collective's work is split between processes.
   // A failure: every waiting and later call throws it.
   bool failed = false;
   std::string error;
@@ -137,9 +142,24 @@ void ReplicaGroup::Exchange(int device, const CollectiveCall& call, const void* 
   });
 }
 
+void ReplicaGroup::SetProcessParts(ProcessParts parts) { parts_ = std::move(parts); }
+
+namespace {
+
+/// Part k of `parts` of `bytes` bytes: [begin, end), begins at multiples of 64 bytes.
+std::pair<int64_t, int64_t> PartOf(int64_t bytes, int parts, int k) {
+  const int64_t per = ((bytes + parts - 1) / parts + 63) / 64 * 64;
+  const int64_t begin = std::min(bytes, per * k);
+  return {begin, std::min(bytes, begin + per)};
+}
+
+}  // namespace
+
 void ReplicaGroup::Exchange(int device, const CollectiveCall& call, const void* data, const Reader& read) {
   Exchange(device, call, data, nullptr,
-           [&](const std::vector<const uint8_t*>& all, const std::vector<uint8_t*>&, int) { read(all); });
+           [&](const std::vector<const uint8_t*>& all, const std::vector<uint8_t*>&, int64_t, int64_t) {
+             read(all);
+           });
 }
 
 void ReplicaGroup::Exchange(int device, const CollectiveCall& call, const void* data, void* result,
@@ -187,7 +207,29 @@ void ReplicaGroup::Exchange(int device, const CollectiveCall& call, const void* 
     }
     const auto bytes = static_cast<size_t>(call.bytes);
     s.views.assign(static_cast<size_t>(NumReplicas()), nullptr);
-    if (processes_ == 1) {
+    s.split = processes_ > 1 && devices_ == 1 && result != nullptr && parts_.scatter && parts_.gather;
+    if (s.split) {
+      // Each process reduces its part: it receives the others' bytes of that part alone.
+      s.offsets.resize(static_cast<size_t>(processes_) + 1);
+      for (int p = 0; p < processes_; ++p)
+        s.offsets[static_cast<size_t>(p)] = PartOf(call.bytes, processes_, p).first;
+      s.offsets.back() = call.bytes;
+      const int64_t begin = s.offsets[static_cast<size_t>(rank_)];
+      const auto mine = static_cast<size_t>(s.offsets[static_cast<size_t>(rank_) + 1] - begin);
+      s.all.resize(mine * static_cast<size_t>(processes_));
+      lock.unlock();
+      try {
+        parts_.scatter(call, data, s.offsets, s.all.data());
+      } catch (const std::exception& e) {
+        lock.lock();
+        fail(e.what());
+        throw;
+      }
+      lock.lock();
+      for (int p = 0; p < processes_; ++p)
+        s.views[static_cast<size_t>(p)] = p == rank_ ? static_cast<const uint8_t*>(data) + begin
+                                                     : s.all.data() + static_cast<size_t>(p) * mine;
+    } else if (processes_ == 1) {
       // One process: every replica reads the others' operands where they are.
       for (int d = 0; d < devices_; ++d)
         s.views[static_cast<size_t>(d)] = static_cast<const uint8_t*>(s.data[static_cast<size_t>(d)]);
@@ -228,11 +270,23 @@ void ReplicaGroup::Exchange(int device, const CollectiveCall& call, const void* 
         lock, [&] { return s.ready && s.round == round; }, "for the other replicas");
   }
   // Every replica reads at once; none leaves (and frees or overwrites its operand) before all read.
-  const std::vector<const uint8_t*> views = s.views;
+  std::vector<const uint8_t*> views = s.views;
   const std::vector<uint8_t*> results = s.results;
+  const bool split = s.split;
+  const std::vector<int64_t> offsets = split ? s.offsets : std::vector<int64_t>{};
+  int64_t begin = 0, end = call.bytes;
+  if (split) {
+    begin = offsets[static_cast<size_t>(rank_)];
+    end = offsets[static_cast<size_t>(rank_) + 1];
+  } else if (result != nullptr) {
+    // The devices of this process split the work; every replica's bytes are here.
+    std::tie(begin, end) = PartOf(call.bytes, devices_, device);
+    for (const uint8_t*& v : views) v += begin;
+  }
   lock.unlock();
   try {
-    read(views, results, device);
+    read(views, results, begin, end);
+    if (split) parts_.gather(call, result, offsets);
   } catch (const std::exception& e) {
     lock.lock();
     fail(fmt::format("replica {} failed reading {}: {}", replica, call.ToString(), e.what()));

@@ -87,14 +87,9 @@ std::string HeaderText(const Header& h) {
       .ToString();
 }
 
-/// Gathers every process's `bytes` bytes at `local` into `all` (size × bytes), after checking
-/// that every process sends the same header.
-void Exchange(const Header& mine, const void* local, int64_t bytes, void* all) {
+/// The header check of Exchange: every process sends `mine`; a kiln::Error unless all match.
+void CheckHeaders(const Header& mine) {
   Runtime& rt = State();
-  if (bytes > std::numeric_limits<int>::max())
-    kiln::detail::Throw("distributed: {} exchanges {} bytes per process; at most 2^31-1 are supported",
-                        HeaderText(mine), bytes);
-  std::lock_guard lock(rt.mu);
   std::vector<Header> headers(static_cast<size_t>(rt.size));
   MPI_Request request;
   Check(MPI_Iallgather(&mine, sizeof(Header), MPI_BYTE, headers.data(), sizeof(Header), MPI_BYTE,
@@ -107,10 +102,82 @@ void Exchange(const Header& mine, const void* local, int64_t bytes, void* all) {
       kiln::detail::Throw("distributed: processes disagree: rank 0 runs {} but rank {} runs {}",
                           HeaderText(headers[0]), r, HeaderText(h));
   }
+}
+
+/// Gathers every process's `bytes` bytes at `local` into `all` (size × bytes), after checking
+/// that every process sends the same header.
+void Exchange(const Header& mine, const void* local, int64_t bytes, void* all) {
+  Runtime& rt = State();
+  if (bytes > std::numeric_limits<int>::max())
+    kiln::detail::Throw("distributed: {} exchanges {} bytes per process; at most 2^31-1 are supported",
+                        HeaderText(mine), bytes);
+  std::lock_guard lock(rt.mu);
+  CheckHeaders(mine);
+  MPI_Request request;
   Check(MPI_Iallgather(local, static_cast<int>(bytes), MPI_BYTE, all, static_cast<int>(bytes), MPI_BYTE,
                        MPI_COMM_WORLD, &request),
         "MPI_Iallgather");
   Wait(request, HeaderText(mine));
+}
+
+Header HeaderOf(const compute::CollectiveCall& call, int64_t bytes) {
+  return Header{static_cast<int64_t>(call.op),
+                static_cast<int64_t>(call.dtype),
+                bytes,
+                call.sequence,
+                call.program,
+                {}};
+}
+
+/// Byte counts for MPI (int): a kiln::Error past 2^31-1.
+int Count(int64_t bytes, const Header& h) {
+  if (bytes > std::numeric_limits<int>::max())
+    kiln::detail::Throw("distributed: {} exchanges {} bytes per process; at most 2^31-1 are supported",
+                        HeaderText(h), bytes);
+  return static_cast<int>(bytes);
+}
+
+/// ProcessParts::scatter over MPI: one all-to-all of every process's parts.
+void ScatterParts(const compute::CollectiveCall& call, const void* local, const std::vector<int64_t>& offsets,
+                  void* mine) {
+  Runtime& rt = State();
+  const Header h = HeaderOf(call, offsets.back());
+  Count(offsets.back(), h);
+  std::lock_guard lock(rt.mu);
+  CheckHeaders(h);
+  const auto me = static_cast<size_t>(rt.rank);
+  const int length = static_cast<int>(offsets[me + 1] - offsets[me]);
+  std::vector<int> send(static_cast<size_t>(rt.size)), sdispl(send.size()), recv(send.size()),
+      rdispl(send.size());
+  for (size_t p = 0; p < send.size(); ++p) {
+    // Nothing to itself: the group reads this process's own part where it is.
+    send[p] = p == me ? 0 : static_cast<int>(offsets[p + 1] - offsets[p]);
+    sdispl[p] = static_cast<int>(offsets[p]);
+    recv[p] = p == me ? 0 : length;
+    rdispl[p] = static_cast<int>(p) * length;
+  }
+  MPI_Request request;
+  Check(MPI_Ialltoallv(local, send.data(), sdispl.data(), MPI_BYTE, mine, recv.data(), rdispl.data(),
+                       MPI_BYTE, MPI_COMM_WORLD, &request),
+        "MPI_Ialltoallv");
+  Wait(request, HeaderText(h));
+}
+
+/// ProcessParts::gather over MPI: every process's part of `result`, in place.
+void GatherParts(const compute::CollectiveCall& call, void* result, const std::vector<int64_t>& offsets) {
+  Runtime& rt = State();
+  const Header h = HeaderOf(call, offsets.back());
+  std::lock_guard lock(rt.mu);
+  std::vector<int> counts(static_cast<size_t>(rt.size)), displs(counts.size());
+  for (size_t p = 0; p < counts.size(); ++p) {
+    counts[p] = static_cast<int>(offsets[p + 1] - offsets[p]);
+    displs[p] = static_cast<int>(offsets[p]);
+  }
+  MPI_Request request;
+  Check(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_BYTE, result, counts.data(), displs.data(), MPI_BYTE,
+                        MPI_COMM_WORLD, &request),
+        "MPI_Iallgatherv");
+  Wait(request, HeaderText(h));
 }
 
 }  // namespace
@@ -197,7 +264,9 @@ std::shared_ptr<compute::ReplicaGroup> NewReplicaGroup(int devices) {
       Exchange(h, local, bytes, all);
     };
   }
-  return std::make_shared<compute::ReplicaGroup>(devices, rt.size, rt.rank, std::move(exchange));
+  auto group = std::make_shared<compute::ReplicaGroup>(devices, rt.size, rt.rank, std::move(exchange));
+  if (rt.size > 1) group->SetProcessParts({ScatterParts, GatherParts});
+  return group;
 }
 
 }  // namespace kiln::distributed

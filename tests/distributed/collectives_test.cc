@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -322,6 +323,118 @@ TEST(Replicas, DevicesShareAnAllReducesWorkAndItsMean) {
         }
       }
     }
+  }
+}
+
+/// Three processes of one device, as threads joined in memory, for ReplicaGroups whose processes
+/// split an AllReduce's work (ProcessParts) as MPI's do.
+struct Joint {
+  std::mutex mu;
+  std::condition_variable cv;
+  int arrived = 0, generation = 0;
+  std::vector<const uint8_t*> shared = std::vector<const uint8_t*>(3);
+  std::atomic<int> scatters = 0, gathers = 0;
+  /// Publishes `mine` as rank's pointer (unless null) and waits until every rank has met here.
+  void Meet(int rank, const void* mine) {
+    std::unique_lock lock(mu);
+    if (mine != nullptr) shared[static_cast<size_t>(rank)] = static_cast<const uint8_t*>(mine);
+    const int g = generation;
+    if (++arrived == 3) {
+      arrived = 0;
+      ++generation;
+      cv.notify_all();
+    } else {
+      cv.wait(lock, [&] { return generation != g; });
+    }
+  }
+  compute::ProcessExchange Exchange(int rank) {
+    return [this, rank](const compute::CollectiveCall&, const void* local, int64_t bytes, void* all) {
+      Meet(rank, local);
+      for (size_t r = 0; r < 3; ++r)
+        std::memcpy(static_cast<uint8_t*>(all) + r * static_cast<size_t>(bytes), shared[r],
+                    static_cast<size_t>(bytes));
+      Meet(rank, nullptr);  // No one changes its bytes before all have read them.
+    };
+  }
+  compute::ProcessParts Parts(int rank) {
+    return {[this, rank](const compute::CollectiveCall&, const void* local,
+                         const std::vector<int64_t>& offsets, void* mine) {
+              ++scatters;
+              Meet(rank, local);
+              const int64_t begin = offsets[static_cast<size_t>(rank)];
+              const int64_t length = offsets[static_cast<size_t>(rank) + 1] - begin;
+              for (int p = 0; p < 3; ++p)
+                if (p != rank && length > 0)
+                  std::memcpy(static_cast<uint8_t*>(mine) + p * length,
+                              shared[static_cast<size_t>(p)] + begin, static_cast<size_t>(length));
+              Meet(rank, nullptr);
+            },
+            [this, rank](const compute::CollectiveCall&, void* result, const std::vector<int64_t>& offsets) {
+              ++gathers;
+              Meet(rank, result);
+              for (int p = 0; p < 3; ++p)
+                if (p != rank)
+                  std::memcpy(static_cast<uint8_t*>(result) + offsets[static_cast<size_t>(p)],
+                              shared[static_cast<size_t>(p)] + offsets[static_cast<size_t>(p)],
+                              static_cast<size_t>(offsets[static_cast<size_t>(p) + 1] -
+                                                  offsets[static_cast<size_t>(p)]));
+              Meet(rank, nullptr);
+            }};
+  }
+};
+
+// Processes of one device each split an AllReduce: each receives only the others' bytes of its
+// part, reduces it in the fixed tree and sends it to the others. Every replica's result must be
+// the tree's for every element, across the parts' edges, with the mean's division folded in on
+// cpu; an AllGather in the same program still goes through the exchange of whole operands.
+TEST(Replicas, ProcessesSplitAnAllReducesWork) {
+  const int64_t sizes[] = {1, 17, 16384 * 3 + 5, 100003};
+  for (const char* config : {"ref", "cpu:threads=1"}) {
+    SCOPED_TRACE(config);
+    Joint joint;
+    for (const int64_t n : sizes) {
+      SCOPED_TRACE(n);
+      std::vector<std::vector<float>> fs(3);
+      std::vector<std::vector<int32_t>> is(3);
+      for (int r = 0; r < 3; ++r)
+        for (int64_t k = 0; k < n; ++k) {
+          fs[static_cast<size_t>(r)].push_back(0.1f * static_cast<float>((k * 7 + r * 13) % 101) - 4.9f);
+          is[static_cast<size_t>(r)].push_back(static_cast<int32_t>(k * (r + 1)) - 77);
+        }
+      std::vector<std::vector<Tensor>> out(3);
+      std::vector<std::thread> processes;
+      for (int rank = 0; rank < 3; ++rank) {
+        processes.emplace_back([&, rank] {
+          compute::ReplicaGroup group(1, 3, rank, joint.Exchange(rank), std::chrono::seconds(60));
+          group.SetProcessParts(joint.Parts(rank));
+          graph::Exec exec = graph::NewExec(compute::NewWithConfig(config), [](Node f, Node i) {
+            return std::vector<Node>{graph::AllReduce(f, graph::ReduceOp::Mean),
+                                     graph::AllReduce(graph::Neg(f)), graph::AllReduce(i),
+                                     graph::AllGather(graph::Slice(i, {graph::AxisRange(0, 1)}))};
+          });
+          const auto r = static_cast<size_t>(rank);
+          out[r] = exec.CallReplicas(group, {{Tensor::FromFlat(Shape(DType::Float32, {n}), fs[r]),
+                                              Tensor::FromFlat(Shape(DType::Int32, {n}), is[r])}})[0];
+        });
+      }
+      for (std::thread& t : processes) t.join();
+      for (int r = 0; r < 3; ++r) {
+        const std::vector<Tensor>& o = out[static_cast<size_t>(r)];
+        ASSERT_EQ(o.size(), 4u);
+        const std::vector<float> mean = o[0].ToVector<float>(), sum = o[1].ToVector<float>();
+        const std::vector<int32_t> isum = o[2].ToVector<int32_t>();
+        for (size_t k = 0; k < static_cast<size_t>(n); ++k) {
+          const float s = (fs[0][k] + fs[1][k]) + fs[2][k];
+          ASSERT_EQ(sum[k], -s) << "replica " << r << " element " << k;
+          ASSERT_EQ(mean[k], s / 3.0f) << "replica " << r << " element " << k;
+          ASSERT_EQ(isum[k], is[0][k] + is[1][k] + is[2][k]) << "replica " << r << " element " << k;
+        }
+        EXPECT_EQ(o[3].ToVector<int32_t>(), (std::vector<int32_t>{is[0][0], is[1][0], is[2][0]}));
+      }
+    }
+    // Three AllReduces a run, split in each of the three processes.
+    EXPECT_EQ(joint.scatters.load(), 3 * 3 * static_cast<int>(std::size(sizes)));
+    EXPECT_EQ(joint.gathers.load(), joint.scatters.load());
   }
 }
 

@@ -42,6 +42,23 @@ struct CollectiveCall {
 using ProcessExchange =
     std::function<void(const CollectiveCall& call, const void* local, int64_t local_bytes, void* all)>;
 
+/// The exchange between processes for a collective whose work the processes split (an AllReduce
+/// in a job of one device per process, so each process reduces only its part of the elements and
+/// no process receives every other's whole operand). Byte offsets split the operand: process q's
+/// part is [offsets[q], offsets[q + 1]). Both are called by the one replica of each process, and
+/// throw kiln::Error as ProcessExchange does.
+struct ProcessParts {
+  /// Sends part q of `local` to each other process q, and receives every other process's bytes
+  /// of this process's part into `mine`: block p (in rank order, each as long as this process's
+  /// part) from process p; this process's own block is left alone.
+  std::function<void(const CollectiveCall& call, const void* local, const std::vector<int64_t>& offsets,
+                     void* mine)>
+      scatter;
+  /// Sends this process's part of `result` (written) to every other process and receives
+  /// theirs into their parts of `result`.
+  std::function<void(const CollectiveCall& call, void* result, const std::vector<int64_t>& offsets)> gather;
+};
+
 /// A hash of `program`'s listing: replicas running different programs (other shapes, other
 /// variables) see different fingerprints in their collective calls.
 uint64_t ProgramFingerprint(const Program& program);
@@ -98,18 +115,24 @@ class ReplicaGroup {
   /// this process has finished reading, so no operand changes while another replica reads it.
   /// The same errors as Exchange.
   void Exchange(int device, const CollectiveCall& call, const void* data, const Reader& read);
-  /// What a replica does when the replicas of this process share the work of a collective: it
-  /// reads every replica's operand (`all`, in replica order) and writes its `part` of the result
-  /// of every device of this process (`results`, in device order; `part` is its device).
+  /// What a replica does when the replicas share the work of a collective: it computes bytes
+  /// [begin, end) of the result from every replica's bytes [begin, end) (`all[r]` points at
+  /// replica r's byte `begin`, in replica order) and writes them into the result of every device
+  /// of this process (`results`, in device order, each pointing at its byte 0).
   using SharedReader = std::function<void(const std::vector<const uint8_t*>& all,
-                                          const std::vector<uint8_t*>& results, int part)>;
-  /// Exchange for a collective whose result is the same on every replica (an AllReduce): like
-  /// the Reader overload, with `result` (this replica's result buffer) shown to every replica of
-  /// this process, so each computes a part of the result once for all of them instead of every
-  /// replica computing all of it. Returns once every replica of this process has written its
-  /// part, so `result` is whole.
+                                          const std::vector<uint8_t*>& results, int64_t begin, int64_t end)>;
+  /// Exchange for a collective whose result is the same on every replica and whose bytes each
+  /// depend on the same bytes of the operands (an elementwise AllReduce): its work is split, so
+  /// each part of the result is computed once. The replicas of one process take a part each
+  /// (cut at 64-byte boundaries) and write it into all their results; in a job of one device per
+  /// process with SetProcessParts, each process takes a part, receiving only the others' bytes of
+  /// it, and the parts are then sent to every process. Returns once `result` (this replica's
+  /// result, call.bytes long) is whole. The same errors as Exchange.
   void Exchange(int device, const CollectiveCall& call, const void* data, void* result,
                 const SharedReader& read);
+  /// Lets the processes split the work of shared exchanges (set once, before the first
+  /// collective; the distributed runtime sets MPI's).
+  void SetProcessParts(ProcessParts parts);
   /// Marks the group failed: every replica waiting in Exchange, and every later call, throws a
   /// kiln::Error naming `device`'s replica and `why`. Reset() makes the group usable again.
   void Abort(int device, const std::string& why);
@@ -129,6 +152,7 @@ class ReplicaGroup {
   struct Rendezvous;
   int devices_, processes_, rank_;
   ProcessExchange exchange_;
+  ProcessParts parts_;
   std::chrono::milliseconds timeout_;
   std::unique_ptr<Rendezvous> state_;
 };

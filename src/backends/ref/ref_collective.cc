@@ -93,30 +93,24 @@ void ReduceGathered(OpType op, DType dtype, ReduceKind kind, const std::vector<c
   });
 }
 
-/// An AllReduce shared by the replicas of this process: replica `part` reduces its share of the
-/// elements (a multiple of 64 bytes long, but the last), a chunk at a time, into its own result,
-/// divides the chunk by `divisor` when that is set (Float32), and copies it into the other
-/// replicas' results while it is in cache.
-void ReduceShare(DType dtype, ReduceKind kind, const std::vector<const uint8_t*>& all,
-                 const std::vector<uint8_t*>& results, int part, int64_t n, int64_t element, float divisor) {
-  const auto parts = static_cast<int64_t>(results.size());
-  const int64_t align = std::max<int64_t>(1, 64 / element);
-  const int64_t share = (n + parts - 1) / parts;
-  const int64_t per = (share + align - 1) / align * align;
-  const int64_t begin = std::min(n, per * part), end = std::min(n, begin + per);
-  uint8_t* mine = results[static_cast<size_t>(part)];
+/// Elements [first, first + n) of an AllReduce whose work the replicas split (ReplicaGroup's
+/// SharedReader): `all[r]` points at replica r's element `first`. Reduces a chunk at a time into
+/// the first result, divides the chunk by `divisor` when that is set (Float32), and copies it into
+/// the other results of this process while it is in cache.
+void ReducePart(DType dtype, ReduceKind kind, const std::vector<const uint8_t*>& all,
+                const std::vector<uint8_t*>& results, int64_t first, int64_t n, int64_t element,
+                float divisor) {
   constexpr int64_t kChunk = 16384;  // Elements: the chunk stays in cache until it is copied.
-  for (int64_t at = begin; at < end; at += kChunk) {
-    const int64_t len = std::min(kChunk, end - at);
-    uint8_t* dst = mine + at * element;
+  for (int64_t at = 0; at < n; at += kChunk) {
+    const int64_t len = std::min(kChunk, n - at);
+    uint8_t* dst = results[0] + (first + at) * element;
     ReduceGathered(OpType::AllReduce, dtype, kind, all, at, len, dst);
     if (divisor != 0) {
       auto* f = reinterpret_cast<float*>(dst);
       for (int64_t i = 0; i < len; ++i) f[i] = f[i] / divisor;
     }
-    for (int64_t r = 0; r < parts; ++r)
-      if (r != part)
-        std::memcpy(results[static_cast<size_t>(r)] + at * element, dst, static_cast<size_t>(len * element));
+    for (size_t r = 1; r < results.size(); ++r)
+      std::memcpy(results[r] + (first + at) * element, dst, static_cast<size_t>(len * element));
   }
 }
 
@@ -170,7 +164,10 @@ Kernel MakeCollectiveKernel(const Instruction& inst, const std::vector<Shape>& o
     if (op == OpType::AllReduce) {
       group.Exchange(binding->device(), call, in[0], out,
                      [&](const std::vector<const uint8_t*>& all, const std::vector<uint8_t*>& results,
-                         int part) { ReduceShare(dtype, kind, all, results, part, n, element, divisor); });
+                         int64_t begin, int64_t end) {
+                       ReducePart(dtype, kind, all, results, begin / element, (end - begin) / element,
+                                  element, divisor);
+                     });
       return;
     }
     group.Exchange(binding->device(), call, in[0], [&](const std::vector<const uint8_t*>& all) {
