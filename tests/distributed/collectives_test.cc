@@ -387,7 +387,8 @@ struct Joint {
 // part, reduces it in the fixed tree and sends it to the others. Every replica's result must be
 // the tree's for every element, across the parts' edges, with the mean's division folded in on
 // cpu; an AllGather in the same program still goes through the exchange of whole operands.
-TEST(Replicas, ProcessesSplitAnAllReducesWork) {
+// (A ThreadSafety test: the tsan preset runs it, the threads standing in for processes.)
+TEST(ThreadSafetyReplicas, ProcessesSplitAnAllReducesWork) {
   const int64_t sizes[] = {1, 17, 16384 * 3 + 5, 100003};
   for (const char* config : {"ref", "cpu:threads=1"}) {
     SCOPED_TRACE(config);
