@@ -189,6 +189,19 @@ void ReplicaGroup::Exchange(int device, const CollectiveCall& call, const void* 
     s.error = std::move(error);
     s.cv.notify_all();
   };
+  // Runs `exchange` (a call between processes) with the lock released; the others wait on the
+  // condition. Its failure fails the group.
+  auto unlocked = [&](std::unique_lock<std::mutex>& lock, const auto& exchange) {
+    lock.unlock();
+    try {
+      exchange();
+    } catch (const std::exception& e) {
+      lock.lock();
+      fail(e.what());
+      throw;
+    }
+    lock.lock();
+  };
   std::unique_lock lock(s.mu);
   // A replica fast enough to reach its next collective waits until every replica left the last.
   wait(
@@ -217,15 +230,7 @@ void ReplicaGroup::Exchange(int device, const CollectiveCall& call, const void* 
       const int64_t begin = s.offsets[static_cast<size_t>(rank_)];
       const auto mine = static_cast<size_t>(s.offsets[static_cast<size_t>(rank_) + 1] - begin);
       s.all.resize(mine * static_cast<size_t>(processes_));
-      lock.unlock();
-      try {
-        parts_.scatter(call, data, s.offsets, s.all.data());
-      } catch (const std::exception& e) {
-        lock.lock();
-        fail(e.what());
-        throw;
-      }
-      lock.lock();
+      unlocked(lock, [&] { parts_.scatter(call, data, s.offsets, s.all.data()); });
       for (int p = 0; p < processes_; ++p)
         s.views[static_cast<size_t>(p)] = p == rank_ ? static_cast<const uint8_t*>(data) + begin
                                                      : s.all.data() + static_cast<size_t>(p) * mine;
@@ -245,16 +250,7 @@ void ReplicaGroup::Exchange(int device, const CollectiveCall& call, const void* 
         local = s.local.data();
       }
       s.all.resize(bytes * static_cast<size_t>(NumReplicas()));
-      // The others wait on the condition; the exchange between processes runs unlocked.
-      lock.unlock();
-      try {
-        exchange_(call, local, static_cast<int64_t>(bytes) * devices_, s.all.data());
-      } catch (const std::exception& e) {
-        lock.lock();
-        fail(e.what());
-        throw;
-      }
-      lock.lock();
+      unlocked(lock, [&] { exchange_(call, local, static_cast<int64_t>(bytes) * devices_, s.all.data()); });
       // `all` holds rank 0's devices, then rank 1's...; replica d × processes + rank is device d
       // of that rank.
       for (int p = 0; p < processes_; ++p)
