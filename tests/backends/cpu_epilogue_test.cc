@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <random>
 #include <span>
@@ -696,6 +697,59 @@ TEST(CpuEpilogue, HardSwishInputReadElsewhereIsNotFused) {
   EXPECT_TRUE(WithEpilogue(m).empty()) << m.ToString();
   ExpectCpuMatchesRefAndPlain(program, {RandomUniform({2, 6, 6, 3}, 61), RandomUniform({3, 3, 3, 4}, 62)},
                               27);
+}
+
+// A Float32 mean over replicas is AllReduce-sum then Div by the replica count; the division moves
+// into the AllReduce's kernel only when the sums feed nothing else, the dtype is Float32 and the
+// divisor is a constant.
+TEST(CpuCollectiveMean, FoldsOnlyADivisionThatTheSumsAloneFeed) {
+  struct Case {
+    const char* what;
+    bool folds;
+    std::function<std::vector<Node>(Node x, Node y)> fn;
+    DType dtype = DType::Float32;
+  };
+  const std::vector<Case> cases = {
+      {"mean", true,
+       [](Node x, Node) { return std::vector<Node>{graph::AllReduce(x, graph::ReduceOp::Mean)}; }},
+      {"mean and sum", false,
+       [](Node x, Node) {
+         return std::vector<Node>{graph::AllReduce(x, graph::ReduceOp::Mean), graph::AllReduce(x)};
+       }},
+      {"Float64 mean", false,
+       [](Node x, Node) { return std::vector<Node>{graph::AllReduce(x, graph::ReduceOp::Mean)}; },
+       DType::Float64},
+      {"divided by a parameter", false,
+       [](Node x, Node y) { return std::vector<Node>{graph::AllReduce(x) / y}; }},
+      {"max divided", false,
+       [](Node x, Node) {
+         return std::vector<Node>{graph::DivScalar(graph::AllReduce(x, graph::ReduceOp::Max), 2)};
+       }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    graph::Graph g;
+    g.SetReplicas(2);
+    const std::vector<Node> out = c.fn(g.Parameter(Shape(c.dtype, {10})), g.Parameter(Shape(c.dtype, {10})));
+    auto program = g.Build(out);
+    Module m = kiln::test::CleanedModule(*program);
+    const std::string log = compute::cpu::FoldMeanIntoAllReduce(m).log;
+    compute::cpu::EliminateDeadCode(m);
+    int folded = 0;
+    for (const compute::cpu::Node& n : m.nodes) {
+      if (n.collective_divisor == 0) continue;
+      ++folded;
+      EXPECT_EQ(n.inst.op, OpType::AllReduce);
+      EXPECT_EQ(n.collective_divisor, 2.0f);
+      auto* cpu = dynamic_cast<compute::cpu::CpuBackend*>(Cpu().get());
+      std::vector<Shape> operands = {m.nodes[static_cast<size_t>(n.inst.operands[0])].inst.shape};
+      EXPECT_EQ(compute::cpu::ChooseKernel(*cpu, 1, n, operands).name, "ref+div");
+    }
+    EXPECT_EQ(folded, c.folds ? 1 : 0) << m.ToString();
+    EXPECT_EQ(CountOps(m, OpType::Div), c.folds ? 0 : 1) << m.ToString();
+    EXPECT_EQ(m.ToString().find("+Div[2]") != std::string::npos, c.folds) << m.ToString();
+    EXPECT_EQ(log.find("into the AllReduce") != std::string::npos, c.folds) << log;
+  }
 }
 
 }  // namespace
