@@ -87,6 +87,24 @@ std::string HeaderText(const Header& h) {
       .ToString();
 }
 
+/// The header of one collective call of `bytes` bytes per process.
+Header HeaderOf(const compute::CollectiveCall& call, int64_t bytes) {
+  return Header{static_cast<int64_t>(call.op),
+                static_cast<int64_t>(call.dtype),
+                bytes,
+                call.sequence,
+                call.program,
+                {}};
+}
+
+/// Byte counts for MPI (int): a kiln::Error past 2^31-1.
+int Count(int64_t bytes, const Header& h) {
+  if (bytes > std::numeric_limits<int>::max())
+    kiln::detail::Throw("distributed: {} exchanges {} bytes per process; at most 2^31-1 are supported",
+                        HeaderText(h), bytes);
+  return static_cast<int>(bytes);
+}
+
 /// The header check of Exchange: every process sends `mine`; a kiln::Error unless all match.
 void CheckHeaders(const Header& mine) {
   Runtime& rt = State();
@@ -108,33 +126,13 @@ void CheckHeaders(const Header& mine) {
 /// that every process sends the same header.
 void Exchange(const Header& mine, const void* local, int64_t bytes, void* all) {
   Runtime& rt = State();
-  if (bytes > std::numeric_limits<int>::max())
-    kiln::detail::Throw("distributed: {} exchanges {} bytes per process; at most 2^31-1 are supported",
-                        HeaderText(mine), bytes);
+  const int count = Count(bytes, mine);
   std::lock_guard lock(rt.mu);
   CheckHeaders(mine);
   MPI_Request request;
-  Check(MPI_Iallgather(local, static_cast<int>(bytes), MPI_BYTE, all, static_cast<int>(bytes), MPI_BYTE,
-                       MPI_COMM_WORLD, &request),
+  Check(MPI_Iallgather(local, count, MPI_BYTE, all, count, MPI_BYTE, MPI_COMM_WORLD, &request),
         "MPI_Iallgather");
   Wait(request, HeaderText(mine));
-}
-
-Header HeaderOf(const compute::CollectiveCall& call, int64_t bytes) {
-  return Header{static_cast<int64_t>(call.op),
-                static_cast<int64_t>(call.dtype),
-                bytes,
-                call.sequence,
-                call.program,
-                {}};
-}
-
-/// Byte counts for MPI (int): a kiln::Error past 2^31-1.
-int Count(int64_t bytes, const Header& h) {
-  if (bytes > std::numeric_limits<int>::max())
-    kiln::detail::Throw("distributed: {} exchanges {} bytes per process; at most 2^31-1 are supported",
-                        HeaderText(h), bytes);
-  return static_cast<int>(bytes);
 }
 
 /// ProcessParts::scatter over MPI: one all-to-all of every process's parts.
@@ -255,13 +253,7 @@ std::shared_ptr<compute::ReplicaGroup> NewReplicaGroup(int devices) {
                             rt.rank, devices, r, counts[static_cast<size_t>(r)]);
     }
     exchange = [](const compute::CollectiveCall& call, const void* local, int64_t bytes, void* all) {
-      const Header h{static_cast<int64_t>(call.op),
-                     static_cast<int64_t>(call.dtype),
-                     bytes,
-                     call.sequence,
-                     call.program,
-                     {}};
-      Exchange(h, local, bytes, all);
+      Exchange(HeaderOf(call, bytes), local, bytes, all);
     };
   }
   auto group = std::make_shared<compute::ReplicaGroup>(devices, rt.size, rt.rank, std::move(exchange));

@@ -3,9 +3,10 @@
 /// Replicas: one program run once on each of several devices (of one process or of several
 /// processes joined by MPI), whose collective ops (AllReduce, AllGather, ReduceScatter,
 /// CollectiveBroadcast) exchange values between the runs. Replica r of a job of W processes with D
-/// devices each is device r mod D of process r / D. A ReplicaGroup moves the bytes; the collective
-/// kernels reduce them, always in one fixed tree over replica ids, so every replica computes
-/// bit-identical results whatever the timing or the layout of devices and processes.
+/// devices each is device r / W of process r mod W (device-major, ReplicaGroup::ReplicaOf). A
+/// ReplicaGroup moves the bytes; the collective kernels reduce them, always in one fixed tree over
+/// replica ids, so every replica computes bit-identical results whatever the timing or the layout
+/// of devices and processes.
 
 #include <chrono>
 #include <cstdint>

@@ -172,7 +172,7 @@ Kernel MakeCollectiveKernel(const Instruction& inst, const std::vector<Shape>& o
     }
     group.Exchange(binding->device(), call, in[0], [&](const std::vector<const uint8_t*>& all) {
       switch (op) {
-        case OpType::AllReduce:
+        case OpType::AllReduce:  // Shared exchange, above.
           break;
         case OpType::ReduceScatter: {
           // This replica's block of each outer slice.
