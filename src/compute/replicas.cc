@@ -47,6 +47,9 @@ struct ReplicaGroup::Rendezvous {
   std::vector<const uint8_t*> views;  // Every replica's operand, in replica order.
   std::vector<int64_t> offsets;       // Split between processes (ProcessParts): their parts.
   bool split = false;                 // The current collective's work is split between processes.
+  // Replicas reading the views (and writing into every device's result) with the lock released:
+  // one that fails or times out leaves only when none is, since they may touch its buffers.
+  int reading = 0;
   // A failure: every waiting and later call throws it.
   bool failed = false;
   std::string error;
@@ -195,6 +198,18 @@ void ReplicaGroup::Exchange(int device, const CollectiveCall& call, const void* 
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + timeout_;
   const int replica = ReplicaOf(device);
+  // Marks the group failed (this replica first, unless another already failed it).
+  auto fail = [&](std::string error) {
+    if (s.first_failed < 0) s.first_failed = device;
+    if (!s.failed) {
+      s.failed = true;
+      s.error = std::move(error);
+    }
+    s.Notify();
+  };
+  // Before this replica leaves with an error: the others that read the views have finished, since
+  // they read its operand and write into its result.
+  auto drain = [&](std::unique_lock<std::mutex>& lock) { s.cv.wait(lock, [&] { return s.reading == 0; }); };
   auto wait = [&](std::unique_lock<std::mutex>& lock, auto done, const char* what) {
     if (!s.failed && !done()) s.Spin(lock);
     while (!s.failed && !done()) {
@@ -202,18 +217,19 @@ void ReplicaGroup::Exchange(int device, const CollectiveCall& call, const void* 
         std::vector<int> missing;
         for (int d = 0; d < devices_; ++d)
           if (s.data[static_cast<size_t>(d)] == nullptr) missing.push_back(ReplicaOf(d));
-        kiln::detail::Throw(
+        const std::string error = fmt::format(
             "replica {} waited {} s {} at {}{}", replica, timeout_.count() / 1000.0, what, call.ToString(),
             missing.empty() ? std::string()
                             : fmt::format(" (replicas {} did not arrive)", fmt::join(missing, ", ")));
+        fail(error);
+        drain(lock);
+        kiln::detail::Throw("{}", error);
       }
     }
-    if (s.failed) kiln::detail::Throw("{} (seen by replica {} at {})", s.error, replica, call.ToString());
-  };
-  auto fail = [&](std::string error) {
-    s.failed = true;
-    s.error = std::move(error);
-    s.Notify();
+    if (s.failed) {
+      drain(lock);
+      kiln::detail::Throw("{} (seen by replica {} at {})", s.error, replica, call.ToString());
+    }
   };
   // Runs `exchange` (a call between processes) with the lock released; the others wait on the
   // condition. Its failure fails the group.
@@ -227,6 +243,8 @@ void ReplicaGroup::Exchange(int device, const CollectiveCall& call, const void* 
       throw;
     }
     lock.lock();
+    // A replica of this process that timed out meanwhile has left: its operand is gone.
+    if (s.failed) kiln::detail::Throw("{} (seen by replica {} at {})", s.error, replica, call.ToString());
   };
   std::unique_lock lock(s.mu);
   // A replica fast enough to reach its next collective waits until every replica left the last.
@@ -305,16 +323,20 @@ void ReplicaGroup::Exchange(int device, const CollectiveCall& call, const void* 
     std::tie(begin, end) = PartOf(call.bytes, devices_, device);
     for (const uint8_t*& v : views) v += begin;
   }
+  ++s.reading;
   lock.unlock();
   try {
     read(views, results, begin, end);
     if (split) parts_.gather(call, result, offsets);
   } catch (const std::exception& e) {
     lock.lock();
+    if (--s.reading == 0) s.Notify();
     fail(fmt::format("replica {} failed reading {}: {}", replica, call.ToString(), e.what()));
+    drain(lock);
     throw;
   }
   lock.lock();
+  if (--s.reading == 0 && s.failed) s.Notify();  // A failed replica may be draining.
   if (++s.departed == devices_) {
     s.arrived = s.departed = 0;
     s.ready = false;

@@ -2,7 +2,10 @@
 // replica groups use, and the host-side sums and barriers. Every call between processes first
 // exchanges a fixed-size header (what is being exchanged, by whom), so processes that disagree
 // stop with an error naming the rank instead of mismatching buffers; every wait polls with a
-// deadline, so a process that died or hangs ends the others' wait with an error.
+// deadline, so a process that died or hangs ends the others' wait with an error. A wait that timed
+// out leaves its request in flight, writing into the caller's buffer whenever MPI progresses it, so
+// the runtime refuses every later exchange (and MPI_Finalize) after one. A split AllReduce's
+// gather sends no header of its own: the scatter just before it checked the call.
 
 #include "kiln/distributed/distributed.h"
 
@@ -28,6 +31,7 @@ namespace {
 struct Runtime {
   std::mutex mu;  // MPI calls are serialised (MPI_THREAD_SERIALIZED).
   bool initialized = false, distributed = false, finalized = false;
+  std::string broken;  // Why a wait timed out; no exchange may start after one.
   int rank = 0, size = 1, local_size = 1;
 };
 
@@ -62,14 +66,22 @@ void Wait(MPI_Request& request, const std::string& what) {
   for (int spins = 0;; ++spins) {
     Check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what.c_str());
     if (done) return;
-    if (std::chrono::steady_clock::now() > deadline)
-      kiln::detail::Throw(
+    if (std::chrono::steady_clock::now() > deadline) {
+      State().broken = fmt::format(
           "distributed: rank {} waited more than {} s for the other processes at {} (a process died, hangs "
-          "or "
-          "stopped calling collectives; $KILN_COLLECTIVE_TIMEOUT sets the limit)",
+          "or stopped calling collectives; $KILN_COLLECTIVE_TIMEOUT sets the limit)",
           State().rank, compute::ReplicaGroup::DefaultTimeout().count() / 1000.0, what);
+      kiln::detail::Throw("{}", State().broken);
+    }
     if (spins > 64) std::this_thread::yield();
   }
+}
+
+/// Under the runtime's lock, before an exchange: a kiln::Error once a wait has timed out.
+void CheckUsable(const Runtime& rt) {
+  if (!rt.broken.empty())
+    kiln::detail::Throw("distributed: rank {} cannot exchange with the other processes any more: {}", rt.rank,
+                        rt.broken);
 }
 
 /// The header every process sends before the data of one exchange.
@@ -128,6 +140,7 @@ void Exchange(const Header& mine, const void* local, int64_t bytes, void* all) {
   Runtime& rt = State();
   const int count = Count(bytes, mine);
   std::lock_guard lock(rt.mu);
+  CheckUsable(rt);
   CheckHeaders(mine);
   MPI_Request request;
   Check(MPI_Iallgather(local, count, MPI_BYTE, all, count, MPI_BYTE, MPI_COMM_WORLD, &request),
@@ -142,6 +155,7 @@ void ScatterParts(const compute::CollectiveCall& call, const void* local, const 
   const Header h = HeaderOf(call, offsets.back());
   Count(offsets.back(), h);
   std::lock_guard lock(rt.mu);
+  CheckUsable(rt);
   CheckHeaders(h);
   const auto me = static_cast<size_t>(rt.rank);
   const int length = static_cast<int>(offsets[me + 1] - offsets[me]);
@@ -166,6 +180,7 @@ void GatherParts(const compute::CollectiveCall& call, void* result, const std::v
   Runtime& rt = State();
   const Header h = HeaderOf(call, offsets.back());
   std::lock_guard lock(rt.mu);
+  CheckUsable(rt);
   std::vector<int> counts(static_cast<size_t>(rt.size)), displs(counts.size());
   for (size_t p = 0; p < counts.size(); ++p) {
     counts[p] = static_cast<int>(offsets[p + 1] - offsets[p]);
@@ -206,6 +221,14 @@ void Init(int& argc, char**& argv) {
 void Finalize() {
   Runtime& rt = State();
   if (!rt.distributed || rt.finalized) return;
+  {
+    // After a timed-out exchange, MPI_Finalize could wait for the request still in flight.
+    std::lock_guard lock(rt.mu);
+    if (!rt.broken.empty()) {
+      rt.finalized = true;
+      return;
+    }
+  }
   Barrier();
   std::lock_guard lock(rt.mu);
   rt.finalized = true;

@@ -208,6 +208,37 @@ TEST(Replicas, AReplicaThatNeverArrivesTimesOut) {
       {"replicas 1 did not arrive"}));
 }
 
+// A replica that times out while another still reads (and writes into every device's result)
+// leaves only after that read: its buffers are the run's, freed once it unwinds.
+TEST(Replicas, AReplicaThatTimesOutWaitsForTheOthersReads) {
+  compute::ReplicaGroup group(2, 1, 0, nullptr, std::chrono::milliseconds(100));
+  std::atomic<int64_t> read_done{0}, left{0};
+  auto now = [] { return std::chrono::steady_clock::now().time_since_epoch().count(); };
+  EXPECT_TRUE(Throws(
+      [&] {
+        compute::RunReplicas(group, [&](int d) {
+          float v = 1, result[1] = {0};
+          try {
+            group.Exchange(d, {compute::OpType::AllReduce, DType::Float32, 4, 0}, &v, result,
+                           [&](const std::vector<const uint8_t*>&, const std::vector<uint8_t*>& results,
+                               int64_t, int64_t) {
+                             if (d != 1) return;
+                             // Slower than the timeout, then writes into device 0's result.
+                             std::this_thread::sleep_for(std::chrono::milliseconds(400));
+                             std::memset(results[0], 0, 4);
+                             read_done = now();
+                           });
+          } catch (...) {
+            if (d == 0) left = now();
+            throw;
+          }
+        });
+      },
+      {"waited 0.1 s for the other replicas to read"}));
+  ASSERT_GT(read_done.load(), 0);
+  EXPECT_GE(left.load(), read_done.load());
+}
+
 // Two processes of two devices each, joined by an exchange in memory (what MPI does between
 // processes): replica ids are device-major (device × processes + rank), and collectives see the
 // replicas' values in that order.

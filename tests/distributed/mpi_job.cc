@@ -6,7 +6,9 @@
 // must print the same line, the one-replica layout one within 1e-5.
 //
 // KILN_TEST_FAULT makes rank 1 misbehave, for run_mpi_faults.sh: "shapes" (a wider hidden layer,
-// so other variables), "steps" (one step fewer), "die" (exits at once, without a word).
+// so other variables), "steps" (one step fewer), "die" (exits at once, without a word), "hang"
+// (sleeps through three collective timeouts, then exits): rank 0 then times out, finds every later
+// exchange refused, and leaves without hanging in Finalize.
 //
 // KILN_TEST_CKPT=DIR checkpoints into DIR (rank 0 writes, every 10 steps and at the end) and
 // resumes from its last checkpoint, skipping the batches trained on before it; KILN_TEST_STEPS
@@ -18,6 +20,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "distributed/regression_data.h"
@@ -71,6 +74,10 @@ int main(int argc, char** argv) {
         ds->Yield(spec, inputs, labels);
     }
     if (Fault() == "die") std::_Exit(3);
+    if (Fault() == "hang") {
+      std::this_thread::sleep_for(3 * compute::ReplicaGroup::DefaultTimeout());
+      std::_Exit(4);
+    }
     const std::vector<Tensor> m = loop.RunToGlobalStep(ds, steps);
     if (m.empty()) throw Error("the checkpoint is already at step " + std::to_string(steps));
     if (ckpt) ckpt->Save();
@@ -90,6 +97,17 @@ int main(int argc, char** argv) {
     distributed::Finalize();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %d: %s\n", distributed::Rank(), e.what());
+    const char* fault = std::getenv("KILN_TEST_FAULT");
+    if (fault != nullptr && std::string(fault) == "hang") {  // On rank 0, which timed out.
+      try {
+        distributed::Barrier();
+        std::fprintf(stderr, "rank %d: a barrier after the timeout went through\n", distributed::Rank());
+      } catch (const std::exception& again) {
+        std::fprintf(stderr, "rank %d: then: %s\n", distributed::Rank(), again.what());
+      }
+      distributed::Finalize();
+      std::fprintf(stderr, "rank %d: finalized\n", distributed::Rank());
+    }
     return 1;
   }
   return 0;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Processes that disagree or die under mpirun end the job with an error, not a hang: runs the
+# Processes that disagree, die or stop answering under mpirun end the job with an error, not a hang: runs the
 # data-parallel job (mpi_job.cc) with rank 1 misbehaving (KILN_TEST_FAULT) and checks the exit
 # status, the message and the time taken.
 #   run_mpi_faults.sh PATH/TO/kiln_mpi_job
@@ -29,5 +29,18 @@ if [ "$status" -eq 0 ] || [ "$status" -eq 124 ] || [ "$seconds" -gt 60 ]; then
   fail=1
 else
   echo "ok: die (exit $status after $seconds s)"
+fi
+# Rank 1 stops answering: rank 0 times out (10 s), every later exchange is refused, and Finalize
+# returns at once (the timed-out request is still in flight).
+run hang
+if [ "$status" -eq 0 ] || [ "$status" -eq 124 ] || [ "$seconds" -gt 28 ] ||
+  ! grep -q "rank 0: .*waited more than 10 s for the other processes" <<<"$out" ||
+  ! grep -q "rank 0: then: .*rank 0 cannot exchange with the other processes any more" <<<"$out" ||
+  ! grep -q "rank 0: finalized" <<<"$out"; then
+  echo "FAIL: hang: exit $status after $seconds s, expected a timeout, a refused barrier and a prompt exit"
+  echo "$out" | tail -20
+  fail=1
+else
+  echo "ok: hang (exit $status after $seconds s): $(grep -m1 "then:" <<<"$out")"
 fi
 exit $fail

@@ -10,10 +10,14 @@
 ///     kiln::distributed::Finalize();
 ///   }
 ///
-/// Replica r of a job of W processes with D devices each is device r mod D of process (rank)
-/// r / D. Collectives between processes give up with a kiln::Error, instead of hanging, when a
-/// process disagrees on what it exchanges (naming the rank and both calls) or does not answer
-/// within $KILN_COLLECTIVE_TIMEOUT seconds (120 by default).
+/// Replica r of a job of W processes is device r / W of process (rank) r mod W. Collectives
+/// between processes give up with a kiln::Error, instead of hanging, when a process disagrees on
+/// what it exchanges (naming the rank and both calls) or does not answer within
+/// $KILN_COLLECTIVE_TIMEOUT seconds (120 by default). After such a timeout the job cannot go on:
+/// every later exchange between processes is refused with a kiln::Error, and Finalize leaves
+/// without MPI_Finalize (the timed-out exchange may still be in flight). Exchanges between
+/// processes run one at a time and must come in the same order in every process: make them from
+/// one thread, or order the threads that make them.
 
 #include <chrono>
 #include <memory>
@@ -29,7 +33,7 @@ namespace kiln::distributed {
 /// take its own arguments out of argc/argv). Calling it again does nothing.
 void Init(int& argc, char**& argv);
 /// Leaves the job (MPI_Finalize) after a barrier, so that no process exits while others still
-/// exchange with it. Safe to call without Init or twice.
+/// exchange with it. Safe to call without Init or twice, and after a timed-out exchange.
 void Finalize();
 /// Whether Init joined a job started by an MPI launcher (false for a job of one).
 bool IsDistributed();

@@ -33,7 +33,7 @@ Node ReduceScatter(Node x, int axis = 0, ReduceOp op = ReduceOp::Sum);
 /// Replica `root`'s `x` on every replica. Gradient: the adjoints' sum on `root`, zero elsewhere.
 Node CollectiveBroadcast(Node x, int root = 0);
 /// The running replica's id, a scalar Int32 from 0 to Replicas()-1 (replica r is device
-/// r mod D of process r / D): the index of its block in AllGather's result.
+/// r / W of process r mod W, for W processes): the index of its block in AllGather's result.
 Node ReplicaId(Graph& g);
 
 }  // namespace kiln::graph
