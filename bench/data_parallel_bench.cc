@@ -4,15 +4,17 @@
 // devices times the mpirun processes), and prints from rank 0 one line of JSON: examples per
 // second over the timed steps and the time per step spent in collectives.
 //
-//   kiln_data_parallel_bench --model=mlp|cnn [--steps=30] [--batch=256]
+//   kiln_data_parallel_bench --model=mlp|cnn [--steps=30] [--batch=256] [--start-at=EPOCH_SECONDS]
 //   KILN_BACKEND=cpu:threads=2,devices=2 kiln_data_parallel_bench ...
 //   KILN_BACKEND=cpu:threads=1 mpirun -np 2 kiln_data_parallel_bench ...
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <kiln/kiln.h>
@@ -87,21 +89,32 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 3; ++i) step();  // Compile and warm up.
     if (parallel) trainer.Replicas()->ResetStats();
     distributed::Barrier();
+    // --start-at: independent processes begin their timed steps together (after their warm-up),
+    // at a time on the system clock; "late_s" says by how much this one missed it.
+    const double start_at = std::stod(Flag(argc, argv, "start-at", "0"));
+    if (start_at > 0)
+      std::this_thread::sleep_until(std::chrono::system_clock::time_point(
+          std::chrono::duration_cast<std::chrono::system_clock::duration>(
+              std::chrono::duration<double>(start_at))));
+    // The timed window on the system clock too, so that runs in separate processes can be lined up.
+    const auto wall_start = std::chrono::system_clock::now();
     const auto start = std::chrono::steady_clock::now();
     float loss = 0;
     for (int i = 0; i < steps; ++i) loss = step();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double wall_start_s = std::chrono::duration<double>(wall_start.time_since_epoch()).count();
+    const double late_s = start_at > 0 ? std::max(0.0, wall_start_s - start_at) : 0.0;
     const compute::CollectiveStats stats =
         parallel ? trainer.Replicas()->Stats() : compute::CollectiveStats{};
     if (rank == 0)
       std::printf(
           "{\"model\": \"%s\", \"replicas\": %d, \"processes\": %d, \"examples_per_s\": %.1f, "
           "\"collective_ms_per_step\": %.3f, \"collective_bytes_per_step\": %lld, \"loss\": %.5f, "
-          "\"backend\": "
-          "\"%s\"}\n",
+          "\"examples\": %lld, \"start_s\": %.6f, \"end_s\": %.6f, \"late_s\": %.6f, \"backend\": \"%s\"}\n",
           which.c_str(), parallel ? trainer.Replicas()->NumReplicas() : 1, world,
           static_cast<double>(batch) * steps / seconds, 1e3 * stats.seconds / steps,
           static_cast<long long>(stats.calls > 0 ? stats.bytes / steps : 0), loss,
+          static_cast<long long>(batch) * steps, wall_start_s, wall_start_s + seconds, late_s,
           backend->Description().c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %d: %s\n", distributed::Rank(), e.what());
