@@ -6,6 +6,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -39,12 +40,14 @@ struct PrimitiveRun {
   std::vector<std::vector<float>> storage;
   int threads = 1;
 
-  // A library-allocated memory of `md` filled with small values.
-  dnnl::memory Filled(const dnnl::memory::desc& md, float value) {
+  // A library-allocated memory of `md` filled with values drawn uniformly from [-scale, scale],
+  // the ranges kiln's cases draw their operands from, so both multiply the same kind of data.
+  dnnl::memory Filled(const dnnl::memory::desc& md, float scale) {
     dnnl::memory mem(md, engine);
     auto* data = static_cast<float*>(mem.get_data_handle());
-    for (size_t i = 0; i < md.get_size() / sizeof(float); ++i)
-      data[i] = value * static_cast<float>(1 + i % 7);
+    const int64_t count = static_cast<int64_t>(md.get_size() / sizeof(float));
+    const std::vector<float> values = UniformValues(static_cast<uint64_t>(count) + 77, count, -scale, scale);
+    std::copy(values.begin(), values.end(), data);
     return mem;
   }
   // The closure running the primitive on `threads` threads.
@@ -83,8 +86,8 @@ std::function<void()> PrimitiveVariant(bool trans_a, bool trans_b, int64_t m, in
   const memory::desc c_md({m, n}, memory::data_type::f32, memory::format_tag::ab);
   const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), run->engine);
   run->primitive = dnnl::matmul(pd);
-  run->args = {{DNNL_ARG_SRC, run->Filled(a_md, 0.01F)},
-               {DNNL_ARG_WEIGHTS, run->Filled(b_md, 0.01F)},
+  run->args = {{DNNL_ARG_SRC, run->Filled(a_md, 1.0F)},
+               {DNNL_ARG_WEIGHTS, run->Filled(b_md, 1.0F)},
                {DNNL_ARG_DST, run->Filled(c_md, 0.0F)}};
   return PrimitiveRun::Runner(run);
 }
@@ -108,8 +111,8 @@ std::function<void()> ConvVariant(ConvPass pass, int64_t batch, int64_t size, in
   switch (pass) {
     case ConvPass::kForward:
       run->primitive = dnnl::convolution_forward(fwd_pd);
-      run->args = {{DNNL_ARG_SRC, run->Filled(fwd_pd.src_desc(), 0.1F)},
-                   {DNNL_ARG_WEIGHTS, run->Filled(fwd_pd.weights_desc(), 0.01F)},
+      run->args = {{DNNL_ARG_SRC, run->Filled(fwd_pd.src_desc(), 1.0F)},
+                   {DNNL_ARG_WEIGHTS, run->Filled(fwd_pd.weights_desc(), 0.1F)},
                    {DNNL_ARG_DST, run->Filled(fwd_pd.dst_desc(), 0.0F)}};
       break;
     case ConvPass::kBackwardData: {
@@ -118,8 +121,8 @@ std::function<void()> ConvVariant(ConvPass pass, int64_t batch, int64_t size, in
                                                 strides, pad_lo, pad_hi),
           run->engine, fwd_pd);
       run->primitive = dnnl::convolution_backward_data(pd);
-      run->args = {{DNNL_ARG_DIFF_DST, run->Filled(pd.diff_dst_desc(), 0.1F)},
-                   {DNNL_ARG_WEIGHTS, run->Filled(pd.weights_desc(), 0.01F)},
+      run->args = {{DNNL_ARG_DIFF_DST, run->Filled(pd.diff_dst_desc(), 1.0F)},
+                   {DNNL_ARG_WEIGHTS, run->Filled(pd.weights_desc(), 0.1F)},
                    {DNNL_ARG_DIFF_SRC, run->Filled(pd.diff_src_desc(), 0.0F)}};
       break;
     }
@@ -129,8 +132,8 @@ std::function<void()> ConvVariant(ConvPass pass, int64_t batch, int64_t size, in
                                                    dst_md, strides, pad_lo, pad_hi),
           run->engine, fwd_pd);
       run->primitive = dnnl::convolution_backward_weights(pd);
-      run->args = {{DNNL_ARG_SRC, run->Filled(pd.src_desc(), 0.1F)},
-                   {DNNL_ARG_DIFF_DST, run->Filled(pd.diff_dst_desc(), 0.1F)},
+      run->args = {{DNNL_ARG_SRC, run->Filled(pd.src_desc(), 1.0F)},
+                   {DNNL_ARG_DIFF_DST, run->Filled(pd.diff_dst_desc(), 1.0F)},
                    {DNNL_ARG_DIFF_WEIGHTS, run->Filled(pd.diff_weights_desc(), 0.0F)}};
       break;
     }
