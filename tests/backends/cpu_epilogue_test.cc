@@ -109,6 +109,55 @@ TEST(CpuEpilogue, DenseBiasReluBecomesOneMatmul) {
       program, {RandomUniform({37, 50}, 1), RandomUniform({50, 23}, 2), RandomUniform({23}, 3)}, 50);
 }
 
+TEST(CpuEpilogue, VeryLargeProductsRunThroughSgemmWithTheirEpilogue) {
+  // From 2^32 multiply-adds, sgemm outruns the primitive: 1024x2048x2048 takes it, with a bias
+  // and a ReLU after (a logistic post-op keeps the primitive), weights stored either way round;
+  // one row fewer stays with the primitive. The reference backend is too slow for such products:
+  // three rows are checked against sums in double.
+  const int64_t m = 1024, k = 2048, n = 2048;
+  for (int c = 0; c < 5; ++c) {
+    SCOPED_TRACE(c);
+    const int64_t rows = c == 4 ? m - 1 : m;
+    const bool transposed = c == 3;
+    Graph g;
+    Node x = g.Parameter(Shape(DType::Float32, {rows, k}));
+    Node w = g.Parameter(
+        Shape(DType::Float32, transposed ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n}));
+    Node b = g.Parameter(Shape(DType::Float32, {n}));
+    Node y = transposed ? graph::Dot(x, w).General({1}, {}, {1}, {}) : graph::MatMul(x, w);
+    if (c == 1 || c == 2) y = y + graph::BroadcastPrefix(b, {rows});
+    if (c == 1) y = graph::MaxScalar(y, 0.0f);
+    if (c == 2) y = graph::Sigmoid(y);
+    auto program = g.Build({y});
+    const std::vector<std::string> names = KernelNames(Epilogued(*program), /*all_products=*/true);
+    ASSERT_EQ(names.size(), 1u);
+    EXPECT_EQ(names[0].rfind(c == 2 || c == 4 ? "dnnl.matmul[" : "dnnl.sgemm", 0), 0u) << names[0];
+    const std::vector<Tensor> in = {
+        RandomUniform({rows, k}, 20 + c),
+        RandomUniform(transposed ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n}, 30 + c),
+        RandomUniform({n}, 40 + c)};
+    const std::vector<float> got = RunProgram(Cpu(), program, in)[0].ToVector<float>();
+    const std::vector<float> xs = in[0].ToVector<float>(), ws = in[1].ToVector<float>(),
+                             bs = in[2].ToVector<float>();
+    for (int64_t i : {int64_t{0}, rows / 2, rows - 1}) {
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0, scale = 0;
+        for (int64_t t = 0; t < k; ++t) {
+          const double term = static_cast<double>(xs[static_cast<size_t>(i * k + t)]) *
+                              ws[static_cast<size_t>(transposed ? j * k + t : t * n + j)];
+          sum += term;
+          scale += std::abs(term);
+        }
+        if (c == 1 || c == 2) sum += bs[static_cast<size_t>(j)];
+        if (c == 1) sum = std::max(sum, 0.0);
+        if (c == 2) sum = 1 / (1 + std::exp(-sum));
+        ASSERT_NEAR(got[static_cast<size_t>(i * n + j)], sum, 1e-5 * (scale + 1))
+            << "row " << i << " column " << j;
+      }
+    }
+  }
+}
+
 TEST(CpuEpilogue, MatrixVectorProductsRunThroughSgemmWithTheirEpilogue) {
   // One row on the left (a batch of one, a decoding step): dnnl_sgemm streams the weights
   // faster than the primitive. Bias and ReLU still apply (the bias written first, the ReLU after);

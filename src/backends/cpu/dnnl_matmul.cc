@@ -105,6 +105,9 @@ struct MatmulPlan {
   int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0;
 };
 
+/// A product of at least this many multiply-adds runs through sgemm (UseSgemm).
+constexpr int64_t kSgemmMacs = int64_t{1} << 32;
+
 /// oneDNN's matmul primitive (brgemm) is slow for a transposed left side with a narrow result,
 /// the weight gradient of a small output layer; its sgemm is faster there (minimum of 2000
 /// calls, 2 threads: 512x256x10 with A stored [256, 512] 12.1 us through sgemm, 18.2 us through
@@ -117,6 +120,8 @@ struct MatmulPlan {
 /// matrices that do not fit the caches: 1x768x2048 0.48-0.53 ms through the primitive, 0.33-0.36
 /// through sgemm; 1x768x32000 6.3-6.8 ms against 2.9-4.0). One unbatched row, no copies; a bias
 /// is added to the sums and a ReLU runs after, as the primitive's epilogue does.
+///
+/// And it is slower for very large products (kSgemmMacs and up, below).
 bool UseSgemm(const MatmulPlan& p) {
   if (p.type != dnnl::memory::data_type::f32) return false;
   if (p.lhs.dims3[0] != 1 || p.lhs.copy || p.rhs.copy) return false;
@@ -125,6 +130,14 @@ bool UseSgemm(const MatmulPlan& p) {
   if (p.lhs.dims3[1] == 1)
     return rhs_plain &&
            (p.epilogue.activation == Activation::kNone || p.epilogue.activation == Activation::kRelu);
+  // Large products: sgemm ran 2048^3 in 36.4-37.5 ms where the primitive took 41.7-43.6 (2
+  // threads, AMD EPYC with AVX-512; both plain, as the bench's direct calls time them); at 1024^3
+  // and below the primitive was as fast or faster. A bias and a ReLU run after, on the result.
+  const bool lhs_plain = ls[2] == 1 || ls[1] == 1;
+  const int64_t macs = p.lhs.dims3[1] * p.lhs.dims3[2] * p.rhs.dims3[2];
+  if (macs >= kSgemmMacs && lhs_plain && rhs_plain &&
+      (p.epilogue.activation == Activation::kNone || p.epilogue.activation == Activation::kRelu))
+    return true;
   if (p.epilogue.bias || p.epilogue.activation != Activation::kNone) return false;
   const bool lhs_transposed = ls[1] == 1 && p.lhs.dims3[1] > 1;
   return lhs_transposed && rhs_plain && (p.rhs.dims3[2] <= 16 || p.lhs.dims3[1] <= 16);
