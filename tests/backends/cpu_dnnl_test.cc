@@ -186,8 +186,18 @@ TEST(CpuDnnl, MatmulPathsByShape) {
   both_t.rhs_contracting = {1};
   name = CheckOp(OpType::DotGeneral, f32({30, 50}), f32({9, 30}), both_t, 30, rng, "both transposed");
   EXPECT_EQ(name.rfind("dnnl.sgemm", 0), 0u) << name;
-  // A wide one stays with the primitive.
-  name = CheckOp(OpType::DotGeneral, f32({64, 100}), f32({64, 80}), lhs_t, 64, rng, "dW 100x80");
+  // A wide one on one thread (a small product) stays with the primitive; on the team of two
+  // threads it goes through sgemm, which splits it better.
+  name = CheckOp(OpType::DotGeneral, f32({16, 40}), f32({16, 30}), lhs_t, 16, rng, "dW 40x30");
+  EXPECT_EQ(name.rfind("dnnl.matmul[", 0), 0u) << name;
+  EXPECT_NE(name.find("(1 thread)"), std::string::npos) << name;
+  name = CheckOp(OpType::DotGeneral, f32({64, 300}), f32({64, 200}), lhs_t, 64, rng, "dW 300x200");
+  EXPECT_EQ(name, "dnnl.sgemm");
+  // A transposed right side (an input gradient) stays with the primitive on the team.
+  OpAttributes rhs_t;
+  rhs_t.lhs_contracting = {1};
+  rhs_t.rhs_contracting = {1};
+  name = CheckOp(OpType::DotGeneral, f32({64, 200}), f32({300, 200}), rhs_t, 200, rng, "dX 64x300");
   EXPECT_EQ(name.rfind("dnnl.matmul[", 0), 0u) << name;
   // Small products run on the calling thread, large ones on the team (Cpu() has two threads).
   OpAttributes plain;

@@ -108,11 +108,15 @@ struct MatmulPlan {
 /// A product of at least this many multiply-adds runs through sgemm (UseSgemm).
 constexpr int64_t kSgemmMacs = int64_t{1} << 32;
 
-/// oneDNN's matmul primitive (brgemm) is slow for a transposed left side with a narrow result,
-/// the weight gradient of a small output layer; its sgemm is faster there (minimum of 2000
-/// calls, 2 threads: 512x256x10 with A stored [256, 512] 12.1 us through sgemm, 18.2 us through
-/// the primitive; 784x256x512 equal at 440 us). One unbatched product without an epilogue or
-/// copies, transposed on the left, N or M at most 16.
+/// oneDNN's matmul primitive (brgemm) is slow for a transposed left side (x^T·g, a weight
+/// gradient): its sgemm is faster there. With a narrow result (the weight gradient of a small
+/// output layer) on any number of threads (minimum of 2000 calls, 2 threads: 512x256x10 with A
+/// stored [256, 512] 12.1 us through sgemm, 18.2 us through the primitive), and at every size on
+/// a team of 2 threads, where the primitive splits such products less well (best of 5 x 20 ms
+/// of calls, AMD EPYC with AVX-512: 784x256x512 0.45-0.47 against 0.57 ms, 512x256x512 0.30
+/// against 0.36, 784x128x512 0.24 against 0.28-0.29; on one thread they tie within 6%). One
+/// unbatched product without an epilogue or copies, transposed on the left. (A transposed right
+/// side, g·W^T, is the other way round: the primitive was 9-17% faster.)
 ///
 /// It is slow for matrix-vector products too (one row on the left: a batch of one through a dense
 /// layer, a token's step through a language model), which stream the weights once: sgemm reads
@@ -140,7 +144,8 @@ bool UseSgemm(const MatmulPlan& p) {
     return true;
   if (p.epilogue.bias || p.epilogue.activation != Activation::kNone) return false;
   const bool lhs_transposed = ls[1] == 1 && p.lhs.dims3[1] > 1;
-  return lhs_transposed && rhs_plain && (p.rhs.dims3[2] <= 16 || p.lhs.dims3[1] <= 16);
+  const bool narrow = p.rhs.dims3[2] <= 16 || p.lhs.dims3[1] <= 16;
+  return lhs_transposed && rhs_plain && (narrow || p.threads > 1);
 }
 
 /// Fills the sgemm arguments of a plan UseSgemm accepted (row-major C = op(A)·op(B)).
