@@ -5,7 +5,8 @@
 // primitive is created once here; scratch (oneDNN's user scratchpad and the copies) comes from a
 // per-thread block, so the kernel may run on several threads at once. A contraction epilogue
 // (epilogue.cc) becomes the primitive's bias and post-op. Small products run on the calling
-// thread, and narrow weight gradients through dnnl_sgemm (measured, see below). BFloat16 products
+// thread; weight gradients (narrow ones, and all on a team of threads), matrix-vector products
+// and very large products through dnnl_sgemm, where it measured faster (UseSgemm). BFloat16 products
 // sum in float32 and round once, as the Float32 product between conversions they replace does
 // (widen.cc), at twice its rate (bench/matmul_bench.cc).
 
