@@ -210,6 +210,11 @@ void ReplicaGroup::Exchange(int device, const CollectiveCall& call, const void* 
   // Before this replica leaves with an error: the others that read the views have finished, since
   // they read its operand and write into its result.
   auto drain = [&](std::unique_lock<std::mutex>& lock) { s.cv.wait(lock, [&] { return s.reading == 0; }); };
+  // Leaves with the group's error, once the others' reads are done.
+  auto leave_failed = [&](std::unique_lock<std::mutex>& lock) {
+    drain(lock);
+    kiln::detail::Throw("{} (seen by replica {} at {})", s.error, replica, call.ToString());
+  };
   auto wait = [&](std::unique_lock<std::mutex>& lock, auto done, const char* what) {
     if (!s.failed && !done()) s.Spin(lock);
     while (!s.failed && !done()) {
@@ -226,10 +231,7 @@ void ReplicaGroup::Exchange(int device, const CollectiveCall& call, const void* 
         kiln::detail::Throw("{}", error);
       }
     }
-    if (s.failed) {
-      drain(lock);
-      kiln::detail::Throw("{} (seen by replica {} at {})", s.error, replica, call.ToString());
-    }
+    if (s.failed) leave_failed(lock);
   };
   // Runs `exchange` (a call between processes) with the lock released; the others wait on the
   // condition. Its failure fails the group.
@@ -244,7 +246,7 @@ void ReplicaGroup::Exchange(int device, const CollectiveCall& call, const void* 
     }
     lock.lock();
     // A replica of this process that timed out meanwhile has left: its operand is gone.
-    if (s.failed) kiln::detail::Throw("{} (seen by replica {} at {})", s.error, replica, call.ToString());
+    if (s.failed) leave_failed(lock);
   };
   std::unique_lock lock(s.mu);
   // A replica fast enough to reach its next collective waits until every replica left the last.
@@ -330,7 +332,7 @@ void ReplicaGroup::Exchange(int device, const CollectiveCall& call, const void* 
     if (split) parts_.gather(call, result, offsets);
   } catch (const std::exception& e) {
     lock.lock();
-    if (--s.reading == 0) s.Notify();
+    --s.reading;  // fail() wakes any replica draining.
     fail(fmt::format("replica {} failed reading {}: {}", replica, call.ToString(), e.what()));
     drain(lock);
     throw;

@@ -132,17 +132,16 @@ bool UseSgemm(const MatmulPlan& p) {
   if (p.lhs.dims3[0] != 1 || p.lhs.copy || p.rhs.copy) return false;
   const std::vector<int64_t> ls = DescStrides(p.lhs), rs = DescStrides(p.rhs);
   const bool rhs_plain = rs[2] == 1 || rs[1] == 1;
-  if (p.lhs.dims3[1] == 1)
-    return rhs_plain &&
-           (p.epilogue.activation == Activation::kNone || p.epilogue.activation == Activation::kRelu);
+  // The activations RunMatmul's sgemm path applies after the sums (with the bias).
+  const bool sgemm_epilogue =
+      p.epilogue.activation == Activation::kNone || p.epilogue.activation == Activation::kRelu;
+  if (p.lhs.dims3[1] == 1) return rhs_plain && sgemm_epilogue;
   // Large products: sgemm ran 2048^3 in 36.4-37.5 ms where the primitive took 41.7-43.6 (2
   // threads, AMD EPYC with AVX-512; both plain, as the bench's direct calls time them); at 1024^3
   // and below the primitive was as fast or faster. A bias and a ReLU run after, on the result.
   const bool lhs_plain = ls[2] == 1 || ls[1] == 1;
   const int64_t macs = p.lhs.dims3[1] * p.lhs.dims3[2] * p.rhs.dims3[2];
-  if (macs >= kSgemmMacs && lhs_plain && rhs_plain &&
-      (p.epilogue.activation == Activation::kNone || p.epilogue.activation == Activation::kRelu))
-    return true;
+  if (macs >= kSgemmMacs && lhs_plain && rhs_plain && sgemm_epilogue) return true;
   if (p.epilogue.bias || p.epilogue.activation != Activation::kNone) return false;
   const bool lhs_transposed = ls[1] == 1 && p.lhs.dims3[1] > 1;
   const bool narrow = p.rhs.dims3[2] <= 16 || p.lhs.dims3[1] <= 16;
