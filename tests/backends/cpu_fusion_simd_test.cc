@@ -120,6 +120,101 @@ TEST(CpuFusionUlps, OurLogisticAndErfWithinTwoUlps) {
   });
 }
 
+/// Highway's float32 exp (hn::Exp) in scalar steps, every product and sum rounded as its vector
+/// form rounds them (fused multiply-adds where it uses them), for x in [-87, 88.5].
+float HighwayExp(float x) {
+  const float q = std::trunc(std::fma(x, 1.442695040888963407359924681f, std::copysign(0.5f, x)));
+  float r = std::fma(q, -0.693145751953125f, x);
+  r = std::fma(q, -1.428606765330187045e-6f, r);
+  const float r2 = r * r, r4 = r2 * r2;
+  const float c0 = 0.5f, c1 = 0.166666671633720397949219f, c2 = 0.0416664853692054748535156f,
+              c3 = 0.00833336077630519866943359f, c4 = 0.00139304355252534151077271f,
+              c5 = 0.000198527617612853646278381f;
+  const float poly =
+      std::fma(r4, std::fma(c5, r, c4), std::fma(r2, std::fma(c3, r, c2), std::fma(c1, r, c0)));
+  const float p = std::fma(poly, r2, r) + 1.0f;
+  return std::ldexp(p, static_cast<int>(q));  // Exact: the result is a normal float.
+}
+
+TEST(CpuFusionUlps, ExpIsHighwaysBitForBitOnTheFmaTargets) {
+  // The AVX-512 form (one rounding and one scaling instruction) and Highway's Exp on AVX2 give the
+  // same bits wherever the result is normal, so a program's results do not depend on which of
+  // the two a machine runs. EMU128 rounds its products and sums apart (the ulp sweep bounds it).
+  std::vector<float> x = {-87.0f, 88.5f, 0.0f, -0.0f, 1e-30f, -1e-30f, 0.34657359f, -0.34657359f, 88.37626f};
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> wide(-87.0f, 88.5f), narrow(-1.0f, 1.0f);
+  for (int i = 0; i < 300000; ++i) x.push_back(i % 2 == 0 ? wide(rng) : narrow(rng));
+  for (float q = -125; q <= 127; ++q) {  // Around every rounding boundary of x / ln 2.
+    const float edge = (q + 0.5f) * 0.69314718f;
+    if (edge < -87.0f || edge > 88.5f) continue;
+    for (float v = std::nextafter(edge, -100.0f), k = 0; k < 8; ++k, v = std::nextafter(v, 100.0f))
+      x.push_back(v);
+  }
+  int fma_targets = 0;
+  compute::cpu::ForEachFusedSimdTarget([&](const char* target) {
+    SCOPED_TRACE(target);
+    if (std::string(target).rfind("AVX", 0) != 0) return;
+    ++fma_targets;
+    std::vector<float> y(x.size());
+    compute::cpu::RunFusedOpSimd(FOp::kExp, x.data(), nullptr, nullptr, y.data(), x.size());
+    int bad = 0;
+    for (size_t i = 0; i < x.size() && bad < 5; ++i) {
+      if (std::bit_cast<uint32_t>(y[i]) == std::bit_cast<uint32_t>(HighwayExp(x[i]))) continue;
+      ++bad;
+      ADD_FAILURE() << "exp(" << x[i] << ") = " << y[i] << ", Highway's form gives " << HighwayExp(x[i]);
+    }
+  });
+  EXPECT_GE(fma_targets, 1) << "no AVX2 or AVX-512 target ran";
+}
+
+TEST(CpuFusionVector, MaxAndMinWithAnImmediateMatchTheScalarForm) {
+  // Vector programs run Max and Min with an immediate operand in one x86 instruction (plus an
+  // addition for Max with +0): the reference's results for NaN, zeros of either sign, infinities
+  // and values equal to the immediate, in either operand order, on every target.
+  using compute::cpu::FInstr;
+  const float immediates[] = {0.0f, -0.0f, 1.5f, -2.0f, kInf, -kInf, kNaN, 3.4e38f};
+  for (const float c : immediates) {
+    std::vector<float> x = {0.0f, -0.0f, kNaN, kInf, -kInf, c, -c, 1e-40f, -1e-40f, 1.5f, -2.0f};
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> dist(-4.0f, 4.0f);
+    while (x.size() < 83) x.push_back(dist(rng));
+    for (const FOp op : {FOp::kMax, FOp::kMin}) {
+      for (const bool imm_first : {false, true}) {
+        compute::cpu::FusedSpec spec;
+        spec.inputs.resize(1);
+        spec.out_dims = {static_cast<int64_t>(x.size())};
+        spec.code.push_back(FInstr{FOp::kImm, 0, 0, 0, 0, c, -1});
+        spec.code.push_back(FInstr{FOp::kInput, 1, 0, 0, 0, 0, 0});
+        spec.code.push_back(FInstr{op, 2, static_cast<uint16_t>(imm_first ? 0 : 1),
+                                   static_cast<uint16_t>(imm_first ? 1 : 0), 0, 0, -1});
+        spec.num_regs = 3;
+        spec.result = 2;
+        const compute::cpu::VProgram prog = compute::cpu::MakeVProgram(spec);
+        ASSERT_EQ(prog.code.size(), 1u);
+        ASSERT_EQ(prog.code[0].src[imm_first ? 0 : 1], compute::cpu::VSrc::kImm);
+        const std::vector<float> cs(x.size(), c);
+        std::vector<float> want(x.size());
+        compute::cpu::RunFusedOpScalar(op, imm_first ? cs.data() : x.data(), imm_first ? x.data() : cs.data(),
+                                       nullptr, want.data(), x.size());
+        compute::cpu::ForEachFusedSimdTarget([&](const char* target) {
+          std::vector<float> slots(prog.SlotFloats()), tail(prog.TailFloats()), out(x.size());
+          std::vector<const float*> tail_in(1);
+          const float* in[1] = {x.data()};
+          compute::cpu::RunVProgramSimd(prog, in, out.data(), x.size(), slots.data(), tail.data(),
+                                        tail_in.data());
+          for (size_t i = 0; i < x.size(); ++i) {
+            const bool same = std::bit_cast<uint32_t>(out[i]) == std::bit_cast<uint32_t>(want[i]) ||
+                              (std::isnan(out[i]) && std::isnan(want[i]));
+            EXPECT_TRUE(same) << target << ": " << compute::cpu::FOpName(op)
+                              << (imm_first ? "(c, x)" : "(x, c)") << " with c = " << c << ", x = " << x[i]
+                              << ": " << out[i] << ", want " << want[i];
+          }
+        });
+      }
+    }
+  }
+}
+
 TEST(CpuFusionUlps, TrigonometricAndHyperbolicWithinBounds) {
   // Bounds: Highway's documented errors for its forms (Asin, Acos 2; Atan, Asinh, Acosh, Atanh 3;
   // Sinh 4) and, for ours, what the sweeps measure (Tan as Sin / Cos, Cosh from one Exp).

@@ -22,6 +22,7 @@
 #include <type_traits>
 
 #include "backends/cpu/fused_simd.h"
+#include "backends/cpu/simd_exp-inl.h"
 #include "backends/cpu/simd_target.h"
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
@@ -134,12 +135,12 @@ HWY_INLINE float Scalar1(float x) {
   return ScalarOp<kOp>(x, 0.0f, 0.0f);
 }
 
-/// Logistic from one Exp of -|x|: within 2 ulps where |x| <= 87.
+/// Logistic from one Exp of -|x|, 1 / (1 + e) for x >= 0 and e / (1 + e) below, in one division:
+/// within 2 ulps where |x| <= 87.
 HWY_INLINE V Logistic(D d, V x) {
   const V one = hn::Set(d, 1.0f);
-  const V e = hn::Exp(d, hn::Neg(hn::Abs(x)));
-  const V denom = hn::Add(one, e);
-  const V r = hn::IfThenElse(hn::Ge(x, hn::Zero(d)), hn::Div(one, denom), hn::Div(e, denom));
+  const V e = ExpInRange(d, hn::Neg(hn::Abs(x)));
+  const V r = hn::Div(hn::IfThenElse(hn::Ge(x, hn::Zero(d)), one, e), hn::Add(one, e));
   return FixLanes(d, x, r, InRange(d, x, -87.0f, 87.0f), Scalar1<FOp::kLogistic>);
 }
 
@@ -166,7 +167,7 @@ HWY_INLINE V Erf(D d, V x) {
   r = hn::MulAdd(r, t, hn::Set(d, -6.34846687e-1f));
   r = hn::MulAdd(r, t, hn::Set(d, -1.28717512e-1f));
   r = hn::MulAdd(r, t, hn::Neg(t));
-  const V large = hn::CopySign(hn::Sub(hn::Set(d, 1.0f), hn::Exp(d, r)), x);
+  const V large = hn::CopySign(hn::Sub(hn::Set(d, 1.0f), ExpInRange(d, r)), x);
   const V result = hn::IfThenElse(hn::Gt(hn::Abs(x), hn::Set(d, 0.921875f)), large, small);
   return FixLanes(d, x, result, hn::Not(hn::IsNaN(x)), Scalar1<FOp::kErf>);
 }
@@ -177,7 +178,7 @@ HWY_INLINE V Tan(D d, V x) { return hn::Div(hn::Sin(d, x), hn::Cos(d, x)); }
 
 /// cosh(x) = (e^|x| + e^-|x|) / 2 from one Exp, for |x| <= 88 (where e^|x| is finite).
 HWY_INLINE V Cosh(D d, V x) {
-  const V e = hn::Exp(d, hn::Abs(x));
+  const V e = ExpInRange(d, hn::Abs(x));
   return hn::Mul(hn::Set(d, 0.5f), hn::Add(e, hn::Div(hn::Set(d, 1.0f), e)));
 }
 
@@ -247,7 +248,7 @@ HWY_INLINE V Apply(D d, V x, V y, V z) {
   } else if constexpr (kOp == FOp::kRsqrt) {
     return hn::Div(hn::Set(d, 1.0f), hn::Sqrt(x));
   } else if constexpr (kOp == FOp::kExp) {
-    return FixLanes(d, x, hn::Exp(d, x), InRange(d, x, -87.0f, 88.5f), Scalar1<kOp>);
+    return FixLanes(d, x, ExpInRange(d, x), InRange(d, x, -87.0f, 88.5f), Scalar1<kOp>);
   } else if constexpr (kOp == FOp::kExpm1) {
     return FixLanes(d, x, KeepZero(d, x, hn::Expm1(d, x)), InRange(d, x, -87.0f, 88.5f), Scalar1<kOp>);
   } else if constexpr (kOp == FOp::kLog) {
@@ -441,11 +442,48 @@ HWY_INLINE T ApplyT(D d, const T& x, const T& y, const T& z) {
   }
 }
 
+/// f on one vector (T = V) or on each of four (T = Quad).
+template <class T, class F>
+HWY_INLINE T MapT(const T& x, F f) {
+  if constexpr (std::is_same_v<T, Quad>) {
+    return Quad{f(x.v0), f(x.v1), f(x.v2), f(x.v3)};
+  } else {
+    return f(x);
+  }
+}
+
+/// Whether Max or Min with an immediate operand runs in one x86 instruction (ExtremeImm).
+constexpr bool kExtremeImm = HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2;
+
+/// Max(x, c) or Min(x, c) for an immediate c that is not NaN (either operand order: the result is
+/// the same for such a c), on x86. VMAXPS(c, x) is c > x ? c : x and VMINPS(c, x) c < x ? c : x:
+/// a NaN x comes through, and between equal values x is the reference's choice except for
+/// Max(-0, +0), which adding `zero` (+0 for c = +0, else -0, an identity) turns into +0, and
+/// Min(+0, -0), which the caller leaves to the general form (c = -0).
+template <FOp kOp>
+HWY_INLINE V ExtremeImm(V x, V c, V zero) {
+  if constexpr (kOp == FOp::kMax) {
+    return hn::Add(hn::Max(c, x), zero);
+  } else {
+    return hn::Min(c, x);
+  }
+}
+
 /// One instruction of a vector program: fetches only the operands its op reads (fewer live
 /// vectors, fewer spills), then applies the op.
 template <FOp kOp, int kArity, class T>
 KILN_SIMD_CASE T Step(D d, const VInstr& ins, const T& acc, const float* const* in, const float* slots,
                       size_t at) {
+  if constexpr (kExtremeImm && (kOp == FOp::kMax || kOp == FOp::kMin)) {
+    const int w = ins.src[1] == VSrc::kImm ? 1 : ins.src[0] == VSrc::kImm ? 0 : -1;
+    const float c = w >= 0 ? ins.imm[w] : 0.0f;
+    if (w >= 0 && !std::isnan(c) && !(kOp == FOp::kMin && c == 0.0f && std::signbit(c))) {
+      const V cv = hn::Set(d, c);
+      const V zero = hn::Set(d, c == 0.0f && !std::signbit(c) ? 0.0f : -0.0f);
+      return MapT(Fetch<T>(d, ins, 1 - w, acc, in, slots, at),
+                  [&](V v) { return ExtremeImm<kOp>(v, cv, zero); });
+    }
+  }
   const T x = Fetch<T>(d, ins, 0, acc, in, slots, at);
   if constexpr (kArity == 1) {
     return ApplyT<kOp, T>(d, x, x, x);

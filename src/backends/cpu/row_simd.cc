@@ -13,6 +13,7 @@
 #include <limits>
 
 #include "backends/cpu/row_kernels.h"
+#include "backends/cpu/simd_exp-inl.h"
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 
@@ -52,8 +53,11 @@ using D = hn::ScalableTag<float>;
 using V = hn::Vec<D>;
 
 /// exp(a) where a >= -87, else 0: below that the result is under float32's normal range (the
-/// reference gives a subnormal of at most 2^-126, then divided by a sum of at least 1).
-HWY_INLINE V ExpOrZero(D d, V a) { return hn::IfThenElseZero(hn::Ge(a, hn::Set(d, -87.0f)), hn::Exp(d, a)); }
+/// reference gives a subnormal of at most 2^-126, then divided by a sum of at least 1). The rows
+/// shift by their maximum, so a <= 0: within ExpInRange's range.
+HWY_INLINE V ExpOrZero(D d, V a) {
+  return hn::IfThenElseZero(hn::Ge(a, hn::Set(d, -87.0f)), ExpInRange(d, a));
+}
 
 /// The row's maximum in every lane, from the lane-wise maxima `m`; NaN when the row holds a NaN
 /// (`nan`) or its maximum is not finite (the row then takes the scalar formula).
