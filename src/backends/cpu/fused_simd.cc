@@ -1,9 +1,10 @@
 // The SIMD forms of the fused register machine's ops (Highway, dynamic dispatch over AVX3, AVX2
 // and EMU128), and the fused machine's other SIMD primitives (fused_simd.h). Exact ops match the
 // reference kernels bit for bit; transcendentals use Highway's contrib math or our own forms
-// (Logistic, Erf, Tan, Cosh) within a few ulps, and run the op's scalar form (fused_ops.def) for
-// lanes outside the range where the SIMD form is accurate (overflow, subnormal results, NaN, huge
-// arguments). Pow runs the scalar form. Each op is defined once on a vector (Apply); the
+// (Logistic, Erf, Tan, Cosh; Exp through ExpInRange, Highway's bits in fewer instructions on
+// AVX-512) within a few ulps, and run the op's scalar form (fused_ops.def) for lanes outside the
+// range where the SIMD form is accurate (overflow, subnormal results, NaN, huge arguments). Pow
+// runs the scalar form. Each op is defined once on a vector (Apply); the
 // per-instruction passes (RunOp) and the vector programs (RunProgram: the whole program per block
 // of vectors held in registers) both reach it through the cases fused_ops.def generates.
 
