@@ -470,19 +470,51 @@ HWY_INLINE V ExtremeImm(V x, V c, V zero) {
   }
 }
 
+/// Whether operand source s is in memory (an input's piece or a spill slot).
+HWY_INLINE bool InMemory(VSrc s) { return s == VSrc::kInput || s == VSrc::kSlot; }
+
+/// Where operand `w` of `ins` is in memory (InMemory(ins.src[w])), at element `at` of the piece.
+HWY_INLINE const float* MemOperand(const VInstr& ins, int w, const float* const* in, const float* slots,
+                                   size_t at, size_t lanes) {
+  return ins.src[w] == VSrc::kInput ? in[ins.idx[w]] + at : slots + size_t{ins.idx[w]} * 4 * lanes;
+}
+
+/// One vector, or four, all v.
+template <class T>
+HWY_INLINE T Splat(V v) {
+  if constexpr (std::is_same_v<T, Quad>) {
+    return Quad{v, v, v, v};
+  } else {
+    return v;
+  }
+}
+
 /// One instruction of a vector program: fetches only the operands its op reads (fewer live
 /// vectors, fewer spills), then applies the op.
 template <FOp kOp, int kArity, class T>
 KILN_SIMD_CASE T Step(D d, const VInstr& ins, const T& acc, const float* const* in, const float* slots,
                       size_t at) {
+  const size_t lanes = hn::Lanes(d);
   if constexpr (kExtremeImm && (kOp == FOp::kMax || kOp == FOp::kMin)) {
     const int w = ins.src[1] == VSrc::kImm ? 1 : ins.src[0] == VSrc::kImm ? 0 : -1;
     const float c = w >= 0 ? ins.imm[w] : 0.0f;
     if (w >= 0 && !std::isnan(c) && !(kOp == FOp::kMin && c == 0.0f && std::signbit(c))) {
       const V cv = hn::Set(d, c);
       const V zero = hn::Set(d, c == 0.0f && !std::signbit(c) ? 0.0f : -0.0f);
-      return MapT(Fetch<T>(d, ins, 1 - w, acc, in, slots, at),
-                  [&](V v) { return ExtremeImm<kOp>(v, cv, zero); });
+      const auto f = [&](V v) { return ExtremeImm<kOp>(v, cv, zero); };
+      if (ins.src[1 - w] == VSrc::kAcc) return MapT(acc, f);
+      if (InMemory(ins.src[1 - w])) return MapT(LoadT<T>(d, MemOperand(ins, 1 - w, in, slots, at, lanes)), f);
+      return MapT(Fetch<T>(d, ins, 1 - w, acc, in, slots, at), f);
+    }
+  }
+  if constexpr (kArity == 2 && (kOp == FOp::kAdd || kOp == FOp::kSub || kOp == FOp::kMul ||
+                                kOp == FOp::kDiv || kOp == FOp::kMax || kOp == FOp::kMin)) {
+    if (ins.src[1] == VSrc::kImm || InMemory(ins.src[1])) {
+      const T y = ins.src[1] == VSrc::kImm ? Splat<T>(hn::Set(d, ins.imm[1]))
+                                           : LoadT<T>(d, MemOperand(ins, 1, in, slots, at, lanes));
+      if (ins.src[0] == VSrc::kAcc) return ApplyT<kOp, T>(d, acc, y, y);
+      if (InMemory(ins.src[0]))
+        return ApplyT<kOp, T>(d, LoadT<T>(d, MemOperand(ins, 0, in, slots, at, lanes)), y, y);
     }
   }
   const T x = Fetch<T>(d, ins, 0, acc, in, slots, at);
