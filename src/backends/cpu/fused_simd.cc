@@ -4,9 +4,9 @@
 // (Logistic, Erf, Tan, Cosh; Exp through ExpInRange, Highway's bits in fewer instructions on
 // AVX-512) within a few ulps, and run the op's scalar form (fused_ops.def) for lanes outside the
 // range where the SIMD form is accurate (overflow, subnormal results, NaN, huge arguments). Pow
-// runs the scalar form. Each op is defined once on a vector (Apply); the
-// per-instruction passes (RunOp) and the vector programs (RunProgram: the whole program per block
-// of vectors held in registers) both reach it through the cases fused_ops.def generates.
+// runs the scalar form. Each op is defined once on a vector (Apply); the per-instruction passes
+// (RunOp) and the vector programs (RunProgram: the whole program per block of vectors held in
+// registers) both reach it through the cases fused_ops.def generates.
 
 // Targets: the best of AVX3 / AVX2 at run time; the portable baseline is EMU128 (HWY_SCALAR with
 // GCC < 12.3, where Highway marks EMU128 broken).
@@ -489,8 +489,11 @@ HWY_INLINE T Splat(V v) {
   }
 }
 
-/// One instruction of a vector program: fetches only the operands its op reads (fewer live
-/// vectors, fewer spills), then applies the op.
+/// One instruction of a vector program. Max and Min with an immediate take ExtremeImm's form; the
+/// arithmetic ops whose operands are the accumulator or a value in memory, with an immediate or a
+/// value in memory, read them directly (Fetch's result, merged from its cases, goes through the
+/// stack); the rest fetch only the operands their op reads (fewer live vectors, fewer spills),
+/// then apply the op.
 template <FOp kOp, int kArity, class T>
 KILN_SIMD_CASE T Step(D d, const VInstr& ins, const T& acc, const float* const* in, const float* slots,
                       size_t at) {
