@@ -405,31 +405,39 @@ HWY_INLINE void StoreT(D d, const T& v, float* p) {
   }
 }
 
+/// Whether operand source s is in memory (an input's piece or a spill slot).
+HWY_INLINE bool InMemory(VSrc s) { return s == VSrc::kInput || s == VSrc::kSlot; }
+
+/// Where operand `w` of `ins` is in memory (InMemory(ins.src[w])), at element `at` of the piece.
+HWY_INLINE const float* MemOperand(const VInstr& ins, int w, const float* const* in, const float* slots,
+                                   size_t at, size_t lanes) {
+  return ins.src[w] == VSrc::kInput ? in[ins.idx[w]] + at : slots + size_t{ins.idx[w]} * 4 * lanes;
+}
+
+/// One vector, or four, all v.
+template <class T>
+HWY_INLINE T Splat(V v) {
+  if constexpr (std::is_same_v<T, Quad>) {
+    return Quad{v, v, v, v};
+  } else {
+    return v;
+  }
+}
+
 /// Operand `w` of `ins` at element `at` of the piece (`acc` for an unused operand), for K = 1 or
 /// 4 vectors.
 template <class T>
 HWY_INLINE T Fetch(D d, const VInstr& ins, int w, const T& acc, const float* const* in, const float* slots,
                    size_t at) {
-  const size_t lanes = hn::Lanes(d);
-  const float* p = nullptr;
   switch (ins.src[w]) {
     case VSrc::kInput:
-      p = in[ins.idx[w]] + at;
-      break;
     case VSrc::kSlot:
-      p = slots + size_t{ins.idx[w]} * 4 * lanes;
-      break;
+      return LoadT<T>(d, MemOperand(ins, w, in, slots, at, hn::Lanes(d)));
     case VSrc::kImm:
-      if constexpr (std::is_same_v<T, Quad>) {
-        const V c = hn::Set(d, ins.imm[w]);
-        return Quad{c, c, c, c};
-      } else {
-        return hn::Set(d, ins.imm[w]);
-      }
+      return Splat<T>(hn::Set(d, ins.imm[w]));
     default:
       return acc;
   }
-  return LoadT<T>(d, p);
 }
 
 /// Op kOp on one vector (T = V) or four (T = Quad).
@@ -467,25 +475,6 @@ HWY_INLINE V ExtremeImm(V x, V c, V zero) {
     return hn::Add(hn::Max(c, x), zero);
   } else {
     return hn::Min(c, x);
-  }
-}
-
-/// Whether operand source s is in memory (an input's piece or a spill slot).
-HWY_INLINE bool InMemory(VSrc s) { return s == VSrc::kInput || s == VSrc::kSlot; }
-
-/// Where operand `w` of `ins` is in memory (InMemory(ins.src[w])), at element `at` of the piece.
-HWY_INLINE const float* MemOperand(const VInstr& ins, int w, const float* const* in, const float* slots,
-                                   size_t at, size_t lanes) {
-  return ins.src[w] == VSrc::kInput ? in[ins.idx[w]] + at : slots + size_t{ins.idx[w]} * 4 * lanes;
-}
-
-/// One vector, or four, all v.
-template <class T>
-HWY_INLINE T Splat(V v) {
-  if constexpr (std::is_same_v<T, Quad>) {
-    return Quad{v, v, v, v};
-  } else {
-    return v;
   }
 }
 
