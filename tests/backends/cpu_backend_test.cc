@@ -308,6 +308,39 @@ TEST(CpuPlan, HeldValuesNeverOverlapOtherLiveValues) {
   }
 }
 
+TEST(CpuBackend, ProfileTimesStepsWithSeveralResults) {
+  // A While loop's step returns a tuple (as the optimizers' update kernels do): its time is its
+  // own row of the KILN_CPU_PROFILE table, `tuple of 2`, not part of "outside the kernels".
+  setenv("KILN_CPU_PROFILE", "1", 1);
+  compute::BackendPtr backend = Cpu("cpu:threads=1");
+  unsetenv("KILN_CPU_PROFILE");
+  ::testing::internal::CaptureStderr();
+  {
+    Exec exec = NewExec(backend, [](Node x) {
+      Node i = Scalar(x.graph(), DType::Int32, 0);
+      return While([](const std::vector<Node>& s) { return Less(s[0], ScalarLike(s[0], 200)); },
+                   [](const std::vector<Node>& s) {
+                     return std::vector<Node>{s[0] + ScalarLike(s[0], 1), Sqrt(Exp(s[1]) + 1.0f)};
+                   },
+                   {i, x})[1];
+    });
+    const std::vector<float> got = exec.Call1(std::vector<float>(1 << 16, 0.5f)).ToVector<float>();
+    EXPECT_GT(got[0], 1.0f);
+  }
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_NE(err.find("KILN_CPU_PROFILE: 1 executions"), std::string::npos) << err;
+  const size_t row = err.find("tuple of 2");
+  ASSERT_NE(row, std::string::npos) << err;
+  // The loop's row comes first (slowest) and holds nearly all of the execution.
+  const size_t line = err.rfind('\n', row) + 1;
+  const double share = std::stod(err.substr(line + 9, 7));
+  EXPECT_GT(share, 80.0) << err;
+  const size_t outside = err.find("outside the kernels");
+  ASSERT_NE(outside, std::string::npos) << err;
+  const size_t outside_line = err.rfind('\n', outside) + 1;
+  EXPECT_LT(std::stod(err.substr(outside_line + 9, 7)), 20.0) << err;
+}
+
 TEST(CpuPlan, AnExecutablesChainTakesAboutOneValueOfArena) {
   // Ten unfused elementwise ops over 1000 floats: each written over its operand, the last one
   // into the output buffer, so the arena holds about one value (4000 bytes), not ten.

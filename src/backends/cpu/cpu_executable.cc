@@ -121,8 +121,10 @@ class CpuExecutable final : public Executable {
     if (backend_->options().profile) {
       std::vector<std::string> labels;
       for (const Step& st : steps_) {
-        labels.push_back(
-            fmt::format("%{} {} {}", st.value, st.name, m.nodes[static_cast<size_t>(st.value)].inst.shape));
+        const Instruction& inst = m.nodes[static_cast<size_t>(st.value)].inst;
+        labels.push_back(fmt::format(
+            "%{} {} {}", st.value, st.name,
+            inst.IsTuple() ? fmt::format("tuple of {}", inst.tuple_shapes.size()) : inst.shape.ToString()));
       }
       profile_ = std::make_unique<StepProfile>(std::move(labels));
     }
@@ -554,7 +556,9 @@ std::vector<BufferPtr> CpuExecutable::Execute(const std::vector<BufferPtr>& inpu
           const int64_t bytes = values_[static_cast<size_t>(o)].bytes;
           operands.push_back(std::make_shared<CpuBuffer>(backend_, ptr[static_cast<size_t>(o)], bytes));
         }
+        const Clock::time_point t0 = profile_ != nullptr ? Clock::now() : Clock::time_point();
         tuples[static_cast<size_t>(tuple_slot_[static_cast<size_t>(st.value)])] = st.tuple(operands, device);
+        if (profile_ != nullptr) profile_->AddStep(step, NanosSince(t0));
         break;
       }
     }
