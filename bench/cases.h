@@ -16,6 +16,8 @@ void RegisterTinyCases();
 void RegisterModelCases();
 void RegisterTrainerCases();
 void RegisterInteropCases();
+/// team/mlp_products: the MLP step's large products on a persistent team against OpenMP regions.
+void RegisterTeamCases();
 /// dynamic/...: the batch axis dynamic against the static build, side by side; first-call cost.
 void RegisterDynamicCases();
 void RegisterQuantCases();

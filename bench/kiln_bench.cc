@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   kiln::bench::RegisterModelCases();
   kiln::bench::RegisterTrainerCases();
   kiln::bench::RegisterInteropCases();
+  kiln::bench::RegisterTeamCases();
   kiln::bench::RegisterDynamicCases();
   kiln::bench::RegisterQuantCases();
   kiln::bench::RegisterOnnxCases();
