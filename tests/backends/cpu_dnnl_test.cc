@@ -192,7 +192,7 @@ TEST(CpuDnnl, MatmulPathsByShape) {
   EXPECT_EQ(name.rfind("dnnl.matmul[", 0), 0u) << name;
   EXPECT_NE(name.find("(1 thread)"), std::string::npos) << name;
   name = CheckOp(OpType::DotGeneral, f32({64, 300}), f32({64, 200}), lhs_t, 64, rng, "dW 300x200");
-  EXPECT_EQ(name, "dnnl.sgemm");
+  EXPECT_EQ(name, "dnnl.sgemm(2 row blocks)");
   // A transposed right side (an input gradient) stays with the primitive on the team.
   OpAttributes rhs_t;
   rhs_t.lhs_contracting = {1};

@@ -155,6 +155,10 @@ BackendInfo CpuBackendInfo() {
        {"serial_work",
         "programs with less work than this per sizeable kernel (multiply-adds plus elements; default "
         "8388608 under OMP_WAIT_POLICY=PASSIVE, else 524288; 0: none) run on the calling thread"},
+       {"team",
+        "true (default) or false: a program on several threads whose kernels all split their work through "
+        "kiln (products, fused kernels, reductions, Adam) runs each execution on one team of threads held "
+        "for its length, waiting between kernels instead of waking an OpenMP team for each"},
        {"int8_activations",
         "true (default) or false: quantized products (Int8 weights, ggml Q4_0 and Q8_0) at few rows of x "
         "quantize x to int8 in blocks of 32, as ggml does, and run integer dot products; false keeps x in "
@@ -187,6 +191,7 @@ BackendPtr NewCpuBackend(BackendOptions& options) {
   }
   o.serial_work = options.TakeInt("serial_work", static_cast<int>(cpu::DefaultSerialWork()));
   if (o.serial_work < 0) detail::Throw("backend \"cpu\": serial_work={} must be at least 0", o.serial_work);
+  o.team = options.TakeBool("team", true);
   o.int8_activations = options.TakeBool("int8_activations", true);
   o.dynamic_cache = options.TakeInt("dynamic_cache", kDefaultDynamicCache);
   if (o.dynamic_cache < 1)

@@ -39,6 +39,9 @@ struct Options {
   /// run every kernel on the calling thread (`serial_work=N`; 0: never; the backend's default is
   /// DefaultSerialWork(), which follows OpenMP's wait policy).
   int64_t serial_work = kSmallProgramWork;
+  /// Programs on several threads whose kernels all split through kiln (team.h) run each execution
+  /// on one team held for its length (`team=false`: each kernel opens its own OpenMP region).
+  bool team = true;
   /// Concrete executables a program with dynamic axes keeps, one per input signature, the least
   /// recently used dropped first (`dynamic_cache=N`).
   int dynamic_cache = kDefaultDynamicCache;

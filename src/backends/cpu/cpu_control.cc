@@ -22,10 +22,12 @@ struct CompositeKernel {
   const char* kernel_name;
   TupleKernel (*make)(CpuBackend*, const Instruction&);
   bool overwrites_operands;  ///< TupleKernelChoice::overwrites_operands.
+  bool own_threads;          ///< TupleKernelChoice::own_threads.
 };
 constexpr CompositeKernel kCompositeKernels[] = {
-    {composite::kQuantizedMatmul, "quant_matmul", MakeQuantizedMatmulKernel, false},
-    {composite::kAdamUpdate, "adam_update", MakeAdamUpdateKernel, true},
+    // The quantized product opens OpenMP regions of its own; Adam splits through SplitAcrossTeam.
+    {composite::kQuantizedMatmul, "quant_matmul", MakeQuantizedMatmulKernel, false, true},
+    {composite::kAdamUpdate, "adam_update", MakeAdamUpdateKernel, true, false},
 };
 
 TupleKernel MakeControlKernel(CpuBackend* backend, const Instruction& inst) {
@@ -49,7 +51,8 @@ TupleKernelChoice ChooseTupleKernel(CpuBackend* backend, const Instruction& inst
   if (inst.op == OpType::Composite) {
     for (const CompositeKernel& c : kCompositeKernels) {
       if (inst.attrs.name != c.name) continue;
-      if (TupleKernel k = c.make(backend, inst)) return {std::move(k), c.kernel_name, c.overwrites_operands};
+      if (TupleKernel k = c.make(backend, inst))
+        return {std::move(k), c.kernel_name, c.overwrites_operands, c.own_threads};
     }
     return {MakeControlKernel(backend, inst), "Composite " + inst.attrs.name + " (decomposition)"};
   }

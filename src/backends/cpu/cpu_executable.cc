@@ -12,6 +12,7 @@
 #include "backends/cpu/plan.h"
 #include "backends/cpu/simd_target.h"
 #include "backends/cpu/step_profile.h"
+#include "backends/cpu/team.h"
 #include "core/check.h"
 
 namespace kiln::compute::cpu {
@@ -38,6 +39,8 @@ struct Step {
   /// donated (the operand is that parameter's whole value, read by no later step and by no other
   /// operand), else -1.
   std::vector<int> reusable = {};
+  /// The kernel spreads its work over threads of its own (KernelChoice::own_threads).
+  bool own_threads = false;
 };
 
 struct Value {
@@ -113,6 +116,7 @@ class CpuExecutable final : public Executable {
     threads_ = ProgramThreads(m, backend_->options().threads, backend_->options().serial_work);
     ClassifyValues(m);
     ChooseKernels(m);
+    UseTeamIfAllSplit();
     const std::vector<int> last_use = LastUses(m);
     PlanReusableOperands(last_use);
     PlanDonors(m, last_use);
@@ -147,6 +151,9 @@ class CpuExecutable final : public Executable {
   /// The steps, in node order: a kernel for each value computed in the arena or an output
   /// buffer (ChooseKernel: fused, pooling, oneDNN or reference), the tuple ops and the aliases.
   void ChooseKernels(const Module& m);
+  /// Sets team_ when the program runs on several threads, the backend's `team` option is on and
+  /// no step spreads its work over threads of its own.
+  void UseTeamIfAllSplit();
   /// Per value, the last node reading it (an alias's reads count for its root); outputs live to
   /// the end.
   std::vector<int> LastUses(const Module& m) const;
@@ -181,8 +188,9 @@ class CpuExecutable final : public Executable {
   std::vector<int> root_;  ///< Per value: the value whose bytes it is (itself if none).
   int64_t arena_bytes_ = 0;
   int in_place_ = 0;
-  int within_ = 0;                        ///< Values computed inside a concatenation's block.
-  int threads_ = 1;                       ///< The team size the kernels may use (1 for small programs).
+  int within_ = 0;     ///< Values computed inside a concatenation's block.
+  int threads_ = 1;    ///< The team size the kernels may use (1 for small programs).
+  bool team_ = false;  ///< Executions run on one program team of threads_ threads (team.h).
   std::unique_ptr<StepProfile> profile_;  ///< $KILN_CPU_PROFILE: per-step times.
 };
 
@@ -268,6 +276,7 @@ void CpuExecutable::ChooseKernels(const Module& m) {
       steps_.push_back(
           Step{StepKind::kTuple, v, inst.operands, Kernel(), std::move(k.kernel), -1, 0, std::move(k.name)});
       steps_.back().overwrites_operands = k.overwrites_operands;
+      steps_.back().own_threads = k.own_threads;
     } else if (val.loc == Loc::kAlias) {
       steps_.push_back(
           Step{StepKind::kAlias,
@@ -290,8 +299,14 @@ void CpuExecutable::ChooseKernels(const Module& m) {
           Step{StepKind::kKernel, v, std::move(operands), std::move(k.kernel), TupleKernel(), -1, 0,
                std::move(k.name) +
                    (node.writes.empty() ? "" : fmt::format(" (+{} results)", node.writes.size()))});
+      steps_.back().own_threads = k.own_threads;
     }
   }
+}
+
+void CpuExecutable::UseTeamIfAllSplit() {
+  if (threads_ <= 1 || !backend_->options().team) return;
+  team_ = std::none_of(steps_.begin(), steps_.end(), [](const Step& st) { return st.own_threads; });
 }
 
 std::vector<int> CpuExecutable::LastUses(const Module& m) const {
@@ -419,9 +434,9 @@ void CpuExecutable::PlanArena(const Module& m, const std::vector<int>& last_use)
 
 std::string CpuExecutable::DescribeSteps() const {
   std::string s = fmt::format(
-      "  {} steps, arena {} bytes, {} values written in place, {} concatenated in place, {} thread{}{}\n",
+      "  {} steps, arena {} bytes, {} values written in place, {} concatenated in place, {} thread{}{}{}\n",
       steps_.size(), arena_bytes_, in_place_, within_, threads_, threads_ == 1 ? "" : "s",
-      threads_ < backend_->options().threads ? " (a small program)" : "");
+      threads_ < backend_->options().threads ? " (a small program)" : "", team_ ? " on one team" : "");
   for (const Step& st : steps_) {
     if (st.kind == StepKind::kKernel || st.kind == StepKind::kTuple)
       s += fmt::format("  step %{} kernel {}\n", st.value, st.name);
@@ -517,51 +532,60 @@ std::vector<BufferPtr> CpuExecutable::Execute(const std::vector<BufferPtr>& inpu
   std::vector<std::vector<BufferPtr>> tuples(static_cast<size_t>(num_tuples_));
   std::vector<const uint8_t*> operand_data;
   const Clock::time_point start = profile_ != nullptr ? Clock::now() : Clock::time_point();
-  for (size_t step = 0; step < steps_.size(); ++step) {
-    const Step& st = steps_[step];
-    switch (st.kind) {
-      case StepKind::kKernel: {
-        operand_data.clear();
-        for (int o : st.operands) operand_data.push_back(ptr[static_cast<size_t>(o)]);
-        const Clock::time_point t0 = profile_ != nullptr ? Clock::now() : Clock::time_point();
-        st.kernel(operand_data, ptr[static_cast<size_t>(st.value)]);
-        if (profile_ != nullptr) profile_->AddStep(step, NanosSince(t0));
-        break;
-      }
-      case StepKind::kAlias:
-        ptr[static_cast<size_t>(st.value)] =
-            ptr[static_cast<size_t>(st.source)] + values_[static_cast<size_t>(st.value)].alias_offset;
-        break;
-      case StepKind::kTupleElement: {
-        const BufferPtr& b = tuples[static_cast<size_t>(tuple_slot_[static_cast<size_t>(st.source)])].at(
-            static_cast<size_t>(st.index));
-        ptr[static_cast<size_t>(st.value)] = backend_->AsCpuBuffer(*b)->data();
-        break;
-      }
-      case StepKind::kTuple: {
-        // The operands are lent as views, not copied: tuple kernels only read them (their
-        // sub-programs take them undonated) and return results that never alias them, and the
-        // call ends before any later step may write over that memory. The exception: a kernel
-        // that overwrites operands gets the own buffers of donated parameters no later step
-        // reads, which its results may then be.
-        std::vector<BufferPtr> operands;
-        for (size_t k = 0; k < st.operands.size(); ++k) {
-          const int o = st.operands[k];
-          const int p = st.reusable.empty() ? -1 : st.reusable[k];
-          if (p >= 0 && owned[static_cast<size_t>(p)] && !taken[static_cast<size_t>(p)]) {
-            taken[static_cast<size_t>(p)] = true;
-            operands.push_back(inputs[static_cast<size_t>(p)]);
-            continue;
-          }
-          const int64_t bytes = values_[static_cast<size_t>(o)].bytes;
-          operands.push_back(std::make_shared<CpuBuffer>(backend_, ptr[static_cast<size_t>(o)], bytes));
+  // The steps, on the calling thread; on a program team its threads join the kernels that split.
+  const auto run_steps = [&] {
+    for (size_t step = 0; step < steps_.size(); ++step) {
+      const Step& st = steps_[step];
+      switch (st.kind) {
+        case StepKind::kKernel: {
+          operand_data.clear();
+          for (int o : st.operands) operand_data.push_back(ptr[static_cast<size_t>(o)]);
+          const Clock::time_point t0 = profile_ != nullptr ? Clock::now() : Clock::time_point();
+          st.kernel(operand_data, ptr[static_cast<size_t>(st.value)]);
+          if (profile_ != nullptr) profile_->AddStep(step, NanosSince(t0));
+          break;
         }
-        const Clock::time_point t0 = profile_ != nullptr ? Clock::now() : Clock::time_point();
-        tuples[static_cast<size_t>(tuple_slot_[static_cast<size_t>(st.value)])] = st.tuple(operands, device);
-        if (profile_ != nullptr) profile_->AddStep(step, NanosSince(t0));
-        break;
+        case StepKind::kAlias:
+          ptr[static_cast<size_t>(st.value)] =
+              ptr[static_cast<size_t>(st.source)] + values_[static_cast<size_t>(st.value)].alias_offset;
+          break;
+        case StepKind::kTupleElement: {
+          const BufferPtr& b = tuples[static_cast<size_t>(tuple_slot_[static_cast<size_t>(st.source)])].at(
+              static_cast<size_t>(st.index));
+          ptr[static_cast<size_t>(st.value)] = backend_->AsCpuBuffer(*b)->data();
+          break;
+        }
+        case StepKind::kTuple: {
+          // The operands are lent as views, not copied: tuple kernels only read them (their
+          // sub-programs take them undonated) and return results that never alias them, and the
+          // call ends before any later step may write over that memory. The exception: a kernel
+          // that overwrites operands gets the own buffers of donated parameters no later step
+          // reads, which its results may then be.
+          std::vector<BufferPtr> operands;
+          for (size_t k = 0; k < st.operands.size(); ++k) {
+            const int o = st.operands[k];
+            const int p = st.reusable.empty() ? -1 : st.reusable[k];
+            if (p >= 0 && owned[static_cast<size_t>(p)] && !taken[static_cast<size_t>(p)]) {
+              taken[static_cast<size_t>(p)] = true;
+              operands.push_back(inputs[static_cast<size_t>(p)]);
+              continue;
+            }
+            const int64_t bytes = values_[static_cast<size_t>(o)].bytes;
+            operands.push_back(std::make_shared<CpuBuffer>(backend_, ptr[static_cast<size_t>(o)], bytes));
+          }
+          const Clock::time_point t0 = profile_ != nullptr ? Clock::now() : Clock::time_point();
+          tuples[static_cast<size_t>(tuple_slot_[static_cast<size_t>(st.value)])] =
+              st.tuple(operands, device);
+          if (profile_ != nullptr) profile_->AddStep(step, NanosSince(t0));
+          break;
+        }
       }
     }
+  };
+  if (team_) {
+    RunOnTeam(threads_, run_steps);
+  } else {
+    run_steps();
   }
   std::vector<BufferPtr> outputs;
   std::vector<const Buffer*> handed;  // Tuple results already given to an output.

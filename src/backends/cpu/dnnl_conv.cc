@@ -469,7 +469,7 @@ KernelChoice MakeDnnlConv(int threads, const Instruction& inst, const std::vecto
     if (plan->input.reordered || plan->output.reordered) name += "(reorder)";
     if (plan->weight_cache) name += "(weights kept)";
     if (epilogue != nullptr) name += "+post[" + epilogue->ToString() + "]";
-    return GuardedDnnlKernel("ConvGeneral", std::move(name),
+    return GuardedDnnlKernel("ConvGeneral", std::move(name), plan->threads > 1,
                              [plan](ref::Operands in, uint8_t* out) { RunConv(*plan, in, out); });
   } catch (const dnnl::error&) {
     return {};

@@ -99,7 +99,7 @@ KernelChoice SplitEpilogue(int threads, const Node& node, const std::vector<Shap
             ApplyEpilogue(e, dims, e.bias ? reinterpret_cast<const float*>(in[2]) : nullptr,
                           reinterpret_cast<float*>(out));
           },
-          base.name + "+loop[" + e.ToString() + "]"};
+          base.name + "+loop[" + e.ToString() + "]", base.own_threads};
 }
 
 }  // namespace

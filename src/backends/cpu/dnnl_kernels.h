@@ -14,9 +14,10 @@
 namespace kiln::compute::cpu {
 
 /// The kernel `name` that calls run(in, out), a oneDNN error in a call becoming a kiln::Error
-/// naming the graph op `op` and the kernel.
+/// naming the graph op `op` and the kernel; `own_threads` as KernelChoice's (a oneDNN call on
+/// more than one thread).
 template <class F>
-KernelChoice GuardedDnnlKernel(const char* op, std::string name, F run) {
+KernelChoice GuardedDnnlKernel(const char* op, std::string name, bool own_threads, F run) {
   return {[op, name, run = std::move(run)](ref::Operands in, uint8_t* out) {
             try {
               run(in, out);
@@ -24,7 +25,7 @@ KernelChoice GuardedDnnlKernel(const char* op, std::string name, F run) {
               detail::Throw("{}: oneDNN kernel {} failed: {}", op, name, e.what());
             }
           },
-          name};
+          name, own_threads};
 }
 
 /// `threads`: the most threads the kernel may use (contractions of at most kSingleThreadMacs

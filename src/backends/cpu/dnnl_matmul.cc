@@ -8,7 +8,11 @@
 // thread; weight gradients (narrow ones, and all on a team of threads), matrix-vector products
 // and very large products through dnnl_sgemm, where it measured faster (UseSgemm). BFloat16 products
 // sum in float32 and round once, as the Float32 product between conversions they replace does
-// (widen.cc), at twice its rate (bench/matmul_bench.cc).
+// (widen.cc), at twice its rate (bench/matmul_bench.cc). Products split over a team also get one
+// single-threaded primitive (or sgemm call) per block of result rows, which a program team
+// (team.h) runs one per thread instead of the multi-threaded call.
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cstring>
@@ -17,6 +21,7 @@
 
 #include "backends/cpu/dnnl_common.h"
 #include "backends/cpu/dnnl_kernels.h"
+#include "backends/cpu/team.h"
 
 namespace kiln::compute::cpu {
 
@@ -90,6 +95,16 @@ std::vector<int64_t> DescStrides(const OperandView& v) {
 /// Whether the view is already dense row-major (a copy would change nothing).
 bool IsDense(const OperandView& v) { return DescStrides(v) == DenseStrides(v.dims3); }
 
+/// One thread's block of result rows on a program team: rows [first, first + rows) of the M axis.
+struct MatmulPart {
+  int64_t first = 0, rows = 0;
+  dnnl::matmul primitive;  ///< Single-threaded, over the block (not for sgemm plans).
+  dnnl::memory::desc src, dst, scratchpad;
+};
+
+/// A block of rows is at least this long (fewer rows: the product is not split by row blocks).
+constexpr int64_t kMinPartRows = 16;
+
 /// Everything one call needs; shared by the kernel's copies.
 struct MatmulPlan {
   dnnl::matmul primitive;
@@ -104,6 +119,8 @@ struct MatmulPlan {
   bool sgemm = false;
   char trans_a = 'N', trans_b = 'N';
   int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0;
+  /// One block of rows per thread of a team of `threads` (see AddParts), or none.
+  std::vector<MatmulPart> parts;
 };
 
 /// A product of at least this many multiply-adds runs through sgemm (UseSgemm).
@@ -193,8 +210,85 @@ dnnl::matmul::primitive_desc Describe(MatmulPlan& p) {
   return dnnl::matmul::primitive_desc(dnnl::matmul::desc(p.src, p.weights, p.bias, p.dst), attr, Engine());
 }
 
+/// Splits the product into one block of result rows per thread of the team, each a
+/// single-threaded primitive (or sgemm call) on its rows: products of one matrix pair, without
+/// copies, with at least kMinPartRows rows a block. Leaves `parts` empty otherwise, or when oneDNN
+/// only has its reference kernel for a block.
+void AddParts(MatmulPlan& p) {
+  const int64_t m = p.lhs.dims3[1], k = p.lhs.dims3[2], n = p.rhs.dims3[2];
+  if (p.threads <= 1 || p.lhs.dims3[0] != 1 || p.lhs.copy || p.rhs.copy || m < p.threads * kMinPartRows)
+    return;
+  const ThreadScope scope(1);
+  const std::vector<int64_t> ls = DescStrides(p.lhs), dst_strides = DenseStrides({1, m, n});
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  attr.set_post_ops(ActivationPostOps(p.epilogue));
+  std::vector<MatmulPart> parts(static_cast<size_t>(p.threads));
+  for (int t = 0; t < p.threads; ++t) {
+    MatmulPart& part = parts[static_cast<size_t>(t)];
+    part.first = m * t / p.threads;
+    part.rows = m * (t + 1) / p.threads - part.first;
+    if (p.sgemm) continue;
+    part.src = StridedDesc({1, part.rows, k}, ls, p.type);
+    part.dst = StridedDesc({1, part.rows, n}, dst_strides, p.type);
+    const dnnl::matmul::primitive_desc pd =
+        p.epilogue.bias
+            ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(part.src, p.weights, p.bias, part.dst), attr,
+                                           Engine())
+            : dnnl::matmul::primitive_desc(dnnl::matmul::desc(part.src, p.weights, part.dst), attr, Engine());
+    if (IsReference(pd)) return;
+    part.scratchpad = pd.scratchpad_desc();
+    part.primitive = dnnl::matmul(pd);
+  }
+  p.parts = std::move(parts);
+}
+
+/// Runs one block of rows of the plan on the calling thread.
+void RunPart(const MatmulPlan& p, const MatmulPart& part, ref::Operands in, uint8_t* out) {
+  const auto element = static_cast<int64_t>(dnnl::memory::data_type_size(p.type));
+  const int64_t n = p.rhs.dims3[2];
+  uint8_t* dst = out + part.first * n * element;
+  if (p.sgemm) {
+    const float* a =
+        reinterpret_cast<const float*>(in[0]) + (p.trans_a == 'N' ? part.first * p.lda : part.first);
+    float* c = reinterpret_cast<float*>(dst);
+    const dnnl_status_t status = dnnl_sgemm(p.trans_a, p.trans_b, part.rows, p.n, p.k, 1.0f, a, p.lda,
+                                            reinterpret_cast<const float*>(in[1]), p.ldb, 0.0f, c, p.n);
+    if (status != dnnl_success) throw dnnl::error(status, "dnnl_sgemm");
+    if (p.epilogue.bias) {
+      Epilogue rows = p.epilogue;
+      rows.axis = 1;
+      const int64_t dims[2] = {part.rows, p.n};
+      ApplyEpilogue(rows, dims, reinterpret_cast<const float*>(in[2]), c);
+    } else if (p.epilogue.activation == Activation::kRelu) {
+      ReluInPlace(c, part.rows * p.n, 1);
+    }
+    return;
+  }
+  const int64_t lhs_rows = DescStrides(p.lhs)[1];
+  std::unordered_map<int, dnnl::memory> args{
+      {DNNL_ARG_SRC, Wrap(part.src, in[0] + part.first * lhs_rows * element)},
+      {DNNL_ARG_WEIGHTS, Wrap(p.weights, in[1])},
+      {DNNL_ARG_DST, Wrap(part.dst, dst)}};
+  if (p.epilogue.bias) args.emplace(DNNL_ARG_BIAS, Wrap(p.bias, in[2]));
+  if (part.scratchpad.get_size() > 0)
+    args.emplace(DNNL_ARG_SCRATCHPAD, Wrap(part.scratchpad, Scratch(part.scratchpad.get_size())));
+  dnnl::stream stream(Engine());
+  part.primitive.execute(stream, args);
+  stream.wait();
+  if (p.epilogue.activation == Activation::kRelu)
+    ReluInPlace(reinterpret_cast<float*>(dst), part.rows * n, 1);
+}
+
 /// Runs the plan on one call's operands.
 void RunMatmul(const MatmulPlan& p, ref::Operands in, uint8_t* out) {
+  if (!p.parts.empty()) {
+    ProgramTeam* team = ProgramTeam::Current();
+    if (team != nullptr && team->size() == static_cast<int>(p.parts.size())) {
+      team->Run([&](int id, int) { RunPart(p, p.parts[static_cast<size_t>(id)], in, out); });
+      return;
+    }
+  }
   SetThreads(p.threads);
   if (p.sgemm) {
     float* c = reinterpret_cast<float*>(out);
@@ -290,10 +384,12 @@ KernelChoice MakeDnnlMatmul(int threads, const Instruction& inst, const std::vec
       DescribeSgemm(*plan);
       name = "dnnl.sgemm";
     }
+    AddParts(*plan);
     if (plan->lhs.copy || plan->rhs.copy) name += "(copy)";
     if (plan->threads == 1 && threads > 1) name += "(1 thread)";
+    if (!plan->parts.empty()) name += fmt::format("({} row blocks)", plan->parts.size());
     if (epilogue != nullptr) name += "+post[" + epilogue->ToString() + "]";
-    return GuardedDnnlKernel("DotGeneral", std::move(name),
+    return GuardedDnnlKernel("DotGeneral", std::move(name), plan->threads > 1 && plan->parts.empty(),
                              [plan](ref::Operands in, uint8_t* out) { RunMatmul(*plan, in, out); });
   } catch (const dnnl::error&) {
     return {};

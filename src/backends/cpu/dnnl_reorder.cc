@@ -30,7 +30,7 @@ KernelChoice MakeDnnlTranspose(int threads, const Instruction& inst, const Shape
     const dnnl::reorder::primitive_desc pd(dnnl_util::Engine(), src, dnnl_util::Engine(), dst);
     if (dnnl_util::IsReference(pd)) return {};
     auto primitive = std::make_shared<dnnl::reorder>(pd);
-    return GuardedDnnlKernel("Transpose", "dnnl.reorder[" + dnnl_util::ImplName(pd) + "]",
+    return GuardedDnnlKernel("Transpose", "dnnl.reorder[" + dnnl_util::ImplName(pd) + "]", threads > 1,
                              [primitive, src, dst, threads](ref::Operands in, uint8_t* out) {
                                dnnl_util::SetThreads(threads);
                                dnnl::memory from = dnnl_util::Wrap(src, in[0]),

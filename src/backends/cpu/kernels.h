@@ -21,6 +21,11 @@ struct KernelChoice {
   Kernel kernel;
   /// Which implementation ("ref", "fused[5]", "dnnl.matmul"...), for the dump and tests.
   std::string name;
+  /// The kernel spreads its work over threads of its own making (a multi-threaded oneDNN call,
+  /// an OpenMP region), which a program team (team.h) cannot lend its threads to: inside one it
+  /// would run on the calling thread alone. Programs with such a kernel run without a team.
+  /// Kernels that run on the calling thread, or split through SplitAcrossTeam, leave it false.
+  bool own_threads = false;
 };
 
 /// oneDNN kernels (dnnl_kernels.cc): DotGeneral and ConvGeneral where oneDNN runs them; an empty
@@ -60,6 +65,9 @@ struct TupleKernelChoice {
   /// (CpuBuffer::OwnsMemory) and return that buffer: the executable gives it such buffers only for
   /// donated parameters that no later step reads (others are lent as views).
   bool overwrites_operands = false;
+  /// As KernelChoice::own_threads. Control flow's kernels run sub-programs, which a team does
+  /// not yet reach into: true for them.
+  bool own_threads = true;
 };
 /// The kernel of tuple op `inst`: a Composite runs the backend's kernel of its name where one
 /// accepts it, everything else the shared control flow (a Composite its decomposition).

@@ -79,7 +79,7 @@ KernelChoice LayerNormKernel(int threads, const RowNorm& norm, int64_t rows, int
     plan->scratchpad = pd.scratchpad_desc();
     plan->primitive = dnnl::layer_normalization_forward(pd);
     return GuardedDnnlKernel(
-        "LayerNorm", "dnnl.layer_norm[" + dnnl_util::ImplName(pd) + "]",
+        "LayerNorm", "dnnl.layer_norm[" + dnnl_util::ImplName(pd) + "]", plan->threads > 1,
         [plan](ref::Operands in, uint8_t* out) {
           dnnl_util::SetThreads(plan->threads);
           std::unordered_map<int, dnnl::memory> args = {

@@ -6,15 +6,25 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "backends/cpu/team.h"
+
 namespace kiln::compute::cpu {
 
 /// Runs body(first, last) over [0, units): on the calling thread, or, when `parallel`, in
-/// contiguous equal ranges across a team of min(threads, units) threads.
+/// contiguous equal ranges across a team of min(threads, units) threads: the program team the
+/// calling thread leads (team.h) where there is one, else an OpenMP parallel region.
 template <class B>
 void SplitAcrossTeam(int64_t units, int threads, bool parallel, B body) {
   const int team = parallel ? static_cast<int>(std::min<int64_t>(threads, units)) : 1;
   if (team <= 1) {
     body(int64_t{0}, units);
+    return;
+  }
+  if (ProgramTeam* program_team = ProgramTeam::Current()) {
+    program_team->Run([&](int id, int count) {
+      const int64_t first = units * id / count, last = units * (id + 1) / count;
+      if (first < last) body(first, last);
+    });
     return;
   }
 #pragma omp parallel num_threads(team)

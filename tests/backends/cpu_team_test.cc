@@ -1,0 +1,237 @@
+// Tests of the cpu backend's program team (backends/cpu/team.h): every part of a job runs once on
+// its own thread, waiting threads wake after sleeping, errors reach the lead, SplitAcrossTeam and
+// the matmul's row blocks use the team, whole programs on a team agree with ref and with the same
+// program without a team, give the same bits on every run, and programs with a kernel that
+// spreads its work over threads of its own run without a team.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backends/cpu/team.h"
+#include "backends/cpu/team_split.h"
+#include "backends/cpu_test_util.h"
+#include "kiln/graph/gradient.h"
+#include "kiln/kiln.h"
+#include "test_util.h"
+
+namespace kiln {
+namespace {
+
+using compute::cpu::ProgramTeam;
+using compute::cpu::RunOnTeam;
+using compute::cpu::SplitAcrossTeam;
+using graph::Node;
+using kiln::test::Close;
+using kiln::test::RandomUniform;
+
+TEST(CpuTeam, RunsEveryPartOnceOnItsOwnThread) {
+  const std::thread::id lead = std::this_thread::get_id();
+  int size = 0, jobs = 0;
+  std::vector<int> runs(2, 0);
+  std::atomic<int> wrong_thread{0};
+  RunOnTeam(2, [&] {
+    ProgramTeam* team = ProgramTeam::Current();
+    ASSERT_NE(team, nullptr);
+    size = team->size();
+    for (int j = 0; j < 2000; ++j, ++jobs) {
+      team->Run([&](int id, int count) {
+        if ((id == 0) != (std::this_thread::get_id() == lead)) ++wrong_thread;
+        if (count == 2) ++runs[static_cast<size_t>(id)];
+      });
+    }
+  });
+  EXPECT_EQ(ProgramTeam::Current(), nullptr);  // Only inside RunOnTeam.
+  ASSERT_EQ(size, 2);
+  EXPECT_EQ(runs[0], jobs);
+  EXPECT_EQ(runs[1], jobs);
+  EXPECT_EQ(wrong_thread.load(), 0);
+}
+
+TEST(CpuTeam, WaitingThreadsWakeAfterSleeping) {
+  // Gaps far longer than the spinning (200 us) put the other thread to sleep between jobs.
+  std::vector<int> seen;
+  RunOnTeam(2, [&] {
+    ProgramTeam* team = ProgramTeam::Current();
+    ASSERT_NE(team, nullptr);
+    for (int j = 0; j < 4; ++j) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      std::atomic<int> parts{0};
+      team->Run([&](int, int) { ++parts; });
+      seen.push_back(parts.load());
+    }
+  });
+  EXPECT_EQ(seen, std::vector<int>(4, 2));
+}
+
+TEST(CpuTeam, ErrorsReachTheLeadAndTheTeamGoesOn) {
+  std::string message;
+  int after = 0;
+  RunOnTeam(2, [&] {
+    ProgramTeam* team = ProgramTeam::Current();
+    ASSERT_NE(team, nullptr);
+    try {
+      team->Run([](int id, int) {
+        if (id == 1) throw std::runtime_error("part 1 failed");
+      });
+    } catch (const std::runtime_error& e) {
+      message = e.what();
+    }
+    std::atomic<int> parts{0};
+    team->Run([&](int, int) { ++parts; });
+    after = parts.load();
+  });
+  EXPECT_EQ(message, "part 1 failed");
+  EXPECT_EQ(after, 2);
+  // An error on the lead leaves RunOnTeam, after the others are released.
+  EXPECT_THROW(RunOnTeam(2, [] { throw std::invalid_argument("lead failed"); }), std::invalid_argument);
+  EXPECT_EQ(ProgramTeam::Current(), nullptr);
+}
+
+TEST(CpuTeam, SplitAcrossTeamRunsItsRangesOnTheTeam) {
+  const std::thread::id lead = std::this_thread::get_id();
+  std::vector<int> owner(100, -1);
+  int nested_parts = 0;
+  RunOnTeam(2, [&] {
+    SplitAcrossTeam(100, 2, true, [&](int64_t first, int64_t last) {
+      const int who = std::this_thread::get_id() == lead ? 0 : 1;
+      for (int64_t i = first; i < last; ++i) owner[static_cast<size_t>(i)] = who;
+      // On the other thread there is no team to lead: a split there runs in place.
+      if (who == 1) SplitAcrossTeam(10, 2, true, [&](int64_t, int64_t) { ++nested_parts; });
+    });
+  });
+  for (size_t i = 0; i < owner.size(); ++i) EXPECT_EQ(owner[i], i < 50 ? 0 : 1) << i;
+  EXPECT_EQ(nested_parts, 1);
+  // Outside a team it covers the range as before.
+  std::atomic<int> covered{0};
+  SplitAcrossTeam(100, 2, true,
+                  [&](int64_t first, int64_t last) { covered += static_cast<int>(last - first); });
+  EXPECT_EQ(covered.load(), 100);
+}
+
+using Fn = std::function<std::vector<Node>(const std::vector<Node>&)>;
+
+Node Relu(Node x) { return graph::MaxScalar(x, 0.0f); }
+
+/// The steps summary of `fn`'s program compiled on `config` (KILN_CPU_DUMP), and its results.
+std::string DumpOf(const std::string& config, const Fn& fn, const std::vector<Tensor>& inputs,
+                   std::vector<Tensor>* results) {
+  setenv("KILN_CPU_DUMP", "1", 1);
+  compute::BackendPtr backend = compute::NewWithConfig(config);
+  unsetenv("KILN_CPU_DUMP");
+  graph::Exec exec = graph::NewExec(backend, fn);
+  ::testing::internal::CaptureStderr();
+  *results = exec.Call(inputs);
+  return ::testing::internal::GetCapturedStderr();
+}
+
+TEST(CpuTeam, ProductsSplitIntoRowBlocksAgreeWithRef) {
+  // The forms a dense layer's step uses: a plain product with a bias and ReLU (the primitive's
+  // bias and the loop after it), an input gradient (right side transposed), weight gradients
+  // (left side transposed: sgemm), and an odd row count (blocks of 18 and 19 rows).
+  struct Form {
+    std::string name;
+    std::vector<int64_t> a, b;
+    Fn fn;
+    int64_t terms;
+  };
+  const std::vector<Form> forms = {
+      {"dense",
+       {96, 200},
+       {200, 64},
+       [](const std::vector<Node>& p) { return std::vector<Node>{Relu(graph::MatMul(p[0], p[1]) + 0.25f)}; },
+       200},
+      {"input gradient",
+       {96, 64},
+       {200, 64},
+       [](const std::vector<Node>& p) {
+         return std::vector<Node>{graph::DotGeneral(p[0], {1}, {}, p[1], {1}, {})};
+       },
+       64},
+      {"weight gradient",
+       {96, 200},
+       {96, 64},
+       [](const std::vector<Node>& p) {
+         return std::vector<Node>{graph::DotGeneral(p[0], {0}, {}, p[1], {0}, {})};
+       },
+       96},
+      {"odd rows",
+       {37, 300},
+       {300, 90},
+       [](const std::vector<Node>& p) { return std::vector<Node>{graph::MatMul(p[0], p[1])}; },
+       300},
+  };
+  for (const Form& f : forms) {
+    SCOPED_TRACE(f.name);
+    const std::vector<Tensor> in = {RandomUniform(f.a, 1), RandomUniform(f.b, 2)};
+    std::vector<Tensor> team, plain;
+    const std::string dump = DumpOf("cpu:threads=2,serial_work=0", f.fn, in, &team);
+    DumpOf("cpu:threads=2,serial_work=0,team=false", f.fn, in, &plain);
+    EXPECT_NE(dump.find("on one team"), std::string::npos) << dump;
+    EXPECT_NE(dump.find("(2 row blocks)"), std::string::npos) << dump;
+    const std::vector<Tensor> want = graph::NewExec(kiln::test::Backend("ref"), f.fn).Call(in);
+    EXPECT_TRUE(Close(team[0], want[0], f.terms));
+    EXPECT_TRUE(Close(plain[0], want[0], f.terms));
+  }
+}
+
+TEST(CpuTeam, TrainingStepsOnATeamAreReproducibleAndAgreeWithoutOne) {
+  // Three steps of a two-layer network's plain gradient descent: the same bits on every run,
+  // and within float32 error of the same program run without a team.
+  const Fn step = [](const std::vector<Node>& p) {
+    Node x = p[0], w1 = p[1], w2 = p[2];
+    for (int i = 0; i < 3; ++i) {
+      Node h = Relu(graph::MatMul(x, w1));
+      Node loss = graph::ReduceAllSum(graph::Square(graph::MatMul(h, w2))) * (1.0f / 4096.0f);
+      const std::vector<Node> g = graph::Gradient(loss, {w1, w2});
+      w1 = w1 - g[0] * 0.05f;
+      w2 = w2 - g[1] * 0.05f;
+    }
+    return std::vector<Node>{w1, w2};
+  };
+  const std::vector<Tensor> in = {RandomUniform({128, 256}, 3), RandomUniform({256, 128}, 4),
+                                  RandomUniform({128, 32}, 5)};
+  std::vector<Tensor> first, second, plain;
+  const std::string dump = DumpOf("cpu:threads=2,serial_work=0", step, in, &first);
+  EXPECT_NE(dump.find("on one team"), std::string::npos) << dump;
+  DumpOf("cpu:threads=2,serial_work=0", step, in, &second);
+  DumpOf("cpu:threads=2,serial_work=0,team=false", step, in, &plain);
+  const std::vector<Tensor> want = graph::NewExec(kiln::test::Backend("ref"), step).Call(in);
+  for (size_t k = 0; k < first.size(); ++k) {
+    EXPECT_EQ(first[k].ToVector<float>(), second[k].ToVector<float>()) << k;
+    EXPECT_TRUE(Close(first[k], plain[k], 256)) << k;
+    EXPECT_TRUE(Close(first[k], want[k], 256)) << k;
+  }
+}
+
+TEST(CpuTeam, ProgramsWithKernelsOnThreadsOfTheirOwnRunWithoutATeam) {
+  // A two-thread convolution is one oneDNN call over OpenMP threads of its own: the program keeps
+  // today's regions; with team=false no program uses a team.
+  const Fn conv = [](const std::vector<Node>& p) {
+    return std::vector<Node>{Relu(graph::Convolve(p[0], p[1]).PadSame().Done())};
+  };
+  const std::vector<Tensor> in = {RandomUniform({16, 28, 28, 8}, 6), RandomUniform({5, 5, 8, 16}, 7)};
+  std::vector<Tensor> got;
+  std::string dump = DumpOf("cpu:threads=2,serial_work=0", conv, in, &got);
+  EXPECT_NE(dump.find("2 threads\n"), std::string::npos) << dump;
+  const std::vector<Tensor> want = graph::NewExec(kiln::test::Backend("ref"), conv).Call(in);
+  EXPECT_TRUE(Close(got[0], want[0], 200));
+  const Fn dense = [](const std::vector<Node>& p) { return std::vector<Node>{graph::MatMul(p[0], p[1])}; };
+  dump = DumpOf("cpu:threads=2,serial_work=0,team=false", dense,
+                {RandomUniform({64, 64}, 8), RandomUniform({64, 64}, 9)}, &got);
+  EXPECT_NE(dump.find("2 threads\n"), std::string::npos) << dump;
+  EXPECT_TRUE(Close(got[0],
+                    graph::NewExec(kiln::test::Backend("ref"), dense)
+                        .Call(RandomUniform({64, 64}, 8), RandomUniform({64, 64}, 9))[0],
+                    64));
+}
+
+}  // namespace
+}  // namespace kiln
