@@ -170,16 +170,28 @@ TEST(CpuTeam, ProductsSplitIntoRowBlocksAgreeWithRef) {
   };
   for (const Form& f : forms) {
     SCOPED_TRACE(f.name);
+    // The form twice, on x and on 2x: a team takes programs of two or more sizeable kernels.
+    const Fn twice = [&f](const std::vector<Node>& p) {
+      return std::vector<Node>{f.fn(p)[0], f.fn({p[0] * 2.0f, p[1]})[0]};
+    };
     const std::vector<Tensor> in = {RandomUniform(f.a, 1), RandomUniform(f.b, 2)};
     std::vector<Tensor> team, plain;
-    const std::string dump = DumpOf("cpu:threads=2,serial_work=0", f.fn, in, &team);
-    DumpOf("cpu:threads=2,serial_work=0,team=false", f.fn, in, &plain);
+    const std::string dump = DumpOf("cpu:threads=2,serial_work=0", twice, in, &team);
+    DumpOf("cpu:threads=2,serial_work=0,team=false", twice, in, &plain);
     EXPECT_NE(dump.find("on one team"), std::string::npos) << dump;
     EXPECT_NE(dump.find("(2 row blocks)"), std::string::npos) << dump;
-    const std::vector<Tensor> want = graph::NewExec(kiln::test::Backend("ref"), f.fn).Call(in);
-    EXPECT_TRUE(Close(team[0], want[0], f.terms));
-    EXPECT_TRUE(Close(plain[0], want[0], f.terms));
+    const std::vector<Tensor> want = graph::NewExec(kiln::test::Backend("ref"), twice).Call(in);
+    for (size_t k = 0; k < 2; ++k) {
+      EXPECT_TRUE(Close(team[k], want[k], f.terms)) << k;
+      EXPECT_TRUE(Close(plain[k], want[k], f.terms)) << k;
+    }
   }
+  // A program of one sizeable kernel runs it without a team (the team would cost the same
+  // wake-up as the kernel's own region).
+  std::vector<Tensor> one;
+  const std::string dump = DumpOf("cpu:threads=2,serial_work=0", forms[0].fn,
+                                  {RandomUniform(forms[0].a, 1), RandomUniform(forms[0].b, 2)}, &one);
+  EXPECT_NE(dump.find("2 threads\n"), std::string::npos) << dump;
 }
 
 TEST(CpuTeam, TrainingStepsOnATeamAreReproducibleAndAgreeWithoutOne) {

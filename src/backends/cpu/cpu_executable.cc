@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "backends/cpu/compiler.h"
+#include "backends/cpu/cost_model.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/plan.h"
 #include "backends/cpu/simd_target.h"
@@ -116,7 +117,7 @@ class CpuExecutable final : public Executable {
     threads_ = ProgramThreads(m, backend_->options().threads, backend_->options().serial_work);
     ClassifyValues(m);
     ChooseKernels(m);
-    UseTeamIfAllSplit();
+    UseTeamIfAllSplit(m);
     const std::vector<int> last_use = LastUses(m);
     PlanReusableOperands(last_use);
     PlanDonors(m, last_use);
@@ -151,9 +152,10 @@ class CpuExecutable final : public Executable {
   /// The steps, in node order: a kernel for each value computed in the arena or an output
   /// buffer (ChooseKernel: fused, pooling, oneDNN or reference), the tuple ops and the aliases.
   void ChooseKernels(const Module& m);
-  /// Sets team_ when the program runs on several threads, the backend's `team` option is on and
-  /// no step spreads its work over threads of its own.
-  void UseTeamIfAllSplit();
+  /// Sets team_ when the program runs on several threads, the backend's `team` option is on, it
+  /// has two or more sizeable kernels (with one, the team would cost the same wake-up as that
+  /// kernel's own region) and no step spreads its work over threads of its own.
+  void UseTeamIfAllSplit(const Module& m);
   /// Per value, the last node reading it (an alias's reads count for its root); outputs live to
   /// the end.
   std::vector<int> LastUses(const Module& m) const;
@@ -304,8 +306,8 @@ void CpuExecutable::ChooseKernels(const Module& m) {
   }
 }
 
-void CpuExecutable::UseTeamIfAllSplit() {
-  if (threads_ <= 1 || !backend_->options().team) return;
+void CpuExecutable::UseTeamIfAllSplit(const Module& m) {
+  if (threads_ <= 1 || !backend_->options().team || ProgramWork(m).sizeable < 2) return;
   team_ = std::none_of(steps_.begin(), steps_.end(), [](const Step& st) { return st.own_threads; });
 }
 
