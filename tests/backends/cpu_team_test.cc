@@ -142,26 +142,20 @@ TEST(CpuTeam, ProductsSplitIntoRowBlocksAgreeWithRef) {
     Fn fn;
     int64_t terms;
   };
+  // a·b contracting lhs axes `lc` with rhs axes `rc`.
+  const auto contract = [](std::vector<int> lc, std::vector<int> rc) -> Fn {
+    return [lc, rc](const std::vector<Node>& p) {
+      return std::vector<Node>{graph::DotGeneral(p[0], lc, {}, p[1], rc, {})};
+    };
+  };
   const std::vector<Form> forms = {
       {"dense",
        {96, 200},
        {200, 64},
        [](const std::vector<Node>& p) { return std::vector<Node>{Relu(graph::MatMul(p[0], p[1]) + 0.25f)}; },
        200},
-      {"input gradient",
-       {96, 64},
-       {200, 64},
-       [](const std::vector<Node>& p) {
-         return std::vector<Node>{graph::DotGeneral(p[0], {1}, {}, p[1], {1}, {})};
-       },
-       64},
-      {"weight gradient",
-       {96, 200},
-       {96, 64},
-       [](const std::vector<Node>& p) {
-         return std::vector<Node>{graph::DotGeneral(p[0], {0}, {}, p[1], {0}, {})};
-       },
-       96},
+      {"input gradient", {96, 64}, {200, 64}, contract({1}, {1}), 64},
+      {"weight gradient", {96, 200}, {96, 64}, contract({0}, {0}), 96},
       {"odd rows",
        {37, 300},
        {300, 90},
