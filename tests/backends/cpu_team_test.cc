@@ -1,8 +1,9 @@
 // Tests of the cpu backend's program team (backends/cpu/team.h): every part of a job runs once on
 // its own thread, waiting threads wake after sleeping, errors reach the lead, SplitAcrossTeam and
 // the matmul's row blocks use the team, whole programs on a team agree with ref and with the same
-// program without a team, give the same bits on every run, and programs with a kernel that
-// spreads its work over threads of its own run without a team.
+// program without a team, give the same bits on every run and when several threads run them at
+// once, and programs with a kernel that spreads its work over threads of its own run without a
+// team.
 
 #include <gtest/gtest.h>
 
@@ -215,6 +216,33 @@ TEST(CpuTeam, TrainingStepsOnATeamAreReproducibleAndAgreeWithoutOne) {
     EXPECT_TRUE(Close(first[k], plain[k], 256)) << k;
     EXPECT_TRUE(Close(first[k], want[k], 256)) << k;
   }
+}
+
+TEST(CpuTeam, ConcurrentExecutionsEachLeadTheirOwnTeam) {
+  // Four threads run one team program at once, ten times each: every result is the one a single
+  // execution gives, bit for bit (each call leads its own OpenMP team).
+  const Fn dense = [](const std::vector<Node>& p) {
+    Node h = Relu(graph::MatMul(p[0], p[1]));
+    return std::vector<Node>{graph::MatMul(h, p[2])};
+  };
+  const std::vector<Tensor> in = {RandomUniform({128, 256}, 10), RandomUniform({256, 128}, 11),
+                                  RandomUniform({128, 64}, 12)};
+  std::vector<Tensor> alone;
+  const std::string dump = DumpOf("cpu:threads=2,serial_work=0", dense, in, &alone);
+  ASSERT_NE(dump.find("on one team"), std::string::npos) << dump;
+  graph::Exec exec = graph::NewExec(kiln::test::Backend("cpu:threads=2,serial_work=0"), dense);
+  const std::vector<float> want = alone[0].ToVector<float>();
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 4; ++t) {
+    callers.emplace_back([&] {
+      for (int i = 0; i < 10; ++i) {
+        if (exec.Call(in)[0].ToVector<float>() != want) ++wrong;
+      }
+    });
+  }
+  for (std::thread& c : callers) c.join();
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 TEST(CpuTeam, ProgramsWithKernelsOnThreadsOfTheirOwnRunWithoutATeam) {
