@@ -1,6 +1,7 @@
 // The cpu executable: compiles a Program (compiler.h) into a flat list of steps over
 // pre-planned memory, then runs it: intermediates in one arena per execution (from the pool),
-// outputs in pool buffers or in donated inputs.
+// outputs in pool buffers or in donated inputs; a program whose kernels all split their work
+// through kiln runs each execution on one program team (team.h).
 
 #include <chrono>
 #include <cstdio>
