@@ -193,21 +193,29 @@ std::vector<int64_t> FreeAxes(int64_t rank, const std::vector<int64_t>& batch,
   return free;
 }
 
+/// The primitive of `p` (its weights, bias and post-ops) from `src` to `dst`: the whole product's
+/// or a block of its rows.
+dnnl::matmul::primitive_desc DescribeFor(const MatmulPlan& p, const dnnl::memory::desc& src,
+                                         const dnnl::memory::desc& dst) {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  attr.set_post_ops(ActivationPostOps(p.epilogue));
+  if (!p.epilogue.bias)
+    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, p.weights, dst), attr, Engine());
+  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, p.weights, p.bias, dst), attr, Engine());
+}
+
 /// Creates the primitive for the plan's current copy decisions.
 dnnl::matmul::primitive_desc Describe(MatmulPlan& p) {
   p.src = StridedDesc(p.lhs.dims3, DescStrides(p.lhs), p.type);
   p.weights = StridedDesc(p.rhs.dims3, DescStrides(p.rhs), p.type);
   p.dst = StridedDesc({p.lhs.dims3[0], p.lhs.dims3[1], p.rhs.dims3[2]},
                       DenseStrides({p.lhs.dims3[0], p.lhs.dims3[1], p.rhs.dims3[2]}), p.type);
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  attr.set_post_ops(ActivationPostOps(p.epilogue));
-  if (!p.epilogue.bias) {
-    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(p.src, p.weights, p.dst), attr, Engine());
+  if (p.epilogue.bias) {
+    const int64_t n = p.rhs.dims3[2];
+    p.bias = StridedDesc({1, 1, n}, {n, n, 1}, p.type);  // The bias has the operands' type.
   }
-  const int64_t n = p.rhs.dims3[2];
-  p.bias = StridedDesc({1, 1, n}, {n, n, 1}, p.type);  // The bias has the operands' type.
-  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(p.src, p.weights, p.bias, p.dst), attr, Engine());
+  return DescribeFor(p, p.src, p.dst);
 }
 
 /// Splits the product into one block of result rows per thread of the team, each a
@@ -220,9 +228,6 @@ void AddParts(MatmulPlan& p) {
     return;
   const ThreadScope scope(1);
   const std::vector<int64_t> ls = DescStrides(p.lhs), dst_strides = DenseStrides({1, m, n});
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  attr.set_post_ops(ActivationPostOps(p.epilogue));
   std::vector<MatmulPart> parts(static_cast<size_t>(p.threads));
   for (int t = 0; t < p.threads; ++t) {
     MatmulPart& part = parts[static_cast<size_t>(t)];
@@ -231,11 +236,7 @@ void AddParts(MatmulPlan& p) {
     if (p.sgemm) continue;
     part.src = StridedDesc({1, part.rows, k}, ls, p.type);
     part.dst = StridedDesc({1, part.rows, n}, dst_strides, p.type);
-    const dnnl::matmul::primitive_desc pd =
-        p.epilogue.bias
-            ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(part.src, p.weights, p.bias, part.dst), attr,
-                                           Engine())
-            : dnnl::matmul::primitive_desc(dnnl::matmul::desc(part.src, p.weights, part.dst), attr, Engine());
+    const dnnl::matmul::primitive_desc pd = DescribeFor(p, part.src, part.dst);
     if (IsReference(pd)) return;
     part.scratchpad = pd.scratchpad_desc();
     part.primitive = dnnl::matmul(pd);
@@ -243,28 +244,37 @@ void AddParts(MatmulPlan& p) {
   p.parts = std::move(parts);
 }
 
+/// Rows [first, first + rows) of an sgemm plan's product with its epilogue; `threads` for
+/// sgemm's own team and the ReLU pass (OpenMP's current team size: the caller sets it).
+void RunSgemmRows(const MatmulPlan& p, ref::Operands in, uint8_t* out, int64_t first, int64_t rows,
+                  int threads) {
+  const float* a = reinterpret_cast<const float*>(in[0]) + (p.trans_a == 'N' ? first * p.lda : first);
+  float* c = reinterpret_cast<float*>(out) + first * p.n;
+  const dnnl_status_t status = dnnl_sgemm(p.trans_a, p.trans_b, rows, p.n, p.k, 1.0f, a, p.lda,
+                                          reinterpret_cast<const float*>(in[1]), p.ldb, 0.0f, c, p.n);
+  if (status != dnnl_success) throw dnnl::error(status, "dnnl_sgemm");
+  // The bias is added to the finished sums, as the primitive's bias and a separate Add do
+  // (accumulating onto a C that holds it, beta 1, rounds differently: a row's result would then
+  // depend on whether it was computed alone).
+  if (p.epilogue.bias) {
+    Epilogue along_rows = p.epilogue;  // The result seen as [rows, n]: the bias runs along axis 1.
+    along_rows.axis = 1;
+    const int64_t dims[2] = {rows, p.n};
+    ApplyEpilogue(along_rows, dims, reinterpret_cast<const float*>(in[2]), c);
+  } else if (p.epilogue.activation == Activation::kRelu) {
+    ReluInPlace(c, rows * p.n, threads);
+  }
+}
+
 /// Runs one block of rows of the plan on the calling thread.
 void RunPart(const MatmulPlan& p, const MatmulPart& part, ref::Operands in, uint8_t* out) {
+  if (p.sgemm) {
+    RunSgemmRows(p, in, out, part.first, part.rows, 1);
+    return;
+  }
   const auto element = static_cast<int64_t>(dnnl::memory::data_type_size(p.type));
   const int64_t n = p.rhs.dims3[2];
   uint8_t* dst = out + part.first * n * element;
-  if (p.sgemm) {
-    const float* a =
-        reinterpret_cast<const float*>(in[0]) + (p.trans_a == 'N' ? part.first * p.lda : part.first);
-    float* c = reinterpret_cast<float*>(dst);
-    const dnnl_status_t status = dnnl_sgemm(p.trans_a, p.trans_b, part.rows, p.n, p.k, 1.0f, a, p.lda,
-                                            reinterpret_cast<const float*>(in[1]), p.ldb, 0.0f, c, p.n);
-    if (status != dnnl_success) throw dnnl::error(status, "dnnl_sgemm");
-    if (p.epilogue.bias) {
-      Epilogue rows = p.epilogue;
-      rows.axis = 1;
-      const int64_t dims[2] = {part.rows, p.n};
-      ApplyEpilogue(rows, dims, reinterpret_cast<const float*>(in[2]), c);
-    } else if (p.epilogue.activation == Activation::kRelu) {
-      ReluInPlace(c, part.rows * p.n, 1);
-    }
-    return;
-  }
   const int64_t lhs_rows = DescStrides(p.lhs)[1];
   std::unordered_map<int, dnnl::memory> args{
       {DNNL_ARG_SRC, Wrap(part.src, in[0] + part.first * lhs_rows * element)},
@@ -291,22 +301,7 @@ void RunMatmul(const MatmulPlan& p, ref::Operands in, uint8_t* out) {
   }
   SetThreads(p.threads);
   if (p.sgemm) {
-    float* c = reinterpret_cast<float*>(out);
-    const dnnl_status_t status =
-        dnnl_sgemm(p.trans_a, p.trans_b, p.m, p.n, p.k, 1.0f, reinterpret_cast<const float*>(in[0]), p.lda,
-                   reinterpret_cast<const float*>(in[1]), p.ldb, 0.0f, c, p.n);
-    if (status != dnnl_success) throw dnnl::error(status, "dnnl_sgemm");
-    // The bias is added to the finished sums, as the primitive's bias and a separate Add do
-    // (accumulating onto a C that holds it, beta 1, rounds differently: a row's result would then
-    // depend on whether it was computed alone).
-    if (p.epilogue.bias) {
-      Epilogue rows = p.epilogue;  // The result seen as [m, n]: the bias runs along axis 1.
-      rows.axis = 1;
-      const int64_t dims[2] = {p.m, p.n};
-      ApplyEpilogue(rows, dims, reinterpret_cast<const float*>(in[2]), c);
-    } else if (p.epilogue.activation == Activation::kRelu) {
-      ReluInPlace(c, p.m * p.n, p.threads);
-    }
+    RunSgemmRows(p, in, out, 0, p.m, p.threads);
     return;
   }
   ScratchLayout layout;
