@@ -14,39 +14,25 @@
 
 #include "bench_util.h"
 #include "cases.h"
+#include "dnnl_product.h"
 
 namespace kiln::bench {
 namespace {
 
 // One row-major product C[m,n] = op(A)·op(B) with its own operands, created for `threads`.
 struct Product {
-  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
-  dnnl::matmul primitive;
   std::vector<float> a, b, c;
-  dnnl::memory am, bm, cm;
+  DnnlProduct product;
 
   Product(int64_t m, int64_t k, int64_t n, bool trans_a, bool trans_b, int threads)
       : a(UniformValues(21, m * k, -1, 1)),
         b(UniformValues(22, k * n, -1, 1)),
-        c(static_cast<size_t>(m * n)) {
-    using dnnl::memory;
-    omp_set_num_threads(threads);
-    const memory::desc a_md({m, k}, memory::data_type::f32,
-                            trans_a ? memory::dims{1, m} : memory::dims{k, 1});
-    const memory::desc b_md({k, n}, memory::data_type::f32,
-                            trans_b ? memory::dims{1, k} : memory::dims{n, 1});
-    const memory::desc c_md({m, n}, memory::data_type::f32, memory::dims{n, 1});
-    primitive = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, c_md), engine));
-    am = memory(a_md, engine, a.data());
-    bm = memory(b_md, engine, b.data());
-    cm = memory(c_md, engine, c.data());
-  }
+        c(static_cast<size_t>(m * n)),
+        product(m, k, n, trans_a ? dnnl::memory::dims{1, m} : dnnl::memory::dims{k, 1},
+                trans_b ? dnnl::memory::dims{1, k} : dnnl::memory::dims{n, 1}, n, a.data(), b.data(),
+                c.data(), threads) {}
   // Runs on the calling thread's current team size.
-  void Run() {
-    dnnl::stream stream(engine);
-    primitive.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
-    stream.wait();
-  }
+  void Run() { product.Run(); }
 };
 
 // The layer m x k x n (forward x[m,k]·W[k,n]): dX = dY[m,n]·W[k,n]ᵀ and dW = x[m,k]ᵀ·dY[m,n].

@@ -26,36 +26,12 @@
 
 #include "bench_util.h"
 #include "cases.h"
+#include "dnnl_product.h"
 
 namespace kiln::bench {
 namespace {
 
 using dnnl::memory;
-
-// C[m,n] (row stride ldc) = A[m,k] * B[k,n], with A's and B's strides given: a primitive created
-// for `threads`.
-struct Product {
-  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
-  dnnl::matmul primitive;
-  memory a, b, c;
-
-  Product(int64_t m, int64_t k, int64_t n, const memory::dims& a_strides, const memory::dims& b_strides,
-          int64_t ldc, const float* a_data, const float* b_data, float* c_data, int threads) {
-    omp_set_num_threads(threads);
-    const memory::desc a_md({m, k}, memory::data_type::f32, a_strides);
-    const memory::desc b_md({k, n}, memory::data_type::f32, b_strides);
-    const memory::desc c_md({m, n}, memory::data_type::f32, memory::dims{ldc, 1});
-    primitive = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, c_md), engine));
-    a = memory(a_md, engine, const_cast<float*>(a_data));
-    b = memory(b_md, engine, const_cast<float*>(b_data));
-    c = memory(c_md, engine, c_data);
-  }
-  void Run() {
-    dnnl::stream stream(engine);
-    primitive.execute(stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
-    stream.wait();
-  }
-};
 
 constexpr int64_t kBatch = 256, kIn = 784, kHidden = 512;
 
@@ -77,7 +53,7 @@ void TeamCase(benchmark::State& state) {
   // The whole products, each on two threads: h1 = x w1, h2 = a1 w2, d1 = g2 w2^T, dw2 = a1^T g2,
   // dw1 = x^T d1.
   const auto whole = [&](int threads) {
-    std::vector<Product> p;
+    std::vector<DnnlProduct> p;
     p.reserve(5);
     p.emplace_back(kBatch, kIn, kHidden, memory::dims{kIn, 1}, memory::dims{kHidden, 1}, kHidden, x.data(),
                    w1.data(), h1.data(), threads);
@@ -91,9 +67,9 @@ void TeamCase(benchmark::State& state) {
                    d1.data(), dw1.data(), threads);
     return p;
   };
-  std::vector<Product> omp = whole(2);
+  std::vector<DnnlProduct> omp = whole(2);
   // Thread t's halves: rows [t/2, (t+1)/2) of every result, single-threaded.
-  std::vector<Product> half[2];
+  std::vector<DnnlProduct> half[2];
   for (int t = 0; t < 2; ++t) {
     const int64_t r = kBatch / 2 * t, r2 = kHidden / 2 * t, r1 = kIn / 2 * t;
     half[t].reserve(5);
