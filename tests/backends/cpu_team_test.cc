@@ -246,25 +246,29 @@ TEST(CpuTeam, ConcurrentExecutionsEachLeadTheirOwnTeam) {
 }
 
 TEST(CpuTeam, ProgramsWithKernelsOnThreadsOfTheirOwnRunWithoutATeam) {
-  // A two-thread convolution is one oneDNN call over OpenMP threads of its own: the program keeps
-  // today's regions; with team=false no program uses a team.
-  const Fn conv = [](const std::vector<Node>& p) {
-    return std::vector<Node>{Relu(graph::Convolve(p[0], p[1]).PadSame().Done())};
+  // Two-thread convolutions are oneDNN calls over OpenMP threads of their own: a program of two
+  // keeps today's regions. With team=false no program uses a team, two products neither. (Both
+  // programs have two sizeable kernels, so each would run on a team otherwise.)
+  const Fn convs = [](const std::vector<Node>& p) {
+    Node h = Relu(graph::Convolve(p[0], p[1]).PadSame().Done());
+    return std::vector<Node>{graph::Convolve(h, p[2]).PadSame().Done()};
   };
-  const std::vector<Tensor> in = {RandomUniform({16, 28, 28, 8}, 6), RandomUniform({5, 5, 8, 16}, 7)};
+  const std::vector<Tensor> in = {RandomUniform({16, 28, 28, 8}, 6), RandomUniform({5, 5, 8, 16}, 7),
+                                  RandomUniform({5, 5, 16, 16}, 8)};
   std::vector<Tensor> got;
-  std::string dump = DumpOf("cpu:threads=2,serial_work=0", conv, in, &got);
+  std::string dump = DumpOf("cpu:threads=2,serial_work=0", convs, in, &got);
   EXPECT_NE(dump.find("2 threads\n"), std::string::npos) << dump;
-  const std::vector<Tensor> want = graph::NewExec(kiln::test::Backend("ref"), conv).Call(in);
-  EXPECT_TRUE(Close(got[0], want[0], 200));
-  const Fn dense = [](const std::vector<Node>& p) { return std::vector<Node>{graph::MatMul(p[0], p[1])}; };
-  dump = DumpOf("cpu:threads=2,serial_work=0,team=false", dense,
-                {RandomUniform({64, 64}, 8), RandomUniform({64, 64}, 9)}, &got);
+  EXPECT_TRUE(Close(got[0], graph::NewExec(kiln::test::Backend("ref"), convs).Call(in)[0], 400));
+  const Fn dense = [](const std::vector<Node>& p) {
+    return std::vector<Node>{graph::MatMul(Relu(graph::MatMul(p[0], p[1])), p[2])};
+  };
+  const std::vector<Tensor> dense_in = {RandomUniform({128, 256}, 9), RandomUniform({256, 128}, 10),
+                                        RandomUniform({128, 64}, 11)};
+  ASSERT_NE(DumpOf("cpu:threads=2,serial_work=0", dense, dense_in, &got).find("on one team"),
+            std::string::npos);
+  dump = DumpOf("cpu:threads=2,serial_work=0,team=false", dense, dense_in, &got);
   EXPECT_NE(dump.find("2 threads\n"), std::string::npos) << dump;
-  EXPECT_TRUE(Close(got[0],
-                    graph::NewExec(kiln::test::Backend("ref"), dense)
-                        .Call(RandomUniform({64, 64}, 8), RandomUniform({64, 64}, 9))[0],
-                    64));
+  EXPECT_TRUE(Close(got[0], graph::NewExec(kiln::test::Backend("ref"), dense).Call(dense_in)[0], 256));
 }
 
 }  // namespace
