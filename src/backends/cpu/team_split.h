@@ -20,18 +20,17 @@ void SplitAcrossTeam(int64_t units, int threads, bool parallel, B body) {
     body(int64_t{0}, units);
     return;
   }
+  // Member `id` of `count` takes the id-th equal range (none when there are more members than units).
+  const auto range = [&](int64_t id, int64_t count) {
+    const int64_t first = units * id / count, last = units * (id + 1) / count;
+    if (first < last) body(first, last);
+  };
   if (ProgramTeam* program_team = ProgramTeam::Current()) {
-    program_team->Run([&](int id, int count) {
-      const int64_t first = units * id / count, last = units * (id + 1) / count;
-      if (first < last) body(first, last);
-    });
+    program_team->Run(range);
     return;
   }
 #pragma omp parallel num_threads(team)
-  {
-    const int64_t id = omp_get_thread_num(), count = omp_get_num_threads();
-    body(units * id / count, units * (id + 1) / count);
-  }
+  range(omp_get_thread_num(), omp_get_num_threads());
 }
 
 }  // namespace kiln::compute::cpu
