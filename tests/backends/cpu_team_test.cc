@@ -1,5 +1,5 @@
-// Tests of the cpu backend's program team (backends/cpu/team.h): every part of a job runs once on
-// its own thread, waiting threads wake after sleeping, errors reach the lead, SplitAcrossTeam and
+// Tests of the cpu backend's program team (backends/cpu/team.h): every part of a job runs once,
+// on the lead or a spinning helper, helpers wake after sleeping, errors reach the lead, SplitAcrossTeam and
 // the matmul's row blocks use the team, whole programs on a team agree with ref and with the same
 // program without a team, give the same bits on every run and when several threads run them at
 // once, and programs with a kernel that spreads its work over threads of its own run without a
@@ -10,7 +10,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
+#include <mutex>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -33,27 +36,39 @@ using graph::Node;
 using kiln::test::Close;
 using kiln::test::RandomUniform;
 
-TEST(CpuTeam, RunsEveryPartOnceOnItsOwnThread) {
+TEST(CpuTeam, RunsEveryPartOnceOnWhicheverThreadClaimsIt) {
   const std::thread::id lead = std::this_thread::get_id();
   int size = 0, jobs = 0;
   std::vector<int> runs(2, 0);
-  std::atomic<int> wrong_thread{0};
+  int on_helper = 0, wrong_count = 0;
   RunOnTeam(2, [&] {
     ProgramTeam* team = ProgramTeam::Current();
     ASSERT_NE(team, nullptr);
     size = team->size();
     for (int j = 0; j < 2000; ++j, ++jobs) {
-      team->Run([&](int id, int count) {
-        if ((id == 0) != (std::this_thread::get_id() == lead)) ++wrong_thread;
-        if (count == 2) ++runs[static_cast<size_t>(id)];
+      std::atomic<int> helper_parts{0};
+      team->Run([&](int part, int count) {
+        if (count != 2) ++wrong_count;
+        ++runs[static_cast<size_t>(part)];  // Parts touch only their own slot.
+        if (std::this_thread::get_id() != lead) ++helper_parts;
+        // Long enough for a spinning helper to claim the other part first.
+        const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+        while (std::chrono::steady_clock::now() < until) {
+        }
+        // Inside a part the thread leads no team.
+        if (ProgramTeam::Current() != nullptr || !ProgramTeam::InPart()) ++wrong_count;
       });
+      on_helper += helper_parts.load();
     }
   });
   EXPECT_EQ(ProgramTeam::Current(), nullptr);  // Only inside RunOnTeam.
+  EXPECT_FALSE(ProgramTeam::InPart());
   ASSERT_EQ(size, 2);
   EXPECT_EQ(runs[0], jobs);
   EXPECT_EQ(runs[1], jobs);
-  EXPECT_EQ(wrong_thread.load(), 0);
+  EXPECT_EQ(wrong_count, 0);
+  // The helper spins between jobs, so it takes a share of them.
+  EXPECT_GT(on_helper, 0);
 }
 
 TEST(CpuTeam, WaitingThreadsWakeAfterSleeping) {
@@ -96,20 +111,65 @@ TEST(CpuTeam, ErrorsReachTheLeadAndTheTeamGoesOn) {
   EXPECT_EQ(ProgramTeam::Current(), nullptr);
 }
 
+/// Threads of this process (/proc/self/task).
+int ProcessThreads() {
+  int n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) {
+    (void)entry;
+    ++n;
+  }
+  return n;
+}
+
+TEST(CpuTeam, HelpersStayBetweenExecutionsAndLeaveWithTheirLead) {
+  const int before = ProcessThreads();
+  std::set<std::thread::id> helpers;
+  int alive = 0;
+  std::thread caller([&] {
+    const std::thread::id lead = std::this_thread::get_id();
+    std::mutex mu;
+    for (int call = 0; call < 2; ++call) {
+      RunOnTeam(2, [&] {
+        for (int j = 0; j < 200; ++j) {
+          ProgramTeam::Current()->Run([&](int, int) {
+            const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+            while (std::chrono::steady_clock::now() < until) {
+            }
+            const std::lock_guard<std::mutex> lock(mu);
+            if (std::this_thread::get_id() != lead) helpers.insert(std::this_thread::get_id());
+          });
+        }
+      });
+    }
+    alive = ProcessThreads();
+  });
+  caller.join();
+  // One helper served both executions; it was running beside its lead, and left with it.
+  EXPECT_EQ(helpers.size(), 1u);
+  EXPECT_EQ(alive, before + 2);
+  EXPECT_EQ(ProcessThreads(), before);
+}
+
 TEST(CpuTeam, SplitAcrossTeamRunsItsRangesOnTheTeam) {
-  const std::thread::id lead = std::this_thread::get_id();
-  std::vector<int> owner(100, -1);
-  int nested_parts = 0;
+  std::vector<int> covered_by(100, 0);
+  std::vector<std::pair<int64_t, int64_t>> ranges(2, {-1, -1});
+  std::atomic<int> nested_calls{0}, nested_units{0};
   RunOnTeam(2, [&] {
     SplitAcrossTeam(100, 2, true, [&](int64_t first, int64_t last) {
-      const int who = std::this_thread::get_id() == lead ? 0 : 1;
-      for (int64_t i = first; i < last; ++i) owner[static_cast<size_t>(i)] = who;
-      // On the other thread there is no team to lead: a split there runs in place.
-      if (who == 1) SplitAcrossTeam(10, 2, true, [&](int64_t, int64_t) { ++nested_parts; });
+      ranges[first == 0 ? 0 : 1] = {first, last};
+      for (int64_t i = first; i < last; ++i) ++covered_by[static_cast<size_t>(i)];
+      // Inside a part a split runs in place, as one range.
+      SplitAcrossTeam(10, 2, true, [&](int64_t f, int64_t l) {
+        ++nested_calls;
+        nested_units += static_cast<int>(l - f);
+      });
     });
   });
-  for (size_t i = 0; i < owner.size(); ++i) EXPECT_EQ(owner[i], i < 50 ? 0 : 1) << i;
-  EXPECT_EQ(nested_parts, 1);
+  EXPECT_EQ(covered_by, std::vector<int>(100, 1));
+  EXPECT_EQ(ranges[0], std::make_pair(int64_t{0}, int64_t{50}));
+  EXPECT_EQ(ranges[1], std::make_pair(int64_t{50}, int64_t{100}));
+  EXPECT_EQ(nested_calls.load(), 2);
+  EXPECT_EQ(nested_units.load(), 20);
   // Outside a team it covers the range as before.
   std::atomic<int> covered{0};
   SplitAcrossTeam(100, 2, true,
@@ -173,7 +233,7 @@ TEST(CpuTeam, ProductsSplitIntoRowBlocksAgreeWithRef) {
     std::vector<Tensor> team, plain;
     const std::string dump = DumpOf("cpu:threads=2,serial_work=0", twice, in, &team);
     DumpOf("cpu:threads=2,serial_work=0,team=false", twice, in, &plain);
-    EXPECT_NE(dump.find("on one team"), std::string::npos) << dump;
+    EXPECT_NE(dump.find("on a team of 2"), std::string::npos) << dump;
     EXPECT_NE(dump.find("(2 row blocks)"), std::string::npos) << dump;
     const std::vector<Tensor> want = graph::NewExec(kiln::test::Backend("ref"), twice).Call(in);
     for (size_t k = 0; k < 2; ++k) {
@@ -187,6 +247,76 @@ TEST(CpuTeam, ProductsSplitIntoRowBlocksAgreeWithRef) {
   const std::string dump = DumpOf("cpu:threads=2,serial_work=0", forms[0].fn,
                                   {RandomUniform(forms[0].a, 1), RandomUniform(forms[0].b, 2)}, &one);
   EXPECT_NE(dump.find("2 threads\n"), std::string::npos) << dump;
+}
+
+TEST(CpuTeam, SmallProgramsSplitMatrixVectorProductsIntoContractionBlocks) {
+  // A dense network at batch 1 and 5 is a small program (its kernels run on the calling thread),
+  // but its larger products split their contraction over a team: on a team of 2, the same bits
+  // every run, within float32 error of ref and of the same program without a team. A weight
+  // gradient of a few rows (left side transposed) splits too.
+  struct Form {
+    std::string name;
+    std::vector<std::vector<int64_t>> shapes;
+    Fn fn;
+    size_t blocks;  ///< Products split into contraction blocks.
+    int64_t terms;
+  };
+  const Fn dense = [](const std::vector<Node>& p) {
+    Node h = Relu(graph::MatMul(p[0], p[1]) + graph::Reshape(p[2], {1, 256}));
+    return std::vector<Node>{graph::MatMul(h, p[3])};
+  };
+  const std::vector<int64_t> w1 = {300, 256}, b1 = {256}, w2 = {256, 300};
+  const std::vector<Form> forms = {
+      {"batch 1", {{1, 300}, w1, b1, w2}, dense, 2, 300},
+      {"batch 5", {{5, 300}, w1, b1, w2}, dense, 2, 300},
+      {"weight gradient",
+       {{300, 3}, {300, 256}},
+       [](const std::vector<Node>& p) {
+         return std::vector<Node>{graph::DotGeneral(p[0], {0}, {}, p[1], {0}, {})};
+       },
+       1,
+       300},
+  };
+  for (const Form& f : forms) {
+    SCOPED_TRACE(f.name);
+    std::vector<Tensor> in;
+    for (size_t i = 0; i < f.shapes.size(); ++i)
+      in.push_back(RandomUniform(f.shapes[i], static_cast<uint32_t>(20 + i)));
+    std::vector<Tensor> first, second, plain;
+    // serial_work as under OMP_WAIT_POLICY=PASSIVE, whatever the environment.
+    const std::string dump = DumpOf("cpu:threads=2,serial_work=8388608", f.fn, in, &first);
+    DumpOf("cpu:threads=2,serial_work=8388608", f.fn, in, &second);
+    const std::string plain_dump = DumpOf("cpu:threads=2,serial_work=8388608,team=false", f.fn, in, &plain);
+    EXPECT_NE(dump.find("(a small program) on a team of 2"), std::string::npos) << dump;
+    size_t blocks = 0;
+    for (size_t at = dump.find("(2 contraction blocks)"); at != std::string::npos;
+         at = dump.find("(2 contraction blocks)", at + 1))
+      ++blocks;
+    EXPECT_EQ(blocks, f.blocks) << dump;
+    EXPECT_EQ(plain_dump.find("contraction blocks"), std::string::npos) << plain_dump;
+    const std::vector<Tensor> want = graph::NewExec(kiln::test::Backend("ref"), f.fn).Call(in);
+    EXPECT_EQ(first[0].ToVector<float>(), second[0].ToVector<float>());
+    EXPECT_TRUE(Close(first[0], want[0], f.terms));
+    EXPECT_TRUE(Close(plain[0], want[0], f.terms));
+  }
+}
+
+TEST(CpuTeam, ContractionBlocksRunWholeInAProgramWithoutATeam) {
+  // Beside a two-thread convolution (oneDNN's own threads) the program runs without a team, and
+  // a product with contraction blocks runs as one call.
+  const Fn fn = [](const std::vector<Node>& p) {
+    Node c = graph::Convolve(p[0], p[1]).PadSame().Done();
+    return std::vector<Node>{c, Relu(graph::MatMul(p[2], p[3]))};
+  };
+  const std::vector<Tensor> in = {RandomUniform({16, 28, 28, 8}, 30), RandomUniform({5, 5, 8, 16}, 31),
+                                  RandomUniform({1, 512}, 32), RandomUniform({512, 512}, 33)};
+  std::vector<Tensor> got;
+  const std::string dump = DumpOf("cpu:threads=2,serial_work=0", fn, in, &got);
+  EXPECT_NE(dump.find("(2 contraction blocks)"), std::string::npos) << dump;
+  EXPECT_EQ(dump.find("on a team"), std::string::npos) << dump;
+  const std::vector<Tensor> want = graph::NewExec(kiln::test::Backend("ref"), fn).Call(in);
+  EXPECT_TRUE(Close(got[0], want[0], 200));
+  EXPECT_TRUE(Close(got[1], want[1], 512));
 }
 
 TEST(CpuTeam, TrainingStepsOnATeamAreReproducibleAndAgreeWithoutOne) {
@@ -207,7 +337,7 @@ TEST(CpuTeam, TrainingStepsOnATeamAreReproducibleAndAgreeWithoutOne) {
                                   RandomUniform({128, 32}, 5)};
   std::vector<Tensor> first, second, plain;
   const std::string dump = DumpOf("cpu:threads=2,serial_work=0", step, in, &first);
-  EXPECT_NE(dump.find("on one team"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("on a team of 2"), std::string::npos) << dump;
   DumpOf("cpu:threads=2,serial_work=0", step, in, &second);
   DumpOf("cpu:threads=2,serial_work=0,team=false", step, in, &plain);
   const std::vector<Tensor> want = graph::NewExec(kiln::test::Backend("ref"), step).Call(in);
@@ -220,7 +350,7 @@ TEST(CpuTeam, TrainingStepsOnATeamAreReproducibleAndAgreeWithoutOne) {
 
 TEST(CpuTeam, ConcurrentExecutionsEachLeadTheirOwnTeam) {
   // Four threads run one team program at once, ten times each: every result is the one a single
-  // execution gives, bit for bit (each call leads its own OpenMP team).
+  // execution gives, bit for bit (each calling thread leads a team of its own).
   const Fn dense = [](const std::vector<Node>& p) {
     Node h = Relu(graph::MatMul(p[0], p[1]));
     return std::vector<Node>{graph::MatMul(h, p[2])};
@@ -229,7 +359,7 @@ TEST(CpuTeam, ConcurrentExecutionsEachLeadTheirOwnTeam) {
                                   RandomUniform({128, 64}, 12)};
   std::vector<Tensor> alone;
   const std::string dump = DumpOf("cpu:threads=2,serial_work=0", dense, in, &alone);
-  ASSERT_NE(dump.find("on one team"), std::string::npos) << dump;
+  ASSERT_NE(dump.find("on a team of 2"), std::string::npos) << dump;
   graph::Exec exec = graph::NewExec(kiln::test::Backend("cpu:threads=2,serial_work=0"), dense);
   const std::vector<float> want = alone[0].ToVector<float>();
   std::atomic<int> wrong{0};
@@ -264,7 +394,7 @@ TEST(CpuTeam, ProgramsWithKernelsOnThreadsOfTheirOwnRunWithoutATeam) {
   };
   const std::vector<Tensor> dense_in = {RandomUniform({128, 256}, 9), RandomUniform({256, 128}, 10),
                                         RandomUniform({128, 64}, 11)};
-  ASSERT_NE(DumpOf("cpu:threads=2,serial_work=0", dense, dense_in, &got).find("on one team"),
+  ASSERT_NE(DumpOf("cpu:threads=2,serial_work=0", dense, dense_in, &got).find("on a team of 2"),
             std::string::npos);
   dump = DumpOf("cpu:threads=2,serial_work=0,team=false", dense, dense_in, &got);
   EXPECT_NE(dump.find("2 threads\n"), std::string::npos) << dump;

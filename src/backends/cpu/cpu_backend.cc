@@ -156,9 +156,10 @@ BackendInfo CpuBackendInfo() {
         "programs with less work than this per sizeable kernel (multiply-adds plus elements; default "
         "8388608 under OMP_WAIT_POLICY=PASSIVE, else 524288; 0: none) run on the calling thread"},
        {"team",
-        "true (default) or false: a program on several threads whose kernels all split their work through "
-        "kiln (products, fused kernels, reductions, Adam) runs each execution on one team of threads held "
-        "for its length, waiting between kernels instead of waking an OpenMP team for each"},
+        "true (default) or false: a program whose kernels all split their work through kiln (products, "
+        "fused kernels, reductions, Adam), on several threads or with matrix-vector products, runs each "
+        "execution on a team: the calling thread and kiln's own helper threads, which spin between kernels "
+        "and executions instead of waking an OpenMP team for each"},
        {"int8_activations",
         "true (default) or false: quantized products (Int8 weights, ggml Q4_0 and Q8_0) at few rows of x "
         "quantize x to int8 in blocks of 32, as ggml does, and run integer dot products; false keeps x in "

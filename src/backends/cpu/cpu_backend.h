@@ -39,8 +39,9 @@ struct Options {
   /// run every kernel on the calling thread (`serial_work=N`; 0: never; the backend's default is
   /// DefaultSerialWork(), which follows OpenMP's wait policy).
   int64_t serial_work = kSmallProgramWork;
-  /// Programs on several threads whose kernels all split through kiln (team.h) run each execution
-  /// on one team held for its length (`team=false`: each kernel opens its own OpenMP region).
+  /// Programs whose kernels all split through kiln (team.h), on several threads or with
+  /// matrix-vector products, run each execution on a team: the calling thread and kiln's own
+  /// helper threads (`team=false`: each kernel opens its own OpenMP region).
   bool team = true;
   /// Concrete executables a program with dynamic axes keeps, one per input signature, the least
   /// recently used dropped first (`dynamic_cache=N`).

@@ -43,6 +43,8 @@ struct Step {
   std::vector<int> reusable = {};
   /// The kernel spreads its work over threads of its own (KernelChoice::own_threads).
   bool own_threads = false;
+  /// KernelChoice::team_work.
+  bool team_work = false;
 };
 
 struct Value {
@@ -153,9 +155,11 @@ class CpuExecutable final : public Executable {
   /// The steps, in node order: a kernel for each value computed in the arena or an output
   /// buffer (ChooseKernel: fused, pooling, oneDNN or reference), the tuple ops and the aliases.
   void ChooseKernels(const Module& m);
-  /// Sets team_ when the program runs on several threads, the backend's `team` option is on, it
-  /// has two or more sizeable kernels (with one, the team would cost the same wake-up as that
-  /// kernel's own region) and no step spreads its work over threads of its own.
+  /// Sets team_ (and team_size_) when the backend's `team` option is on, it has several threads,
+  /// no step spreads its work over threads of its own, and either the program runs on several
+  /// threads with two or more sizeable kernels (with one, the team would cost no less than that
+  /// kernel's own OpenMP region) or a step has team work (a small program's matrix-vector
+  /// products: KernelChoice::team_work).
   void UseTeamIfAllSplit(const Module& m);
   /// Per value, the last node reading it (an alias's reads count for its root); outputs live to
   /// the end.
@@ -193,7 +197,8 @@ class CpuExecutable final : public Executable {
   int in_place_ = 0;
   int within_ = 0;     ///< Values computed inside a concatenation's block.
   int threads_ = 1;    ///< The team size the kernels may use (1 for small programs).
-  bool team_ = false;  ///< Executions run on one program team of threads_ threads (team.h).
+  bool team_ = false;  ///< Executions run on one program team of team_size_ threads (team.h).
+  int team_size_ = 1;
   std::unique_ptr<StepProfile> profile_;  ///< $KILN_CPU_PROFILE: per-step times.
 };
 
@@ -303,13 +308,19 @@ void CpuExecutable::ChooseKernels(const Module& m) {
                std::move(k.name) +
                    (node.writes.empty() ? "" : fmt::format(" (+{} results)", node.writes.size()))});
       steps_.back().own_threads = k.own_threads;
+      steps_.back().team_work = k.team_work;
     }
   }
 }
 
 void CpuExecutable::UseTeamIfAllSplit(const Module& m) {
-  if (threads_ <= 1 || !backend_->options().team || ProgramWork(m).sizeable < 2) return;
-  team_ = std::none_of(steps_.begin(), steps_.end(), [](const Step& st) { return st.own_threads; });
+  const Options& o = backend_->options();
+  if (o.threads <= 1 || !o.team) return;
+  if (std::any_of(steps_.begin(), steps_.end(), [](const Step& st) { return st.own_threads; })) return;
+  const bool team_work =
+      std::any_of(steps_.begin(), steps_.end(), [](const Step& st) { return st.team_work; });
+  team_ = team_work || (threads_ > 1 && ProgramWork(m).sizeable >= 2);
+  team_size_ = team_ ? o.threads : 1;
 }
 
 std::vector<int> CpuExecutable::LastUses(const Module& m) const {
@@ -439,7 +450,8 @@ std::string CpuExecutable::DescribeSteps() const {
   std::string s = fmt::format(
       "  {} steps, arena {} bytes, {} values written in place, {} concatenated in place, {} thread{}{}{}\n",
       steps_.size(), arena_bytes_, in_place_, within_, threads_, threads_ == 1 ? "" : "s",
-      threads_ < backend_->options().threads ? " (a small program)" : "", team_ ? " on one team" : "");
+      threads_ < backend_->options().threads ? " (a small program)" : "",
+      team_ ? fmt::format(" on a team of {}", team_size_) : "");
   for (const Step& st : steps_) {
     if (st.kind == StepKind::kKernel || st.kind == StepKind::kTuple)
       s += fmt::format("  step %{} kernel {}\n", st.value, st.name);
@@ -586,7 +598,7 @@ std::vector<BufferPtr> CpuExecutable::Execute(const std::vector<BufferPtr>& inpu
     }
   };
   if (team_) {
-    RunOnTeam(threads_, run_steps);
+    RunOnTeam(team_size_, run_steps);
   } else {
     run_steps();
   }

@@ -78,11 +78,11 @@ void EpilogueLoop(int64_t outer, int64_t features, int64_t inner, const float* b
 
 /// A contraction with an epilogue oneDNN could not take: the contraction alone (oneDNN's or the
 /// reference kernel), then the epilogue in a loop.
-KernelChoice SplitEpilogue(int threads, const Node& node, const std::vector<Shape>& operands) {
+KernelChoice SplitEpilogue(int threads, int team, const Node& node, const std::vector<Shape>& operands) {
   Instruction inst = node.inst;
   inst.operands.resize(2);
   const std::vector<Shape> pair(operands.begin(), operands.begin() + 2);
-  KernelChoice base = MakeDnnlContraction(threads, inst, pair, nullptr);
+  KernelChoice base = MakeDnnlContraction(threads, team, inst, pair, nullptr);
   if (!base.kernel) {
     Kernel k = ref::MakeKernel(inst, pair);
     const int64_t bytes = inst.shape.ByteSize();
@@ -99,7 +99,7 @@ KernelChoice SplitEpilogue(int threads, const Node& node, const std::vector<Shap
             ApplyEpilogue(e, dims, e.bias ? reinterpret_cast<const float*>(in[2]) : nullptr,
                           reinterpret_cast<float*>(out));
           },
-          base.name + "+loop[" + e.ToString() + "]", base.own_threads};
+          base.name + "+loop[" + e.ToString() + "]", base.own_threads, base.team_work};
 }
 
 }  // namespace
@@ -171,12 +171,12 @@ void ReluInPlace(float* x, int64_t n, int threads) {
                   [&](int64_t first, int64_t last) { ReluRange(x + first, last - first); });
 }
 
-KernelChoice TryDnnlKernel(int threads, const Node& node, const std::vector<Shape>& operands) {
+KernelChoice TryDnnlKernel(int threads, int team, const Node& node, const std::vector<Shape>& operands) {
   if (node.kind != NodeKind::kPrimitive || node.inst.IsTuple()) return {};
   if (node.inst.op == OpType::Transpose) return MakeDnnlTranspose(threads, node.inst, operands.at(0));
   const Epilogue* e = node.epilogue.get();
   // Float32 contractions, and the BFloat16 ones the widening pass left (widen.cc).
-  KernelChoice k = MakeDnnlContraction(threads, node.inst, operands, e, node.constant_kernel);
+  KernelChoice k = MakeDnnlContraction(threads, team, node.inst, operands, e, node.constant_kernel);
   if (k.kernel || e == nullptr) return k;
   // oneDNN declined the epilogue: the contraction, then the epilogue in a Float32 loop. A
   // BFloat16 result has a bias only where its oneDNN kernel takes it (epilogue.cc).
@@ -185,12 +185,13 @@ KernelChoice TryDnnlKernel(int threads, const Node& node, const std::vector<Shap
         "backend \"cpu\": no oneDNN kernel for a {} {} with epilogue {} (the epilogue pass folds one "
         "only where the kernel exists)",
         DTypeName(node.inst.shape.dtype()), OpName(node.inst.op), e->ToString());
-  return SplitEpilogue(threads, node, operands);
+  return SplitEpilogue(threads, team, node, operands);
 }
 
-KernelChoice MakeDnnlContraction(int threads, const Instruction& inst, const std::vector<Shape>& operands,
-                                 const Epilogue* epilogue, bool constant_kernel) {
-  if (inst.op == OpType::DotGeneral) return MakeDnnlMatmul(threads, inst, operands, epilogue);
+KernelChoice MakeDnnlContraction(int threads, int team, const Instruction& inst,
+                                 const std::vector<Shape>& operands, const Epilogue* epilogue,
+                                 bool constant_kernel) {
+  if (inst.op == OpType::DotGeneral) return MakeDnnlMatmul(threads, team, inst, operands, epilogue);
   if (inst.op == OpType::ConvGeneral) return MakeDnnlConv(threads, inst, operands, epilogue, constant_kernel);
   return {};
 }
@@ -199,7 +200,7 @@ bool DnnlRunsBFloat16(const Instruction& inst, const std::vector<Node>& nodes, c
   if (inst.shape.dtype() != DType::BFloat16 || !dnnl_util::NativeBFloat16()) return false;
   std::vector<Shape> operands;
   for (int o : inst.operands) operands.push_back(nodes[static_cast<size_t>(o)].inst.shape);
-  return MakeDnnlContraction(1, inst, operands, epilogue).kernel != nullptr;
+  return MakeDnnlContraction(1, 1, inst, operands, epilogue).kernel != nullptr;
 }
 
 }  // namespace kiln::compute::cpu

@@ -29,12 +29,13 @@ KernelChoice GuardedDnnlKernel(const char* op, std::string name, bool own_thread
 }
 
 /// `threads`: the most threads the kernel may use (contractions of at most kSingleThreadMacs
-/// multiply-adds use one).
+/// multiply-adds use one); `team`: the size of the program team it may split into when the
+/// program runs on one (1: none; see KernelChoice::team_work).
 /// DotGeneral in Float32 (or BFloat16, dnnl_util::ContractionType) as a oneDNN matmul over
 /// [B, M, K] x [B, K, N] (dnnl_matmul.cc), with `epilogue` (when not null; its bias is operand 2)
 /// as the matmul's bias and post-op.
-KernelChoice MakeDnnlMatmul(int threads, const Instruction& inst, const std::vector<Shape>& operands,
-                            const Epilogue* epilogue);
+KernelChoice MakeDnnlMatmul(int threads, int team, const Instruction& inst,
+                            const std::vector<Shape>& operands, const Epilogue* epilogue);
 
 /// ConvGeneral in Float32 (or BFloat16, as above) as a oneDNN forward convolution, or, for
 /// input-dilated convolutions, a backward-data convolution (dnnl_conv.cc); `epilogue` (when not
@@ -44,8 +45,9 @@ KernelChoice MakeDnnlConv(int threads, const Instruction& inst, const std::vecto
                           const Epilogue* epilogue, bool constant_kernel = false);
 
 /// MakeDnnlMatmul for a DotGeneral, MakeDnnlConv for a ConvGeneral, nothing for another op.
-KernelChoice MakeDnnlContraction(int threads, const Instruction& inst, const std::vector<Shape>& operands,
-                                 const Epilogue* epilogue, bool constant_kernel = false);
+KernelChoice MakeDnnlContraction(int threads, int team, const Instruction& inst,
+                                 const std::vector<Shape>& operands, const Epilogue* epilogue,
+                                 bool constant_kernel = false);
 
 /// Whether oneDNN runs BFloat16 contraction `inst` (its operands defined in `nodes`) with
 /// `epilogue` (or none) on the CPU's bfloat16 instructions: such a kernel exists (none without

@@ -26,11 +26,15 @@ struct KernelChoice {
   /// would run on the calling thread alone. Programs with such a kernel run without a team.
   /// Kernels that run on the calling thread, or split through SplitAcrossTeam, leave it false.
   bool own_threads = false;
+  /// The kernel has parts for a program team that pay even where the program is too small to
+  /// engage OpenMP's team (a matrix-vector product's contraction blocks): such a small program
+  /// runs on a team (see CpuExecutable::UseTeamIfAllSplit).
+  bool team_work = false;
 };
 
 /// oneDNN kernels (dnnl_kernels.cc): DotGeneral and ConvGeneral where oneDNN runs them; an empty
-/// kernel when it does not apply.
-KernelChoice TryDnnlKernel(int threads, const Node& node, const std::vector<Shape>& operands);
+/// kernel when it does not apply. `team`: the program team's size the kernel may split into.
+KernelChoice TryDnnlKernel(int threads, int team, const Node& node, const std::vector<Shape>& operands);
 /// The kernel of a fused node (fused_kernel.cc).
 KernelChoice MakeFusedKernel(CpuBackend& backend, int threads, const Node& node,
                              const std::vector<Shape>& operands);

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <chrono>
+#include <memory>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -13,10 +14,11 @@ namespace kiln::compute::cpu {
 namespace {
 
 thread_local ProgramTeam* current_team = nullptr;
+thread_local bool in_part = false;
 
-/// How long a waiting thread spins for the next job before it sleeps. Kernels of a training step
-/// follow each other within microseconds; a longer serial stretch (a kernel on the lead alone, a
-/// gap between executions) costs the other core at most this much spinning.
+/// How long a helper spins for the next job before it sleeps. Kernels of a training step follow
+/// each other within microseconds, and so do executions called back to back; a longer gap costs
+/// the helper's core at most this much spinning.
 constexpr std::chrono::microseconds kSpin{200};
 
 void CpuRelax() {
@@ -25,92 +27,151 @@ void CpuRelax() {
 #endif
 }
 
+uint32_t EpochOf(uint64_t s) { return static_cast<uint32_t>(s >> 32); }
+int PartsOf(uint64_t s) { return static_cast<int>((s >> 16) & 0xffff); }
+int NextOf(uint64_t s) { return static_cast<int>(s & 0xffff); }
+
+/// Marks the calling thread as running a part for the scope's length: work split inside runs in
+/// place, it leads no team, and oneDNN runs on it alone.
+class PartScope {
+ public:
+  PartScope() : team_(current_team), was_(in_part), omp_threads_(omp_get_max_threads()) {
+    current_team = nullptr;
+    in_part = true;
+    if (omp_threads_ != 1) omp_set_num_threads(1);
+  }
+  ~PartScope() {
+    current_team = team_;
+    in_part = was_;
+    if (omp_threads_ != 1) omp_set_num_threads(omp_threads_);
+  }
+  PartScope(const PartScope&) = delete;
+  PartScope& operator=(const PartScope&) = delete;
+
+ private:
+  ProgramTeam* team_;
+  bool was_;
+  int omp_threads_;
+};
+
 }  // namespace
 
 ProgramTeam* ProgramTeam::Current() { return current_team; }
 
+bool ProgramTeam::InPart() { return in_part; }
+
+ProgramTeam::ProgramTeam(int size) : size_(size) {
+  for (int i = 1; i < size_; ++i) {
+    helpers_.emplace_back([this] {
+      // oneDNN (OpenMP runtime) would otherwise open a parallel region of its own from here.
+      omp_set_num_threads(1);
+      Serve();
+    });
+  }
+}
+
+ProgramTeam::~ProgramTeam() {
+  stop_.store(true);
+  wake_.fetch_add(1);
+  wake_.notify_all();
+  for (std::thread& t : helpers_) t.join();
+}
+
+bool ProgramTeam::Claim(uint32_t epoch, int& part) {
+  uint64_t s = state_.load(std::memory_order_acquire);
+  for (;;) {
+    if (EpochOf(s) != epoch || NextOf(s) >= PartsOf(s)) return false;
+    if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
+      part = NextOf(s);
+      return true;
+    }
+  }
+}
+
+void ProgramTeam::RunPart(const std::function<void(int, int)>& body, int part) {
+  const PartScope scope;
+  try {
+    body(part, size_);
+  } catch (...) {
+    const std::lock_guard<std::mutex> lock(error_mu_);
+    if (!error_) error_ = std::current_exception();
+  }
+}
+
 void ProgramTeam::Run(const std::function<void(int, int)>& body) {
-  if (size_ <= 1) {
-    body(0, 1);
+  if (size_ <= 1 || in_part) {
+    for (int part = 0; part < size_; ++part) body(part, size_);
     return;
   }
-  job_ = &body;
-  pending_.store(size_ - 1, std::memory_order_relaxed);
-  epoch_.fetch_add(1, std::memory_order_release);
-  epoch_.notify_all();
-  std::exception_ptr lead_error;
-  try {
-    body(0, size_);
-  } catch (...) {
-    lead_error = std::current_exception();
+  // The helpers finished the previous job's parts before it returned: no one reads these now.
+  done_.store(0, std::memory_order_relaxed);
+  job_.store(&body, std::memory_order_relaxed);
+  const uint32_t epoch = EpochOf(state_.load(std::memory_order_relaxed)) + 1;
+  state_.store((uint64_t{epoch} << 32) | (static_cast<uint64_t>(size_) << 16));
+  if (sleepers_.load() > 0) {
+    wake_.fetch_add(1);
+    wake_.notify_all();
   }
-  while (pending_.load(std::memory_order_acquire) != 0) CpuRelax();
-  job_ = nullptr;
-  std::exception_ptr error = lead_error;
+  int mine = 0;
+  for (int part = 0; Claim(epoch, part); ++mine) RunPart(body, part);
+  while (done_.load(std::memory_order_acquire) != size_ - mine) CpuRelax();
+  std::exception_ptr error;
   {
     const std::lock_guard<std::mutex> lock(error_mu_);
-    if (!error) error = error_;
-    error_ = nullptr;
+    std::swap(error, error_);
   }
   if (error) std::rethrow_exception(error);
 }
 
-void ProgramTeam::Serve(int id) {
-  uint32_t seen = 0;  // The epoch starts at 0: a job posted before this thread arrived is not missed.
+void ProgramTeam::Serve() {
+  uint32_t seen = 0;  // The first job's epoch is 1.
   for (;;) {
-    uint32_t now = epoch_.load(std::memory_order_acquire);
     auto since = std::chrono::steady_clock::now();
-    for (int spins = 0; now == seen; now = epoch_.load(std::memory_order_acquire)) {
+    for (int spins = 0;;) {
+      if (stop_.load(std::memory_order_relaxed)) return;
+      if (EpochOf(state_.load(std::memory_order_acquire)) != seen) break;
       CpuRelax();
-      if (++spins % 256 != 0) continue;
-      if (std::chrono::steady_clock::now() - since < kSpin) continue;
-      epoch_.wait(seen, std::memory_order_acquire);
+      if (++spins % 256 != 0 || std::chrono::steady_clock::now() - since < kSpin) continue;
+      // Asleep until the lead posts a job (it wakes sleepers after publishing the job: either it
+      // sees this thread counted here, or this thread sees its job below).
+      const uint32_t wake = wake_.load();
+      sleepers_.fetch_add(1);
+      if (EpochOf(state_.load()) == seen && !stop_.load()) wake_.wait(wake);
+      sleepers_.fetch_sub(1);
       since = std::chrono::steady_clock::now();
     }
-    seen = now;
-    if (stop_.load(std::memory_order_acquire)) return;
-    try {
-      (*job_)(id, size_);
-    } catch (...) {
-      const std::lock_guard<std::mutex> lock(error_mu_);
-      if (!error_) error_ = std::current_exception();
+    seen = EpochOf(state_.load(std::memory_order_acquire));
+    // A claimed part keeps its job from finishing, so the job read after the claim is its own.
+    for (int part = 0; Claim(seen, part);) {
+      RunPart(*job_.load(std::memory_order_acquire), part);
+      done_.fetch_add(1, std::memory_order_release);
     }
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
-}
-
-void ProgramTeam::Stop() {
-  stop_.store(true, std::memory_order_release);
-  epoch_.fetch_add(1, std::memory_order_release);
-  epoch_.notify_all();
 }
 
 void RunOnTeam(int threads, const std::function<void()>& lead) {
-  if (threads <= 1 || current_team != nullptr) {
+  if (threads <= 1 || current_team != nullptr || in_part) {
     lead();
     return;
   }
-  ProgramTeam team;
-  std::exception_ptr error;
-#pragma omp parallel num_threads(threads)
-  {
-    const int id = omp_get_thread_num();
-    if (id == 0) {
-      // The others read size_ only after the first job's (or Stop's) epoch, released below.
-      team.size_ = omp_get_num_threads();
-      current_team = &team;
-      try {
-        lead();
-      } catch (...) {
-        error = std::current_exception();
-      }
-      current_team = nullptr;
-      team.Stop();
-    } else {
-      team.Serve(id);
-    }
+  // The calling thread's teams, one per size it led, kept (with their helpers) until it exits.
+  thread_local std::vector<std::unique_ptr<ProgramTeam>> teams;
+  ProgramTeam* team = nullptr;
+  for (const auto& t : teams) {
+    if (t->size() == threads) team = t.get();
   }
-  if (error) std::rethrow_exception(error);
+  if (team == nullptr) {
+    teams.push_back(std::make_unique<ProgramTeam>(threads));
+    team = teams.back().get();
+  }
+  current_team = team;
+  try {
+    lead();
+  } catch (...) {
+    current_team = nullptr;
+    throw;
+  }
+  current_team = nullptr;
 }
 
 }  // namespace kiln::compute::cpu

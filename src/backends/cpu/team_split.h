@@ -1,5 +1,5 @@
 #pragma once
-// Splitting a kernel's independent units of work across the OpenMP team.
+// Splitting a kernel's independent units of work across the program team or an OpenMP team.
 
 #include <omp.h>
 
@@ -12,10 +12,12 @@ namespace kiln::compute::cpu {
 
 /// Runs body(first, last) over [0, units): on the calling thread, or, when `parallel`, in
 /// contiguous equal ranges across a team of min(threads, units) threads: the program team the
-/// calling thread leads (team.h) where there is one, else an OpenMP parallel region.
+/// calling thread leads (team.h) where there is one, else an OpenMP parallel region. Inside a
+/// part of a program team's job it runs on the calling thread.
 template <class B>
 void SplitAcrossTeam(int64_t units, int threads, bool parallel, B body) {
-  const int team = parallel ? static_cast<int>(std::min<int64_t>(threads, units)) : 1;
+  const int team =
+      parallel && !ProgramTeam::InPart() ? static_cast<int>(std::min<int64_t>(threads, units)) : 1;
   if (team <= 1) {
     body(int64_t{0}, units);
     return;
