@@ -39,7 +39,9 @@ int64_t DefaultSerialWork();
 /// matrix-vector products with large weights: alone, 1x512x512 gains from a second core's
 /// bandwidth (22.3 us on one thread, 17.4 us on two), but in a model each product pays the
 /// team's wake-up again (OMP_WAIT_POLICY=PASSIVE, as the bench runs): the MLP 784-512-512-10 at
-/// batch 1 answers in 71 us on one thread against 142 us on two.
+/// batch 1 answers in 71 us on one thread against 142 us on two. (On a program team, whose helpers
+/// spin between executions, such products split their contraction instead: dnnl_matmul.cc's
+/// AddContractionBlocks.)
 inline constexpr int64_t kSingleThreadMacs = int64_t{1} << 19;
 
 /// The same threshold when the team spins between parallel regions (OpenMP's default wait
