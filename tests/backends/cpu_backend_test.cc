@@ -573,6 +573,7 @@ TEST(CpuDonation, AnUpdateReadFromTheOperandItselfIsNotWrittenInPlace) {
 
 TEST(CpuOptions, InvalidValuesAreErrorsNamingTheValidOnes) {
   EXPECT_TRUE(test::Throws([] { Cpu("cpu:threads=0"); }, {"threads", "at least 1"}));
+  EXPECT_TRUE(test::Throws([] { Cpu("cpu:threads=100000"); }, {"threads=100000", "at most 4096"}));
   EXPECT_TRUE(test::Throws([] { Cpu("cpu:simd=foo"); }, {"simd", "foo", "auto", "scalar"}));
   EXPECT_TRUE(test::Throws([] { Cpu("cpu:serial_work=-1"); }, {"serial_work", "at least 0"}));
   EXPECT_TRUE(test::Throws([] { Cpu("cpu:colour=red"); }, {"colour", "threads", "fusion", "simd"}));

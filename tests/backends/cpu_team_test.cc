@@ -6,6 +6,8 @@
 // team.
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -148,6 +150,24 @@ TEST(CpuTeam, HelpersStayBetweenExecutionsAndLeaveWithTheirLead) {
   EXPECT_EQ(helpers.size(), 1u);
   EXPECT_EQ(alive, before + 2);
   EXPECT_EQ(ProcessThreads(), before);
+}
+
+TEST(CpuTeam, AChildOfForkStartsTeamsOfItsOwn) {
+  // The parent's helpers do not exist in a child of fork(): the lead runs every part of its jobs
+  // itself, and the child exits cleanly (glibc marks the missing threads finished, so joining
+  // them at exit returns).
+  RunOnTeam(2, [] { ProgramTeam::Current()->Run([](int, int) {}); });
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::atomic<int> parts{0};
+    RunOnTeam(2, [&] { ProgramTeam::Current()->Run([&](int, int) { ++parts; }); });
+    std::exit(parts.load() == 2 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 TEST(CpuTeam, SplitAcrossTeamRunsItsRangesOnTheTeam) {

@@ -171,8 +171,10 @@ BackendInfo CpuBackendInfo() {
 
 BackendPtr NewCpuBackend(BackendOptions& options) {
   cpu::Options o;
-  const int threads = options.TakeInt("threads", DefaultThreads());
-  if (threads < 1) detail::Throw("backend \"cpu\": threads={} must be at least 1", threads);
+  const int threads = options.TakeInt("threads", std::min(DefaultThreads(), 4096));
+  // (A program team numbers its parts in 16 bits: team.h.)
+  if (threads < 1 || threads > 4096)
+    detail::Throw("backend \"cpu\": threads={} must be at least 1 and at most 4096", threads);
   o.devices = options.TakeInt("devices", 1);
   if (o.devices < 1 || o.devices > threads)
     detail::Throw("backend \"cpu\": devices={} must be between 1 and the threads ({}); each device needs one",

@@ -15,6 +15,8 @@ namespace {
 
 thread_local ProgramTeam* current_team = nullptr;
 thread_local bool in_part = false;
+/// The calling thread's teams, one per size it led, kept (with their helpers) until it exits.
+thread_local std::vector<std::unique_ptr<ProgramTeam>> led_teams;
 
 /// How long a helper spins for the next job before it sleeps. Kernels of a training step follow
 /// each other within microseconds, and so do executions called back to back; a longer gap costs
@@ -154,15 +156,13 @@ void RunOnTeam(int threads, const std::function<void()>& lead) {
     lead();
     return;
   }
-  // The calling thread's teams, one per size it led, kept (with their helpers) until it exits.
-  thread_local std::vector<std::unique_ptr<ProgramTeam>> teams;
   ProgramTeam* team = nullptr;
-  for (const auto& t : teams) {
+  for (const auto& t : led_teams) {
     if (t->size() == threads) team = t.get();
   }
   if (team == nullptr) {
-    teams.push_back(std::make_unique<ProgramTeam>(threads));
-    team = teams.back().get();
+    led_teams.push_back(std::make_unique<ProgramTeam>(threads));
+    team = led_teams.back().get();
   }
   current_team = team;
   try {
