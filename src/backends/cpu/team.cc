@@ -116,7 +116,12 @@ void ProgramTeam::Run(const std::function<void(int, int)>& body) {
   }
   int mine = 0;
   for (int part = 0; Claim(epoch, part); ++mine) RunPart(body, part);
-  while (done_.load(std::memory_order_acquire) != size_ - mine) CpuRelax();
+  // The helpers' parts are running: wait, yielding the core now and then in case a helper is
+  // waiting for it (more threads than cores).
+  for (int spins = 1; done_.load(std::memory_order_acquire) != size_ - mine; ++spins) {
+    CpuRelax();
+    if (spins % 1024 == 0) std::this_thread::yield();
+  }
   std::exception_ptr error;
   {
     const std::lock_guard<std::mutex> lock(error_mu_);
