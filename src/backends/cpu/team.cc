@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <memory>
+#include <system_error>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -28,10 +29,6 @@ void CpuRelax() {
   _mm_pause();
 #endif
 }
-
-uint32_t EpochOf(uint64_t s) { return static_cast<uint32_t>(s >> 32); }
-int PartsOf(uint64_t s) { return static_cast<int>((s >> 16) & 0xffff); }
-int NextOf(uint64_t s) { return static_cast<int>(s & 0xffff); }
 
 /// Marks the calling thread as running a part for the scope's length: work split inside runs in
 /// place, it leads no team, and oneDNN runs on it alone.
@@ -62,13 +59,19 @@ ProgramTeam* ProgramTeam::Current() { return current_team; }
 
 bool ProgramTeam::InPart() { return in_part; }
 
-ProgramTeam::ProgramTeam(int size) : size_(size) {
+ProgramTeam::ProgramTeam(int size)
+    : size_(size), claimed_(new std::atomic<uint32_t>[static_cast<size_t>(size)]) {
+  for (int part = 0; part < size_; ++part) claimed_[static_cast<size_t>(part)].store(0);
   for (int i = 1; i < size_; ++i) {
-    helpers_.emplace_back([this] {
-      // oneDNN (OpenMP runtime) would otherwise open a parallel region of its own from here.
-      omp_set_num_threads(1);
-      Serve();
-    });
+    try {
+      helpers_.emplace_back([this, i] {
+        // oneDNN (OpenMP runtime) would otherwise open a parallel region of its own from here.
+        omp_set_num_threads(1);
+        Serve(i);
+      });
+    } catch (const std::system_error&) {
+      break;  // No more threads to be had: the lead runs the parts no helper claims.
+    }
   }
 }
 
@@ -79,15 +82,17 @@ ProgramTeam::~ProgramTeam() {
   for (std::thread& t : helpers_) t.join();
 }
 
-bool ProgramTeam::Claim(uint32_t epoch, int& part) {
-  uint64_t s = state_.load(std::memory_order_acquire);
-  for (;;) {
-    if (EpochOf(s) != epoch || NextOf(s) >= PartsOf(s)) return false;
-    if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
-      part = NextOf(s);
+bool ProgramTeam::Claim(uint32_t epoch, int id, int& part) {
+  for (int k = 0; k < size_; ++k) {
+    const int p = (id + k) % size_;
+    uint32_t free = epoch - 1;
+    if (claimed_[static_cast<size_t>(p)].load(std::memory_order_relaxed) == free &&
+        claimed_[static_cast<size_t>(p)].compare_exchange_strong(free, epoch, std::memory_order_acq_rel)) {
+      part = p;
       return true;
     }
   }
+  return false;
 }
 
 void ProgramTeam::RunPart(const std::function<void(int, int)>& body, int part) {
@@ -108,14 +113,14 @@ void ProgramTeam::Run(const std::function<void(int, int)>& body) {
   // The helpers finished the previous job's parts before it returned: no one reads these now.
   done_.store(0, std::memory_order_relaxed);
   job_.store(&body, std::memory_order_relaxed);
-  const uint32_t epoch = EpochOf(state_.load(std::memory_order_relaxed)) + 1;
-  state_.store((uint64_t{epoch} << 32) | (static_cast<uint64_t>(size_) << 16));
+  const uint32_t epoch = epoch_.load(std::memory_order_relaxed) + 1;
+  epoch_.store(epoch);
   if (sleepers_.load() > 0) {
     wake_.fetch_add(1);
     wake_.notify_all();
   }
   int mine = 0;
-  for (int part = 0; Claim(epoch, part); ++mine) RunPart(body, part);
+  for (int part = 0; Claim(epoch, 0, part); ++mine) RunPart(body, part);
   // The helpers' parts are running: wait, yielding the core now and then in case a helper is
   // waiting for it (more threads than cores).
   for (int spins = 1; done_.load(std::memory_order_acquire) != size_ - mine; ++spins) {
@@ -130,26 +135,26 @@ void ProgramTeam::Run(const std::function<void(int, int)>& body) {
   if (error) std::rethrow_exception(error);
 }
 
-void ProgramTeam::Serve() {
+void ProgramTeam::Serve(int id) {
   uint32_t seen = 0;  // The first job's epoch is 1.
   for (;;) {
     auto since = std::chrono::steady_clock::now();
     for (int spins = 0;;) {
       if (stop_.load(std::memory_order_relaxed)) return;
-      if (EpochOf(state_.load(std::memory_order_acquire)) != seen) break;
+      if (epoch_.load(std::memory_order_acquire) != seen) break;
       CpuRelax();
       if (++spins % 256 != 0 || std::chrono::steady_clock::now() - since < kSpin) continue;
       // Asleep until the lead posts a job (it wakes sleepers after publishing the job: either it
       // sees this thread counted here, or this thread sees its job below).
       const uint32_t wake = wake_.load();
       sleepers_.fetch_add(1);
-      if (EpochOf(state_.load()) == seen && !stop_.load()) wake_.wait(wake);
+      if (epoch_.load() == seen && !stop_.load()) wake_.wait(wake);
       sleepers_.fetch_sub(1);
       since = std::chrono::steady_clock::now();
     }
-    seen = EpochOf(state_.load(std::memory_order_acquire));
+    seen = epoch_.load(std::memory_order_acquire);
     // A claimed part keeps its job from finishing, so the job read after the claim is its own.
-    for (int part = 0; Claim(seen, part);) {
+    for (int part = 0; Claim(seen, id, part);) {
       RunPart(*job_.load(std::memory_order_acquire), part);
       done_.fetch_add(1, std::memory_order_release);
     }

@@ -3,7 +3,8 @@
 // executes the program leads; kiln's own helper threads, started the first time that thread leads
 // a team and kept until it exits, wait for its jobs, spinning for a while after each before they
 // sleep. A kernel that splits its work across the team (SplitAcrossTeam, a matmul's row or
-// contraction blocks) posts its parts; the lead and the helpers claim them one at a time, so a
+// contraction blocks) posts its parts; the lead and the helpers claim them one at a time, each
+// its own part first (the rows it had in the kernel before are in its core's cache), so a
 // part starts at once on a spinning helper instead of waking a sleeping OpenMP team (45-65 us
 // under OMP_WAIT_POLICY=PASSIVE on a 2-core VM), and the lead never waits for a helper that is
 // asleep: it runs the unclaimed parts itself. Helpers spin between executions too, so programs
@@ -14,6 +15,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -44,18 +46,20 @@ class ProgramTeam {
   ProgramTeam& operator=(const ProgramTeam&) = delete;
 
  private:
-  /// A helper's loop: claims parts of each job until the team stops.
-  void Serve();
-  /// Claims the next part of job `epoch` into `part`; false when none is left (or a later job
-  /// was posted).
-  bool Claim(uint32_t epoch, int& part);
+  /// Helper `id`'s loop: claims parts of each job until the team stops.
+  void Serve(int id);
+  /// Claims a part of job `epoch` for thread `id`: its own part (id) if still free, else the
+  /// next free one after it, so a thread keeps the same rows from kernel to kernel where it can
+  /// (they are in its core's cache); false when none is left.
+  bool Claim(uint32_t epoch, int id, int& part);
   /// Runs one claimed part, keeping the first exception.
   void RunPart(const std::function<void(int, int)>& body, int part);
 
   int size_ = 1;
   std::vector<std::thread> helpers_;
-  /// The current job: its epoch (high 32 bits), parts (next 16) and next unclaimed part (low 16).
-  std::atomic<uint64_t> state_{0};
+  std::atomic<uint32_t> epoch_{0};  ///< The current job's number (the first is 1).
+  /// Per part, the job that claimed it last: a part of job E is free while it holds E - 1.
+  std::unique_ptr<std::atomic<uint32_t>[]> claimed_;
   std::atomic<const std::function<void(int, int)>*> job_{nullptr};
   std::atomic<int> done_{0};       ///< Parts of the current job the helpers finished.
   std::atomic<uint32_t> wake_{0};  ///< Bumped to wake sleeping helpers (a new job, or Stop).
