@@ -172,7 +172,7 @@ BackendInfo CpuBackendInfo() {
 BackendPtr NewCpuBackend(BackendOptions& options) {
   cpu::Options o;
   const int threads = options.TakeInt("threads", std::min(DefaultThreads(), 4096));
-  // (A program team numbers its parts in 16 bits: team.h.)
+  // (More is a mistake: each thread that leads a program team starts threads-1 helpers, team.h.)
   if (threads < 1 || threads > 4096)
     detail::Throw("backend \"cpu\": threads={} must be at least 1 and at most 4096", threads);
   o.devices = options.TakeInt("devices", 1);
