@@ -272,8 +272,9 @@ TEST(CpuTeam, ProductsSplitIntoRowBlocksAgreeWithRef) {
 TEST(CpuTeam, SmallProgramsSplitMatrixVectorProductsIntoContractionBlocks) {
   // A dense network at batch 1 and 5 is a small program (its kernels run on the calling thread),
   // but its larger products split their contraction over a team: on a team of 2, the same bits
-  // every run, within float32 error of ref and of the same program without a team. A weight
-  // gradient of a few rows (left side transposed) splits too.
+  // every run, within float32 error of ref and of the same program without a team. An input
+  // gradient (right side transposed) and a weight gradient (left side transposed) of a few rows
+  // split too.
   struct Form {
     std::string name;
     std::vector<std::vector<int64_t>> shapes;
@@ -289,6 +290,13 @@ TEST(CpuTeam, SmallProgramsSplitMatrixVectorProductsIntoContractionBlocks) {
   const std::vector<Form> forms = {
       {"batch 1", {{1, 300}, w1, b1, w2}, dense, 2, 300},
       {"batch 5", {{5, 300}, w1, b1, w2}, dense, 2, 300},
+      {"input gradient (right side transposed)",
+       {{3, 300}, {256, 300}},
+       [](const std::vector<Node>& p) {
+         return std::vector<Node>{graph::DotGeneral(p[0], {1}, {}, p[1], {1}, {})};
+       },
+       1,
+       300},
       {"weight gradient",
        {{300, 3}, {300, 256}},
        [](const std::vector<Node>& p) {
