@@ -261,8 +261,8 @@ TEST(CpuTeam, ProductsSplitIntoRowBlocksAgreeWithRef) {
       EXPECT_TRUE(Close(plain[k], want[k], f.terms)) << k;
     }
   }
-  // A program of one sizeable kernel runs it without a team (the team would cost the same
-  // wake-up as the kernel's own region).
+  // A program of one sizeable kernel (and no matrix-vector product) runs it without a team (the
+  // team would cost no less than the kernel's own OpenMP region).
   std::vector<Tensor> one;
   const std::string dump = DumpOf("cpu:threads=2,serial_work=0", forms[0].fn,
                                   {RandomUniform(forms[0].a, 1), RandomUniform(forms[0].b, 2)}, &one);

@@ -48,6 +48,10 @@ struct Options {
   int dynamic_cache = kDefaultDynamicCache;
 };
 
+/// The size of the program team (team.h) a program of the backend may run on: its threads, or 1
+/// with `team=false`.
+inline int TeamThreads(const Options& o) { return o.team ? o.threads : 1; }
+
 /// Host memory from the backend's pool; shared with tensors. (Or a view of memory owned
 /// elsewhere, made only for the duration of one call.)
 class CpuBuffer final : public Buffer {

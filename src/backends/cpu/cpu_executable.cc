@@ -155,7 +155,7 @@ class CpuExecutable final : public Executable {
   /// The steps, in node order: a kernel for each value computed in the arena or an output
   /// buffer (ChooseKernel: fused, pooling, oneDNN or reference), the tuple ops and the aliases.
   void ChooseKernels(const Module& m);
-  /// Sets team_ (and team_size_) when the backend's `team` option is on, it has several threads,
+  /// Sets team_size_ to TeamThreads (else it stays 1: no team) when the backend has a team,
   /// no step spreads its work over threads of its own, and either the program runs on several
   /// threads with two or more sizeable kernels (with one, the team would cost no less than that
   /// kernel's own OpenMP region) or a step has team work (a small program's matrix-vector
@@ -197,8 +197,7 @@ class CpuExecutable final : public Executable {
   int in_place_ = 0;
   int within_ = 0;     ///< Values computed inside a concatenation's block.
   int threads_ = 1;    ///< The team size the kernels may use (1 for small programs).
-  bool team_ = false;  ///< Executions run on one program team of team_size_ threads (team.h).
-  int team_size_ = 1;
+  int team_size_ = 1;  ///< Executions run on one program team of this size (team.h); 1: none.
   std::unique_ptr<StepProfile> profile_;  ///< $KILN_CPU_PROFILE: per-step times.
 };
 
@@ -314,13 +313,12 @@ void CpuExecutable::ChooseKernels(const Module& m) {
 }
 
 void CpuExecutable::UseTeamIfAllSplit(const Module& m) {
-  const Options& o = backend_->options();
-  if (o.threads <= 1 || !o.team) return;
+  const int team = TeamThreads(backend_->options());
+  if (team <= 1) return;
   if (std::any_of(steps_.begin(), steps_.end(), [](const Step& st) { return st.own_threads; })) return;
   const bool team_work =
       std::any_of(steps_.begin(), steps_.end(), [](const Step& st) { return st.team_work; });
-  team_ = team_work || (threads_ > 1 && ProgramWork(m).sizeable >= 2);
-  team_size_ = team_ ? o.threads : 1;
+  if (team_work || (threads_ > 1 && ProgramWork(m).sizeable >= 2)) team_size_ = team;
 }
 
 std::vector<int> CpuExecutable::LastUses(const Module& m) const {
@@ -451,7 +449,7 @@ std::string CpuExecutable::DescribeSteps() const {
       "  {} steps, arena {} bytes, {} values written in place, {} concatenated in place, {} thread{}{}{}\n",
       steps_.size(), arena_bytes_, in_place_, within_, threads_, threads_ == 1 ? "" : "s",
       threads_ < backend_->options().threads ? " (a small program)" : "",
-      team_ ? fmt::format(" on a team of {}", team_size_) : "");
+      team_size_ > 1 ? fmt::format(" on a team of {}", team_size_) : "");
   for (const Step& st : steps_) {
     if (st.kind == StepKind::kKernel || st.kind == StepKind::kTuple)
       s += fmt::format("  step %{} kernel {}\n", st.value, st.name);
@@ -597,7 +595,7 @@ std::vector<BufferPtr> CpuExecutable::Execute(const std::vector<BufferPtr>& inpu
       }
     }
   };
-  if (team_) {
+  if (team_size_ > 1) {
     RunOnTeam(team_size_, run_steps);
   } else {
     run_steps();

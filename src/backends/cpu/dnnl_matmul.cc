@@ -7,11 +7,11 @@
 // (epilogue.cc) becomes the primitive's bias and post-op. Small products run on the calling
 // thread; weight gradients (narrow ones, and all on a team of threads), matrix-vector products,
 // products of a few rows and very large products through dnnl_sgemm, where it measured faster
-// (UseSgemm). BFloat16 products
-// sum in float32 and round once, as the Float32 product between conversions they replace does
-// (widen.cc), at twice its rate (bench/matmul_bench.cc). Products split over a team also get one
-// single-threaded primitive (or sgemm call) per block of result rows, which a program team
-// (team.h) runs one per thread instead of the multi-threaded call.
+// (UseSgemm). BFloat16 products sum in float32 and round once, as the Float32 product between
+// conversions they replace does (widen.cc), at twice its rate (bench/matmul_bench.cc). Products
+// split over a team also get one single-threaded primitive (or sgemm call) per block of result
+// rows, which a program team (team.h) runs one per thread instead of the multi-threaded call;
+// products of too few rows for that, one sgemm call per block of their contraction.
 
 #include <fmt/format.h>
 
@@ -138,6 +138,16 @@ constexpr int64_t kSgemmMacs = int64_t{1} << 32;
 constexpr int64_t kMaxFewRows = 31;
 constexpr int64_t kMaxFewRowsTransposed = 4;
 
+/// Whether dnnl_sgemm can run the plan: Float32, one matrix pair, no copies, each side a plain
+/// matrix (row- or column-major), and an epilogue of a bias and ReLU at most (applied after the
+/// sums: SgemmEpilogue).
+bool SgemmRuns(const MatmulPlan& p) {
+  if (p.type != dnnl::memory::data_type::f32 || p.lhs.dims3[0] != 1 || p.lhs.copy || p.rhs.copy) return false;
+  if (p.epilogue.activation != Activation::kNone && p.epilogue.activation != Activation::kRelu) return false;
+  const std::vector<int64_t> ls = DescStrides(p.lhs), rs = DescStrides(p.rhs);
+  return (ls[2] == 1 || ls[1] == 1) && (rs[2] == 1 || rs[1] == 1);
+}
+
 /// oneDNN's matmul primitive (brgemm) is slow for a transposed left side (x^T·g, a weight
 /// gradient): its sgemm is faster there. With a narrow result (the weight gradient of a small
 /// output layer) on any number of threads (minimum of 2000 calls, 2 threads: 512x256x10 with A
@@ -157,37 +167,30 @@ constexpr int64_t kMaxFewRowsTransposed = 4;
 ///
 /// And it is slower for very large products (kSgemmMacs and up, below).
 bool UseSgemm(const MatmulPlan& p) {
-  if (p.type != dnnl::memory::data_type::f32) return false;
-  if (p.lhs.dims3[0] != 1 || p.lhs.copy || p.rhs.copy) return false;
+  if (!SgemmRuns(p)) return false;
   const std::vector<int64_t> ls = DescStrides(p.lhs), rs = DescStrides(p.rhs);
-  const bool rhs_plain = rs[2] == 1 || rs[1] == 1;
-  // The activations RunMatmul's sgemm path applies after the sums (with the bias).
-  const bool sgemm_epilogue =
-      p.epilogue.activation == Activation::kNone || p.epilogue.activation == Activation::kRelu;
-  if (p.lhs.dims3[1] == 1) return rhs_plain && sgemm_epilogue;
+  const int64_t m = p.lhs.dims3[1];
+  if (m == 1) return true;
   // A few rows (a small batch through a dense layer), both sides untransposed: sgemm took 0.55-0.8x
   // the primitive's time at 2-31 rows (medians of 7 x 200 calls, one and two threads, K x N of
   // 3136x512, 784x512 and 512x512: 4x3136x512 123 against 225 us on one thread, 16x784x512 71
   // against 113 us on two).
-  if (p.lhs.dims3[1] <= kMaxFewRows && ls[2] == 1 && rs[2] == 1 && sgemm_epilogue) return true;
+  if (m <= kMaxFewRows && ls[2] == 1 && rs[2] == 1) return true;
   // With the right side transposed (weights stored [N, K], as ONNX's Gemm with transB has them;
   // an input gradient g·W^T) only up to 4 rows: 2x512x784 25.5 against 73.3 us, 4x512x3136 216
   // against 292 on one thread, but from 8 rows sgemm was slower (16x512x512 141 against 85 us).
-  if (p.lhs.dims3[1] <= kMaxFewRowsTransposed && ls[2] == 1 && rs[1] == 1 && sgemm_epilogue) return true;
+  if (m <= kMaxFewRowsTransposed && ls[2] == 1 && rs[1] == 1) return true;
   // Large products: sgemm ran 2048^3 in 36.4-37.5 ms where the primitive took 41.7-43.6 (2
   // threads, AMD EPYC with AVX-512; both plain, as the bench's direct calls time them); at 1024^3
   // and below the primitive was as fast or faster. A bias and a ReLU run after, on the result.
-  const bool lhs_plain = ls[2] == 1 || ls[1] == 1;
-  const int64_t macs = p.lhs.dims3[1] * p.lhs.dims3[2] * p.rhs.dims3[2];
-  if (macs >= kSgemmMacs && lhs_plain && rhs_plain && sgemm_epilogue) return true;
+  if (m * p.lhs.dims3[2] * p.rhs.dims3[2] >= kSgemmMacs) return true;
   if (p.epilogue.bias || p.epilogue.activation != Activation::kNone) return false;
-  const bool lhs_transposed = ls[1] == 1 && p.lhs.dims3[1] > 1;
-  const bool narrow = p.rhs.dims3[2] <= 16 || p.lhs.dims3[1] <= 16;
-  return lhs_transposed && rhs_plain && (narrow || p.threads > 1);
+  const bool lhs_transposed = ls[1] == 1 && m > 1;
+  const bool narrow = p.rhs.dims3[2] <= 16 || m <= 16;
+  return lhs_transposed && (narrow || p.threads > 1);
 }
 
-/// Fills the sgemm arguments (row-major C = op(A)·op(B)) of a plan whose operands are plain
-/// matrices (UseSgemm's, AddContractionBlocks's).
+/// Fills the sgemm arguments (row-major C = op(A)·op(B)) of a plan SgemmRuns accepts.
 void DescribeSgemm(MatmulPlan& p) {
   const std::vector<int64_t> ls = DescStrides(p.lhs), rs = DescStrides(p.rhs);
   p.m = p.lhs.dims3[1];
@@ -277,13 +280,8 @@ void AddParts(MatmulPlan& p) {
 /// multiply-adds and kMinBlockDepth terms a block, with a bias and ReLU at most.
 void AddContractionBlocks(MatmulPlan& p, int team) {
   const int64_t m = p.lhs.dims3[1], k = p.lhs.dims3[2], n = p.rhs.dims3[2];
-  if (team <= 1 || !p.parts.empty() || p.type != dnnl::memory::data_type::f32 || p.lhs.dims3[0] != 1 ||
-      p.lhs.copy || p.rhs.copy)
-    return;
+  if (team <= 1 || !p.parts.empty() || !SgemmRuns(p)) return;
   if (m >= team * kMinPartRows || m * k * n < kMinBlockMacs || k < team * kMinBlockDepth) return;
-  if (p.epilogue.activation != Activation::kNone && p.epilogue.activation != Activation::kRelu) return;
-  const std::vector<int64_t> ls = DescStrides(p.lhs), rs = DescStrides(p.rhs);
-  if (!(ls[2] == 1 || ls[1] == 1) || !(rs[2] == 1 || rs[1] == 1)) return;
   DescribeSgemm(p);
   p.k_blocks = team;
 }

@@ -79,8 +79,8 @@ KernelChoice ChooseKernel(CpuBackend& backend, int threads, const Node& node,
   if (node.collective_divisor != 0)
     return {ref::MakeCollectiveKernel(node.inst, operands, node.collective_divisor), "ref+div"};
   if (KernelChoice p = TryPoolKernel(backend, threads, node, operands); p.kernel) return p;
-  const int team = backend.options().team ? backend.options().threads : 1;
-  if (KernelChoice d = TryDnnlKernel(threads, team, node, operands); d.kernel) return d;
+  if (KernelChoice d = TryDnnlKernel(threads, TeamThreads(backend.options()), node, operands); d.kernel)
+    return d;
   const Instruction& inst = node.inst;
   Kernel k = ref::MakeKernel(inst, operands);
   if (WritesEveryElement(inst.op)) return {std::move(k), "ref"};

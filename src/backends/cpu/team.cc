@@ -174,14 +174,11 @@ void RunOnTeam(int threads, const std::function<void()>& lead) {
     led_teams.push_back(std::make_unique<ProgramTeam>(threads));
     team = led_teams.back().get();
   }
-  current_team = team;
-  try {
-    lead();
-  } catch (...) {
-    current_team = nullptr;
-    throw;
-  }
-  current_team = nullptr;
+  struct Leading {
+    explicit Leading(ProgramTeam* t) { current_team = t; }
+    ~Leading() { current_team = nullptr; }
+  } const leading(team);
+  lead();
 }
 
 }  // namespace kiln::compute::cpu
