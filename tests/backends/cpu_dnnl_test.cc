@@ -379,6 +379,73 @@ std::vector<Tensor> RunDumped(const std::shared_ptr<const compute::Program>& pro
   return got;
 }
 
+TEST(CpuDnnl, OneChannelConvsTakeTheDirectKernel) {
+  // A convolution of one input channel (a grayscale image's first layer) runs on oneDNN's direct
+  // kernel rather than brgconv, which oneDNN lists first where AVX-512 is (and which took a
+  // quarter longer there); on other CPUs brgconv is not offered at all. Channels last, strided,
+  // cropped, 1-D and 3-D forms agree with ref.
+  std::mt19937 rng(29);
+  struct Case {
+    std::vector<int64_t> x, k;
+    compute::ConvDims dims;
+    std::vector<int64_t> strides;
+    std::vector<compute::PadAxis> padding;
+    std::string what;
+  };
+  const std::vector<Case> cases = {
+      {{8, 28, 28, 1},
+       {5, 5, 1, 32},
+       {0, 3, {1, 2}, 2, 3, {0, 1}, 0, 3, {1, 2}},
+       {1, 1},
+       {{2, 2, 0}, {2, 2, 0}},
+       "28x28, 5x5, 32 features, same padding"},
+      {{3, 17, 13, 1},
+       {3, 3, 1, 20},
+       {0, 3, {1, 2}, 2, 3, {0, 1}, 0, 3, {1, 2}},
+       {2, 2},
+       {{1, 0, 0}, {0, 1, 0}},
+       "stride 2, 20 features"},
+      {{2, 12, 12, 1},
+       {3, 3, 1, 16},
+       {0, 3, {1, 2}, 2, 3, {0, 1}, 0, 3, {1, 2}},
+       {1, 1},
+       {{-1, 0, 0}, {0, -1, 0}},
+       "cropped"},
+      {{4, 1, 40}, {24, 1, 7}, {0, 1, {2}, 1, 0, {2}, 0, 1, {2}}, {1}, {{3, 3, 0}}, "1-D channels first"},
+      {{2, 6, 7, 8, 1},
+       {3, 3, 3, 1, 16},
+       {0, 4, {1, 2, 3}, 3, 4, {0, 1, 2}, 0, 4, {1, 2, 3}},
+       {1, 1, 1},
+       {{1, 1, 0}, {1, 1, 0}, {1, 1, 0}},
+       "3-D"},
+  };
+  for (const Case& c : cases) {
+    OpAttributes at;
+    at.conv = c.dims;
+    at.strides = c.strides;
+    at.padding = c.padding;
+    int64_t taps = 1;
+    for (int64_t a : c.dims.kernel_spatial) taps *= c.k[static_cast<size_t>(a)];
+    const std::string name = CheckOp(OpType::ConvGeneral, Shape(DType::Float32, c.x),
+                                     Shape(DType::Float32, c.k), at, taps, rng, c.what);
+    EXPECT_EQ(name.rfind("dnnl.conv[", 0), 0u) << c.what << ": " << name;
+    EXPECT_EQ(name.find("brgconv"), std::string::npos) << c.what << ": " << name;
+  }
+  // With a bias and ReLU folded in as oneDNN post-ops.
+  Graph g;
+  const Shape xs(DType::Float32, {6, 28, 28, 1}), ks(DType::Float32, {5, 5, 1, 32}), bs(DType::Float32, {32});
+  graph::Node x = g.Parameter(xs), k = g.Parameter(ks), b = g.Parameter(bs);
+  graph::Node y = graph::Convolve(x, k).PadSame().Done() + graph::Reshape(b, {1, 1, 1, 32});
+  std::shared_ptr<const compute::Program> program = g.Build({graph::MaxScalar(y, 0.0f)});
+  const std::vector<Tensor> inputs = {Random(xs, rng), Random(ks, rng), Random(bs, rng)};
+  std::string dump;
+  const Tensor got = RunDumped(program, inputs, dump)[0];
+  EXPECT_TRUE(Close(got, RunProgram(Ref(), program, inputs)[0], 26));
+  EXPECT_NE(dump.find("kernel dnnl.conv["), std::string::npos) << dump;
+  EXPECT_NE(dump.find("+post[bias(axis 3), Relu]"), std::string::npos) << dump;
+  EXPECT_EQ(dump.find("brgconv"), std::string::npos) << dump;
+}
+
 /// Expects a Float32 result computed in half type `half` within one unit in the last place of
 /// `half` (relative) of ref's; returns how many elements differ at all (rounding ties).
 int64_t ExpectWithinHalfUlp(const Tensor& got, const Tensor& want, DType half, const std::string& what) {

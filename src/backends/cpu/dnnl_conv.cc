@@ -239,22 +239,40 @@ bool MapBackwardWeights(const OpAttributes& at, const Shape& x, const Shape& k, 
   return true;
 }
 
+/// Moves `pd` from oneDNN's first choice, brgconv, to its direct AVX-512 kernel on the same
+/// layouts when it has one. The iterator behind `pd` reads the operation descriptor it was made
+/// from, which must still live.
+void PreferDirectKernel(dnnl::primitive_desc& pd) {
+  if (ImplName(pd).rfind("brgconv", 0) != 0) return;
+  dnnl::primitive_desc next = pd;
+  while (next.next_impl()) {
+    const std::string name = ImplName(next);
+    if (name.rfind("jit:avx512", 0) == 0) {
+      pd = next;
+      return;
+    }
+    if (IsReference(next) || name.find("gemm") != std::string::npos) return;
+  }
+}
+
 /// The primitive descriptor for the mapping with the given layouts (user strided or any).
+/// `prefer_direct` (forward only): oneDNN's direct kernel over brgconv (PreferDirectKernel).
 dnnl::primitive_desc Describe(const ConvShape& cs, const memory::desc& in, const memory::desc& w,
-                              const memory::desc& out, const ConvPlan& plan) {
+                              const memory::desc& out, const ConvPlan& plan, bool prefer_direct = false) {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const auto algo = dnnl::algorithm::convolution_direct;
   if (cs.kind == ConvKind::Forward) {
     attr.set_post_ops(ActivationPostOps(plan.epilogue));
-    if (plan.epilogue.bias) {
-      dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, algo, in, w, plan.bias, out,
-                                        cs.strides, cs.dilates, cs.pad_low, cs.pad_high);
-      return dnnl::convolution_forward::primitive_desc(d, attr, Engine());
-    }
-    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, algo, in, w, out, cs.strides,
-                                      cs.dilates, cs.pad_low, cs.pad_high);
-    return dnnl::convolution_forward::primitive_desc(d, attr, Engine());
+    const auto prop = dnnl::prop_kind::forward_inference;
+    const dnnl::convolution_forward::desc d =
+        plan.epilogue.bias ? dnnl::convolution_forward::desc(prop, algo, in, w, plan.bias, out, cs.strides,
+                                                             cs.dilates, cs.pad_low, cs.pad_high)
+                           : dnnl::convolution_forward::desc(prop, algo, in, w, out, cs.strides, cs.dilates,
+                                                             cs.pad_low, cs.pad_high);
+    dnnl::primitive_desc pd = dnnl::convolution_forward::primitive_desc(d, attr, Engine());
+    if (prefer_direct) PreferDirectKernel(pd);  // While `d` lives.
+    return pd;
   }
   if (cs.kind == ConvKind::BackwardWeights) {
     // oneDNN's src is this op's input, diff_dst its kernel, diff_weights its result.
@@ -363,6 +381,16 @@ void RunConv(const ConvPlan& p, ref::Operands in, uint8_t* out) {
   }
 }
 
+/// Whether a convolution has one input channel and no groups (a grayscale image's first layer).
+/// brgconv's reduction there (one channel times the kernel's width) is a fraction of a vector, and
+/// oneDNN's direct kernel took 0.75-0.80 of its time at batch 8-256 (5x5, 28x28, 32 features,
+/// channels last; 128 images: 605-633 against 757-837 us; on oneDNN's blocked layouts 514-606
+/// against 630-837), while from 3 input channels neither was faster across runs
+/// (docs/performance.md, "The first convolution").
+bool OneInputChannel(const OpAttributes& at, const ConvShape& cs) {
+  return cs.kind == ConvKind::Forward && at.feature_groups == 1 && cs.in_dims[1] == 1;
+}
+
 /// Whether any input dilation exceeds one.
 bool InputDilated(const OpAttributes& at) {
   for (int64_t d : at.input_dilations) {
@@ -431,20 +459,21 @@ KernelChoice MakeDnnlConv(int threads, const Instruction& inst, const std::vecto
     // First the user's data layouts (weights in oneDNN's choice), then every layout oneDNN's. A
     // backward-weights convolution's weights argument is the result's gradient (as large as the
     // activations): its result, the weights' gradient, is the small one left to oneDNN.
+    const bool direct = OneInputChannel(at, cs);
     dnnl::primitive_desc pd =
         cs.kind == ConvKind::BackwardWeights
             ? Describe(cs, plan->input.user, plan->weights.user, AnyDesc(cs.out_dims, type), *plan)
-            : Describe(cs, plan->input.user, AnyDesc(cs.w_dims, type), plan->output.user, *plan);
+            : Describe(cs, plan->input.user, AnyDesc(cs.w_dims, type), plan->output.user, *plan, direct);
     if (IsReference(pd)) {
       pd = Describe(cs, AnyDesc(cs.in_dims, type), AnyDesc(cs.w_dims, type), AnyDesc(cs.out_dims, type),
-                    *plan);
+                    *plan, direct);
     } else if (cs.kind == ConvKind::Forward && ImplName(pd).find("gemm") != std::string::npos) {
       // On the user's layouts oneDNN fell back to im2col and a matrix product (channels-first
       // data, as imported ONNX models have): its direct kernels on its own blocked layouts are
       // faster even with the reorders in and out (PP-OCR models, bench/onnx_vs_ort.py: 1.6x to
       // 1.7x at batch 1).
       dnnl::primitive_desc blocked = Describe(cs, AnyDesc(cs.in_dims, type), AnyDesc(cs.w_dims, type),
-                                              AnyDesc(cs.out_dims, type), *plan);
+                                              AnyDesc(cs.out_dims, type), *plan, direct);
       if (ImplName(blocked).find("gemm") == std::string::npos && !IsReference(blocked)) pd = blocked;
     }
     // A BFloat16 convolution oneDNN only has a reference kernel for is widened instead (widen.cc).
