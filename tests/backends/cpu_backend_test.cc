@@ -576,12 +576,15 @@ TEST(CpuOptions, InvalidValuesAreErrorsNamingTheValidOnes) {
   EXPECT_TRUE(test::Throws([] { Cpu("cpu:threads=100000"); }, {"threads=100000", "at most 4096"}));
   EXPECT_TRUE(test::Throws([] { Cpu("cpu:simd=foo"); }, {"simd", "foo", "auto", "scalar"}));
   EXPECT_TRUE(test::Throws([] { Cpu("cpu:serial_work=-1"); }, {"serial_work", "at least 0"}));
+  EXPECT_TRUE(test::Throws([] { Cpu("cpu:team_spin=-1"); }, {"team_spin=-1", "between 0 and 1000000"}));
+  EXPECT_TRUE(test::Throws([] { Cpu("cpu:team_spin=2000000"); }, {"team_spin=2000000", "microseconds"}));
   EXPECT_TRUE(test::Throws([] { Cpu("cpu:colour=red"); }, {"colour", "threads", "fusion", "simd"}));
 }
 
 TEST(CpuOptions, SwitchesAreAppliedAndComputeTheSame) {
-  for (const char* config : {"cpu:fusion=false", "cpu:simd=scalar", "cpu:threads=1",
-                             "cpu:threads=2,fusion=true", "cpu:serial_work=0"}) {
+  for (const char* config :
+       {"cpu:fusion=false", "cpu:simd=scalar", "cpu:threads=1", "cpu:threads=2,fusion=true",
+        "cpu:serial_work=0", "cpu:threads=2,team_spin=0", "cpu:threads=2,team_spin=5000"}) {
     SCOPED_TRACE(config);
     compute::BackendPtr backend = Cpu(config);
     EXPECT_EQ(backend->Name(), "cpu");

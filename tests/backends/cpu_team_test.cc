@@ -13,12 +13,14 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <mutex>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "backends/cpu/team.h"
@@ -150,6 +152,62 @@ TEST(CpuTeam, HelpersStayBetweenExecutionsAndLeaveWithTheirLead) {
   EXPECT_EQ(helpers.size(), 1u);
   EXPECT_EQ(alive, before + 2);
   EXPECT_EQ(ProcessThreads(), before);
+}
+
+/// The scheduler state of thread `tid` of this process ('R' running or runnable, 'S' asleep...).
+char ThreadState(pid_t tid) {
+  std::ifstream stat("/proc/self/task/" + std::to_string(tid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  const size_t close = line.rfind(')');
+  return close == std::string::npos || close + 2 >= line.size() ? '?' : line[close + 2];
+}
+
+/// Runs jobs on a team of 2 whose helpers spin `spin_micros`, and returns the helper's thread id
+/// (from a part it ran) and its state `after` the last job, read on the lead.
+std::pair<pid_t, char> HelperStateAfterJobs(int spin_micros, std::chrono::milliseconds after) {
+  pid_t helper = 0;
+  char state = '?';
+  std::thread caller([&] {
+    const pid_t lead = gettid();
+    std::atomic<pid_t> seen{0};
+    RunOnTeam(
+        2,
+        [&] {
+          for (int j = 0; j < 200 && seen.load() == 0; ++j) {
+            ProgramTeam::Current()->Run([&](int, int) {
+              const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+              while (std::chrono::steady_clock::now() < until) {
+              }
+              if (gettid() != lead) seen.store(gettid());
+            });
+          }
+        },
+        spin_micros);
+    helper = seen.load();
+    if (helper == 0) return;
+    // A sleeping helper is in state S at once; a spinning one stays R. Poll for a while so that
+    // a helper the lead's core kept from running yet still reaches its sleep.
+    const auto until = std::chrono::steady_clock::now() + after;
+    do {
+      state = ThreadState(helper);
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    } while (state != 'S' && std::chrono::steady_clock::now() < until);
+  });
+  caller.join();
+  return {helper, state};
+}
+
+TEST(CpuTeam, HelpersSpinAsLongAsTheTeamSpinSaysThenSleep) {
+  // team_spin=0: the helper sleeps right after its part.
+  const auto [sleeper, asleep] = HelperStateAfterJobs(0, std::chrono::milliseconds(2000));
+  ASSERT_NE(sleeper, 0) << "the helper ran no part";
+  EXPECT_EQ(asleep, 'S');
+  // A one-second spin keeps it running (R) through the 300 ms the lead watches it.
+  const auto [spinner, awake] =
+      HelperStateAfterJobs(kiln::compute::cpu::kMaxTeamSpinMicros, std::chrono::milliseconds(300));
+  ASSERT_NE(spinner, 0) << "the helper ran no part";
+  EXPECT_EQ(awake, 'R');
 }
 
 TEST(CpuTeam, AChildOfForkStartsTeamsOfItsOwn) {

@@ -160,6 +160,10 @@ BackendInfo CpuBackendInfo() {
         "fused kernels, reductions, Adam), on several threads or with matrix-vector products, runs each "
         "execution on a team: the calling thread and kiln's own helper threads, which spin between kernels "
         "and executions instead of waking an OpenMP team for each"},
+       {"team_spin",
+        "microseconds a team's helper threads spin after a kernel's work before they sleep (default 200, at "
+        "most 1000000; 0: they sleep at once and each kernel wakes them): longer keeps them ready across "
+        "gaps between executions, shorter gives the cores back sooner"},
        {"int8_activations",
         "true (default) or false: quantized products (Int8 weights, ggml Q4_0 and Q8_0) at few rows of x "
         "quantize x to int8 in blocks of 32, as ggml does, and run integer dot products; false keeps x in "
@@ -195,6 +199,10 @@ BackendPtr NewCpuBackend(BackendOptions& options) {
   o.serial_work = options.TakeInt("serial_work", static_cast<int>(cpu::DefaultSerialWork()));
   if (o.serial_work < 0) detail::Throw("backend \"cpu\": serial_work={} must be at least 0", o.serial_work);
   o.team = options.TakeBool("team", true);
+  o.team_spin_us = options.TakeInt("team_spin", cpu::kDefaultTeamSpinMicros);
+  if (o.team_spin_us < 0 || o.team_spin_us > cpu::kMaxTeamSpinMicros)
+    detail::Throw("backend \"cpu\": team_spin={} must be between 0 and {} microseconds", o.team_spin_us,
+                  cpu::kMaxTeamSpinMicros);
   o.int8_activations = options.TakeBool("int8_activations", true);
   o.dynamic_cache = options.TakeInt("dynamic_cache", kDefaultDynamicCache);
   if (o.dynamic_cache < 1)

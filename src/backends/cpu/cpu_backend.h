@@ -10,6 +10,7 @@
 
 #include "backends/cpu/buffer_pool.h"
 #include "backends/cpu/cost_model.h"
+#include "backends/cpu/team.h"
 #include "compute/registry.h"
 #include "kiln/compute/dynamic.h"
 
@@ -43,6 +44,9 @@ struct Options {
   /// matrix-vector products, run each execution on a team: the calling thread and kiln's own
   /// helper threads (`team=false`: each kernel opens its own OpenMP region).
   bool team = true;
+  /// Microseconds a team's helpers spin after a job before they sleep (`team_spin=N`; 0: they
+  /// sleep at once, and each job wakes them).
+  int team_spin_us = kDefaultTeamSpinMicros;
   /// Concrete executables a program with dynamic axes keeps, one per input signature, the least
   /// recently used dropped first (`dynamic_cache=N`).
   int dynamic_cache = kDefaultDynamicCache;

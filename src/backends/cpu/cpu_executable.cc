@@ -596,7 +596,7 @@ std::vector<BufferPtr> CpuExecutable::Execute(const std::vector<BufferPtr>& inpu
     }
   };
   if (team_size_ > 1) {
-    RunOnTeam(team_size_, run_steps);
+    RunOnTeam(team_size_, run_steps, backend_->options().team_spin_us);
   } else {
     run_steps();
   }

@@ -16,13 +16,9 @@ namespace {
 
 thread_local ProgramTeam* current_team = nullptr;
 thread_local bool in_part = false;
-/// The calling thread's teams, one per size it led, kept (with their helpers) until it exits.
+/// The calling thread's teams, one per size and spin it led, kept (with their helpers) until it
+/// exits.
 thread_local std::vector<std::unique_ptr<ProgramTeam>> led_teams;
-
-/// How long a helper spins for the next job before it sleeps. Kernels of a training step follow
-/// each other within microseconds, and so do executions called back to back; a longer gap costs
-/// the helper's core at most this much spinning.
-constexpr std::chrono::microseconds kSpin{200};
 
 void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -59,8 +55,8 @@ ProgramTeam* ProgramTeam::Current() { return current_team; }
 
 bool ProgramTeam::InPart() { return in_part; }
 
-ProgramTeam::ProgramTeam(int size)
-    : size_(size), claimed_(new std::atomic<uint32_t>[static_cast<size_t>(size)]) {
+ProgramTeam::ProgramTeam(int size, std::chrono::microseconds spin)
+    : size_(size), spin_(spin), claimed_(new std::atomic<uint32_t>[static_cast<size_t>(size)]) {
   for (int part = 0; part < size_; ++part) claimed_[static_cast<size_t>(part)].store(0);
   for (int i = 1; i < size_; ++i) {
     try {
@@ -143,7 +139,7 @@ void ProgramTeam::Serve(int id) {
       if (stop_.load(std::memory_order_relaxed)) return;
       if (epoch_.load(std::memory_order_acquire) != seen) break;
       CpuRelax();
-      if (++spins % 256 != 0 || std::chrono::steady_clock::now() - since < kSpin) continue;
+      if (++spins % 256 != 0 || std::chrono::steady_clock::now() - since < spin_) continue;
       // Asleep until the lead posts a job (it wakes sleepers after publishing the job: either it
       // sees this thread counted here, or this thread sees its job below).
       const uint32_t wake = wake_.load();
@@ -161,17 +157,18 @@ void ProgramTeam::Serve(int id) {
   }
 }
 
-void RunOnTeam(int threads, const std::function<void()>& lead) {
+void RunOnTeam(int threads, const std::function<void()>& lead, int spin_micros) {
   if (threads <= 1 || current_team != nullptr || in_part) {
     lead();
     return;
   }
+  const std::chrono::microseconds spin(spin_micros);
   ProgramTeam* team = nullptr;
   for (const auto& t : led_teams) {
-    if (t->size() == threads) team = t.get();
+    if (t->size() == threads && t->spin() == spin) team = t.get();
   }
   if (team == nullptr) {
-    led_teams.push_back(std::make_unique<ProgramTeam>(threads));
+    led_teams.push_back(std::make_unique<ProgramTeam>(threads, spin));
     team = led_teams.back().get();
   }
   struct Leading {

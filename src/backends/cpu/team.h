@@ -12,6 +12,7 @@
 // gain; docs/performance.md has the figures.
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -22,6 +23,14 @@
 
 namespace kiln::compute::cpu {
 
+/// How long a helper spins for the next job before it sleeps, unless the backend's `team_spin`
+/// option says otherwise. Kernels of a training step follow each other within microseconds, and
+/// so do executions called back to back; a longer gap costs the helper's core at most this much
+/// spinning.
+inline constexpr int kDefaultTeamSpinMicros = 200;
+/// The longest `team_spin` the backend accepts (one second).
+inline constexpr int kMaxTeamSpinMicros = 1000000;
+
 class ProgramTeam {
  public:
   /// Runs body(part, size()) once for every part in [0, size()), each on whichever thread of the
@@ -31,6 +40,8 @@ class ProgramTeam {
 
   /// Parts of a job: the threads in the team, the lead included.
   int size() const { return size_; }
+  /// How long the helpers spin after a job before they sleep.
+  std::chrono::microseconds spin() const { return spin_; }
 
   /// The team the calling thread leads (inside RunOnTeam, outside a part), else null: kernels
   /// run elsewhere split their work as they would without a team.
@@ -40,7 +51,9 @@ class ProgramTeam {
   /// work split there runs in place.
   static bool InPart();
 
-  explicit ProgramTeam(int size);
+  /// `size` threads (size - 1 helpers), whose helpers spin for `spin` after each job.
+  explicit ProgramTeam(int size,
+                       std::chrono::microseconds spin = std::chrono::microseconds(kDefaultTeamSpinMicros));
   ~ProgramTeam();
   ProgramTeam(const ProgramTeam&) = delete;
   ProgramTeam& operator=(const ProgramTeam&) = delete;
@@ -56,6 +69,7 @@ class ProgramTeam {
   void RunPart(const std::function<void(int, int)>& body, int part);
 
   int size_ = 1;
+  std::chrono::microseconds spin_;
   std::vector<std::thread> helpers_;
   std::atomic<uint32_t> epoch_{0};  ///< The current job's number (the first is 1).
   /// Per part, the job that claimed it last: a part of job E is free while it holds E - 1.
@@ -69,9 +83,10 @@ class ProgramTeam {
   std::exception_ptr error_;
 };
 
-/// Runs lead() on the calling thread as the lead of its team of `threads` threads (its helpers
-/// are started the first time). With one thread, or when the calling thread already leads a team
-/// or runs a part (a nested program), lead() runs directly.
-void RunOnTeam(int threads, const std::function<void()>& lead);
+/// Runs lead() on the calling thread as the lead of its team of `threads` threads whose helpers
+/// spin for `spin_micros` after each job (started the first time the thread leads a team of that
+/// size and spin). With one thread, or when the calling thread already leads a team or runs a
+/// part (a nested program), lead() runs directly.
+void RunOnTeam(int threads, const std::function<void()>& lead, int spin_micros = kDefaultTeamSpinMicros);
 
 }  // namespace kiln::compute::cpu
