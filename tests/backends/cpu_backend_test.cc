@@ -596,6 +596,8 @@ TEST(CpuOptions, SwitchesAreAppliedAndComputeTheSame) {
   EXPECT_NE(Cpu("cpu:simd=scalar")->Description().find("scalar"), std::string::npos);
   EXPECT_NE(Cpu("cpu:threads=1")->Description().find("1 thread"), std::string::npos);
   EXPECT_NE(Cpu("cpu:threads=3")->Description().find("3 threads"), std::string::npos);
+  EXPECT_NE(Cpu("cpu:team_spin=0")->Description().find("helpers spin 0 us"), std::string::npos);
+  EXPECT_EQ(Cpu("cpu:team_spin=200")->Description().find("spin"), std::string::npos);
 }
 
 TEST(CpuOptions, DumpPrintsTheOptimisedProgram) {

@@ -44,9 +44,12 @@ std::string CpuBackend::Description() const {
     if (t.bits == options_.simd_target) target = ", SIMD target " + t.name;
   const std::string devices =
       options_.devices == 1 ? std::string() : fmt::format("{} devices of ", options_.devices);
-  return fmt::format("cpu: optimising compiler, {}{} thread{}{}{}{}", devices, options_.threads,
+  const std::string spin = options_.team_spin_us == kDefaultTeamSpinMicros
+                               ? std::string()
+                               : fmt::format(", helpers spin {} us", options_.team_spin_us);
+  return fmt::format("cpu: optimising compiler, {}{} thread{}{}{}{}{}", devices, options_.threads,
                      options_.threads == 1 ? "" : "s", options_.fusion ? "" : ", fusion off",
-                     options_.simd ? "" : ", scalar kernels", target);
+                     options_.simd ? "" : ", scalar kernels", target, spin);
 }
 
 BufferPtr CpuBackend::NewSharedBuffer(int device, int64_t bytes) {
