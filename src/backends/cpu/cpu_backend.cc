@@ -164,9 +164,11 @@ BackendInfo CpuBackendInfo() {
         "execution on a team: the calling thread and kiln's own helper threads, which spin between kernels "
         "and executions instead of waking an OpenMP team for each"},
        {"team_spin",
-        "microseconds a team's helper threads spin after a kernel's work before they sleep (default 200, at "
-        "most 1000000; 0: they sleep at once and each kernel wakes them): longer keeps them ready across "
-        "gaps between executions, shorter gives the cores back sooner"},
+        fmt::format(
+            "microseconds a team's helper threads spin after a kernel's work before they sleep "
+            "(default {}, at most {}; 0: they sleep at once and each kernel wakes them): longer keeps "
+            "them ready across gaps between executions, shorter gives the cores back sooner",
+            cpu::kDefaultTeamSpinMicros, cpu::kMaxTeamSpinMicros)},
        {"int8_activations",
         "true (default) or false: quantized products (Int8 weights, ggml Q4_0 and Q8_0) at few rows of x "
         "quantize x to int8 in blocks of 32, as ggml does, and run integer dot products; false keeps x in "
