@@ -18,7 +18,7 @@ packages=(
   build-essential g++ clang cmake ninja-build pkg-config git
   # libraries kiln links (and what their CMake configs require)
   libfmt-dev zlib1g-dev libjpeg62-turbo-dev libdw-dev
-  libdnnl-dev ocl-icd-opencl-dev opencl-c-headers libhwy-dev libeigen3-dev
+  libdnnl-dev ocl-icd-opencl-dev opencl-c-headers libhwy-dev libeigen3-dev libxbyak-dev
   libonnx-dev libprotobuf-dev
   # tokenizers: regexes, Unicode, SentencePiece
   libpcre2-dev libicu-dev libsentencepiece-dev

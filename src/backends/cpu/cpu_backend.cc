@@ -38,6 +38,10 @@ int64_t CheckBytes(int64_t bytes) {
 
 }  // namespace
 
+bool CompileVectorPrograms(const Options& o) {
+  return o.jit && o.simd && (o.simd_target == 0 || o.simd_target == SimdTargets().front().bits);
+}
+
 std::string CpuBackend::Description() const {
   std::string target;
   for (const SimdTarget& t : SimdTargets())
@@ -47,9 +51,10 @@ std::string CpuBackend::Description() const {
   const std::string spin = options_.team_spin_us == kDefaultTeamSpinMicros
                                ? std::string()
                                : fmt::format(", helpers spin {} us", options_.team_spin_us);
-  return fmt::format("cpu: optimising compiler, {}{} thread{}{}{}{}{}", devices, options_.threads,
+  return fmt::format("cpu: optimising compiler, {}{} thread{}{}{}{}{}{}", devices, options_.threads,
                      options_.threads == 1 ? "" : "s", options_.fusion ? "" : ", fusion off",
-                     options_.simd ? "" : ", scalar kernels", target, spin);
+                     options_.simd ? "" : ", scalar kernels",
+                     options_.jit ? "" : ", no compiled vector programs", target, spin);
 }
 
 BufferPtr CpuBackend::NewSharedBuffer(int device, int64_t bytes) {
@@ -155,6 +160,10 @@ BackendInfo CpuBackendInfo() {
        {"devices", "devices the threads are split into, each with its own team (default 1)"},
        {"fusion", "true (default) or false: fuse chains of elementwise ops into one kernel"},
        {"simd", SimdOptionText()},
+       {"jit",
+        "true (default) or false: on AVX-512, a fused elementwise kernel whose ops all have a compiled form "
+        "(Add, Sub, Mul, Div, Max, Min, Neg, Abs, Sqrt, Exp) runs as machine code generated for it; false "
+        "runs every kernel's program through the interpreter (the same bits)"},
        {"serial_work",
         "programs with less work than this per sizeable kernel (multiply-adds plus elements; default "
         "8388608 under OMP_WAIT_POLICY=PASSIVE, else 524288; 0: none) run on the calling thread"},
@@ -201,6 +210,7 @@ BackendPtr NewCpuBackend(BackendOptions& options) {
                     simd, SimdTargetNames());
     o.simd_target = it->bits;
   }
+  o.jit = options.TakeBool("jit", true);
   o.serial_work = options.TakeInt("serial_work", static_cast<int>(cpu::DefaultSerialWork()));
   if (o.serial_work < 0) detail::Throw("backend \"cpu\": serial_work={} must be at least 0", o.serial_work);
   o.team = options.TakeBool("team", true);

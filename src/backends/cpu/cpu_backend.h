@@ -27,6 +27,9 @@ struct Options {
   int devices = 1;     ///< Devices (`devices=N`): each runs executions with its own team of `threads`.
   bool fusion = true;  ///< Fuse elementwise chains (false: one kernel per op).
   bool simd = true;    ///< SIMD kernels (false: their scalar form, `simd=scalar`).
+  /// Fused elementwise kernels' vector programs compiled to machine code on AVX-512
+  /// (vprogram_jit.h; `jit=false`: the interpreter runs every program).
+  bool jit = true;
   /// Quantized products at few rows of x quantize x to int8 for integer dot products, as ggml
   /// does (`int8_activations=false`: x stays float; int8_dot.h).
   bool int8_activations = true;
@@ -51,6 +54,11 @@ struct Options {
   /// recently used dropped first (`dynamic_cache=N`).
   int dynamic_cache = kDefaultDynamicCache;
 };
+
+/// Whether fused kernels made under `o` compile their vector programs (vprogram_jit.h): `jit`, SIMD
+/// kernels, and the best target (the compiled code is AVX-512's; on another target the kernels
+/// run that target's forms).
+bool CompileVectorPrograms(const Options& o);
 
 /// The size of the program team (team.h) a program of the backend may run on: its threads, or 1
 /// with `team=false`.

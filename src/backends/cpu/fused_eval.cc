@@ -15,7 +15,7 @@
 namespace kiln::compute::cpu {
 
 // The evaluator: the [rows, inner] view and how each input is read within a row.
-FusedEvaluator::FusedEvaluator(std::shared_ptr<const FusedSpec> spec, bool simd)
+FusedEvaluator::FusedEvaluator(std::shared_ptr<const FusedSpec> spec, bool simd, bool jit)
     : spec_(std::move(spec)), simd_(simd) {
   const std::vector<int64_t>& dims = spec_->out_dims;
   n_ = 1;
@@ -66,6 +66,7 @@ FusedEvaluator::FusedEvaluator(std::shared_ptr<const FusedSpec> spec, bool simd)
   // A multi-output group runs one pass per instruction: its extra results stay in registers of
   // the whole piece (the vector program keeps only a block of vectors).
   if (simd_ && spec_->extra.empty()) vprog_ = MakeVProgram(*spec_);
+  if (jit && !vprog_.code.empty()) jit_ = VProgramJit::Compile(vprog_);
   // Short rows: pieces run over the flat result instead, and strided inputs gather (inputs
   // constant over every axis still read one value).
   if (inner_ < kMinRow && n_ > inner_) {
@@ -215,8 +216,21 @@ const float* FusedEvaluator::EvalVector(std::span<const uint8_t* const> in, int6
     Load(i, in[i], start, len, scratch.loads.data() + i * kTile, scratch.filled[i], &scratch.in[i]);
   }
   float* out = direct != nullptr ? direct : scratch.result.data();
-  RunVProgramSimd(vprog_, scratch.in.data(), out, static_cast<size_t>(len), scratch.slots.data(),
-                  scratch.tail.data(), scratch.tail_in.data());
+  const auto n = static_cast<size_t>(len);
+  size_t done = 0;
+  const float* const* at = scratch.in.data();
+  const float* rest[VProgramJit::kMaxInputs];
+  if (jit_ != nullptr) {
+    // Whole blocks as compiled code; the rest (under a block) through the interpreter.
+    const size_t blocks = n / VProgramJit::kBlock;
+    jit_->Run(at, out, blocks, scratch.slots.data());
+    done = blocks * VProgramJit::kBlock;
+    if (done == n) return out;
+    for (int k = 0; k < vprog_.num_inputs; ++k) rest[k] = at[k] != nullptr ? at[k] + done : nullptr;
+    at = rest;
+  }
+  RunVProgramSimd(vprog_, at, out + done, n - done, scratch.slots.data(), scratch.tail.data(),
+                  scratch.tail_in.data());
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/cpu/fused_program.h"
+#include "backends/cpu/vprogram_jit.h"
 
 namespace kiln::compute::cpu {
 
@@ -23,9 +24,13 @@ class FusedEvaluator {
   /// Rows shorter than this are not worth a piece each: the view is then one flat row.
   static constexpr int64_t kMinRow = 64;
 
-  FusedEvaluator(std::shared_ptr<const FusedSpec> spec, bool simd);
+  /// `simd`: the SIMD kernels (else their scalar forms); `jit`: the vector program compiled to
+  /// machine code where VProgramJit compiles it (else the interpreter runs it).
+  FusedEvaluator(std::shared_ptr<const FusedSpec> spec, bool simd, bool jit = true);
 
   const FusedSpec& spec() const { return *spec_; }
+  /// Whether the vector program runs as compiled code (on an AVX-512 target).
+  bool compiled() const { return jit_ != nullptr; }
   /// Result elements.
   int64_t size() const { return n_; }
   /// The row length of the [rows, inner] view.
@@ -80,7 +85,8 @@ class FusedEvaluator {
 
   std::shared_ptr<const FusedSpec> spec_;
   bool simd_ = true;
-  VProgram vprog_;  ///< Empty when the SIMD path runs the instructions one pass each.
+  VProgram vprog_;                          ///< Empty when the SIMD path runs the instructions one pass each.
+  std::shared_ptr<const VProgramJit> jit_;  ///< vprog_ compiled, or null.
 
   int64_t n_ = 0, inner_ = 1;
   std::vector<int64_t> out_strides_;

@@ -102,11 +102,14 @@ KernelChoice MakeFusedKernel(CpuBackend& backend, int threads, const Node& node,
                   kMaxFusedRegisters);
   if (node.kind == NodeKind::kFusedReduce) return MakeFusedReduceKernel(backend, threads, node, operands);
   FusedRunner r;
-  r.eval = std::make_shared<const FusedEvaluator>(node.fused, backend.options().simd);
+  r.eval = std::make_shared<const FusedEvaluator>(node.fused, backend.options().simd,
+                                                  CompileVectorPrograms(backend.options()));
   r.threads = std::max(1, threads);
   r.work = r.eval->size() * FusedCost(*node.fused);
-  std::string name =
-      fmt::format("fused[{}]{}", node.fused->ops.size(), backend.options().simd ? "" : ".scalar");
+  std::string name = fmt::format("fused[{}]{}", node.fused->ops.size(),
+                                 !backend.options().simd ? ".scalar"
+                                 : r.eval->compiled()    ? ".jit"
+                                                         : "");
   return {Kernel(std::move(r)), std::move(name)};
 }
 

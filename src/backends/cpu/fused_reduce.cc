@@ -274,9 +274,12 @@ KernelChoice MakeFusedReduceKernel(CpuBackend& backend, int threads, const Node&
                                                : Fold::kMin;
   k.simd = backend.options().simd;
   k.threads = std::max(1, threads);
-  k.eval = std::make_shared<const FusedEvaluator>(node.fused, k.simd);
-  std::string name =
-      fmt::format("fused[{}]+{}{}", spec.ops.size(), OpName(node.inst.op), k.simd ? "" : ".scalar");
+  k.eval =
+      std::make_shared<const FusedEvaluator>(node.fused, k.simd, CompileVectorPrograms(backend.options()));
+  std::string name = fmt::format("fused[{}]+{}{}", spec.ops.size(), OpName(node.inst.op),
+                                 !k.simd              ? ".scalar"
+                                 : k.eval->compiled() ? ".jit"
+                                                      : "");
   return {Kernel(std::move(k)), std::move(name)};
 }
 

@@ -1,0 +1,366 @@
+// The vector program compiler (vprogram_jit.h): one AVX-512 function per program, generated with
+// Xbyak.
+//
+// The function is f(in, out, blocks, slots). Registers: rbx the input pointer array, rbp `out`,
+// r12 the block's byte offset, r13 `slots`, r14 the blocks left (all callee-saved, so they survive
+// the calls to the interpreter's Exp); zmm0-3 the accumulator (the block's four vectors), zmm4-15
+// operands and results, zmm16-31 Exp's temporaries, k1-k7 masks. Constants live after the code and
+// are read as broadcast memory operands. Each op is the instruction sequence Highway's AVX3 target
+// compiles the interpreter's form to (fused_simd.cc: Apply, ExtremeImm, MaxOf and MinOf;
+// simd_exp-inl.h: ExpInRange), so the bits are the same.
+
+#include "backends/cpu/vprogram_jit.h"
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <utility>
+
+#include <xbyak/xbyak.h>
+#include <xbyak/xbyak_util.h>
+
+#include "backends/cpu/fused_simd.h"
+
+namespace kiln::compute::cpu {
+
+namespace {
+
+constexpr int kLanes = 16;
+constexpr int kVecBytes = kLanes * 4;
+constexpr int kBlockBytes = 4 * kVecBytes;
+
+// vcmpps predicates (the _CMP_* values Highway's comparisons use).
+constexpr uint8_t kCmpEq = 0x00;     // _CMP_EQ_OQ
+constexpr uint8_t kCmpUnord = 0x03;  // _CMP_UNORD_Q
+constexpr uint8_t kCmpLt = 0x11;     // _CMP_LT_OQ
+constexpr uint8_t kCmpLe = 0x12;     // _CMP_LE_OQ
+constexpr uint8_t kCmpGe = 0x1D;     // _CMP_GE_OQ
+constexpr uint8_t kCmpGt = 0x1E;     // _CMP_GT_OQ
+
+/// Exp over one block (64 floats at x, into r) through the interpreter's form: the compiled code
+/// calls it for blocks with lanes outside ExpInRange's range, which take the op's scalar form.
+void ExpBlock(const float* x, float* r) { RunFusedOpSimd(FOp::kExp, x, x, x, r, VProgramJit::kBlock); }
+
+}  // namespace
+
+class VProgramJit::Code : public Xbyak::CodeGenerator {
+ public:
+  explicit Code(size_t max_size) : Xbyak::CodeGenerator(max_size, Xbyak::DontSetProtectRWE) {}
+
+  /// Emits the program; false when an instruction has no compiled form.
+  bool Emit(const VProgram& prog) {
+    using namespace Xbyak;
+    // Prologue: six callee-saved registers pushed (rsp is then 8 mod 16), then the two blocks of
+    // spill area the Exp call uses, keeping rsp 16-byte aligned at the call.
+    push(rbx);
+    push(rbp);
+    push(r12);
+    push(r13);
+    push(r14);
+    push(r15);
+    sub(rsp, 2 * kBlockBytes + 8);
+    mov(rbx, rdi);
+    mov(rbp, rsi);
+    xor_(r12, r12);
+    mov(r13, rcx);
+    mov(r14, rdx);
+    Label loop, done;
+    L(loop);
+    test(r14, r14);
+    jz(done, T_NEAR);
+    for (const VInstr& ins : prog.code) {
+      if (!EmitInstr(ins)) return false;
+      if (ins.save >= 0) {
+        for (int v = 0; v < 4; ++v) vmovups(ptr[r13 + ins.save * kBlockBytes + v * kVecBytes], Zmm(v));
+      }
+    }
+    if (prog.result_src == VSrc::kSlot) {
+      for (int v = 0; v < 4; ++v) vmovups(Zmm(v), ptr[r13 + prog.result_idx * kBlockBytes + v * kVecBytes]);
+    }
+    for (int v = 0; v < 4; ++v) vmovups(ptr[rbp + r12 + v * kVecBytes], Zmm(v));
+    add(r12, kBlockBytes);
+    dec(r14);
+    jmp(loop, T_NEAR);
+    L(done);
+    vzeroupper();
+    add(rsp, 2 * kBlockBytes + 8);
+    pop(r15);
+    pop(r14);
+    pop(r13);
+    pop(r12);
+    pop(rbp);
+    pop(rbx);
+    ret();
+    // The constants, each read as a broadcast operand.
+    align(16);
+    for (auto& [bits, label] : constants_) {
+      L(label);
+      dd(bits);
+    }
+    return true;
+  }
+
+ private:
+  /// A broadcast operand of constant `value` (by its bits: -0 and +0 are different constants).
+  Xbyak::Address Const(float value) { return ptr_b[rip + constants_[std::bit_cast<uint32_t>(value)]]; }
+  Xbyak::Address ConstInt(uint32_t bits) { return ptr_b[rip + constants_[bits]]; }
+  /// Constant `value` as a scalar memory operand (VBROADCASTSS's source).
+  Xbyak::Address Scalar(float value) { return dword[rip + constants_[std::bit_cast<uint32_t>(value)]]; }
+
+  /// Vector v of operand w of `ins` in memory (an input's values or a slot); `base` is loaded
+  /// with the input's pointer when the operand is an input.
+  Xbyak::Address Mem(const VInstr& ins, int w, int v, const Xbyak::Reg64& base) {
+    if (ins.src[w] == VSrc::kInput) return ptr[base + r12 + v * kVecBytes];
+    return ptr[r13 + ins.idx[w] * kBlockBytes + v * kVecBytes];
+  }
+  /// Loads input operand w's pointer into `base` (nothing for other operands).
+  void LoadBase(const VInstr& ins, int w, const Xbyak::Reg64& base) {
+    if (ins.src[w] == VSrc::kInput) mov(base, ptr[rbx + ins.idx[w] * 8]);
+  }
+  static bool InMemory(VSrc s) { return s == VSrc::kInput || s == VSrc::kSlot; }
+
+  /// Operand w of `ins` for vector v in a register: the accumulator's, or `scratch` loaded.
+  Xbyak::Zmm InReg(const VInstr& ins, int w, int v, const Xbyak::Zmm& scratch, const Xbyak::Reg64& base) {
+    switch (ins.src[w]) {
+      case VSrc::kInput:
+      case VSrc::kSlot:
+        vmovups(scratch, Mem(ins, w, v, base));
+        return scratch;
+      case VSrc::kImm:
+        vbroadcastss(scratch, Scalar(ins.imm[w]));
+        return scratch;
+      default:
+        return Xbyak::Zmm(v);
+    }
+  }
+  bool EmitInstr(const VInstr& ins) {
+    switch (ins.op) {
+      case FOp::kInput:
+      case FOp::kImm:
+        return true;  // The interpreter leaves the accumulator as it is.
+      case FOp::kAdd:
+      case FOp::kSub:
+      case FOp::kMul:
+      case FOp::kDiv:
+        EmitArith(ins);
+        return true;
+      case FOp::kMax:
+      case FOp::kMin:
+        return EmitExtreme(ins);
+      case FOp::kNeg:
+      case FOp::kAbs:
+      case FOp::kSqrt:
+        EmitUnary(ins);
+        return true;
+      case FOp::kExp:
+        EmitExp(ins);
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  /// x op y for the four vectors: x in a register, y a register, memory or a broadcast.
+  void EmitArith(const VInstr& ins) {
+    using namespace Xbyak;
+    LoadBase(ins, 0, rax);
+    LoadBase(ins, 1, r10);
+    for (int v = 0; v < 4; ++v) {
+      const Zmm x = InReg(ins, 0, v, Zmm(4 + v), rax);
+      const Zmm dst(v);
+      auto apply = [&](const Operand& y) {
+        switch (ins.op) {
+          case FOp::kAdd:
+            vaddps(dst, x, y);
+            break;
+          case FOp::kSub:
+            vsubps(dst, x, y);
+            break;
+          case FOp::kMul:
+            vmulps(dst, x, y);
+            break;
+          default:
+            vdivps(dst, x, y);
+            break;
+        }
+      };
+      if (ins.src[1] == VSrc::kImm) {
+        apply(Const(ins.imm[1]));
+      } else if (InMemory(ins.src[1])) {
+        apply(Mem(ins, 1, v, r10));
+      } else {
+        apply(Zmm(v));
+      }
+    }
+  }
+
+  /// Max or Min: with an immediate c (not NaN, and not Min with -0) the interpreter's ExtremeImm
+  /// (VMAXPS(c, x), plus a zero of c's sign for Max); otherwise MaxOf / MinOf.
+  bool EmitExtreme(const VInstr& ins) {
+    using namespace Xbyak;
+    const bool max = ins.op == FOp::kMax;
+    const int w = ins.src[1] == VSrc::kImm ? 1 : ins.src[0] == VSrc::kImm ? 0 : -1;
+    const float c = w >= 0 ? ins.imm[w] : 0.0f;
+    if (w >= 0 && !std::isnan(c) && !(!max && c == 0.0f && std::signbit(c))) {
+      const int o = 1 - w;
+      LoadBase(ins, o, rax);
+      const Zmm cv(12);
+      vbroadcastss(cv, Scalar(c));
+      const float zero = c == 0.0f && !std::signbit(c) ? 0.0f : -0.0f;
+      for (int v = 0; v < 4; ++v) {
+        const Zmm dst(v);
+        if (InMemory(ins.src[o])) {
+          max ? vmaxps(dst, cv, Mem(ins, o, v, rax)) : vminps(dst, cv, Mem(ins, o, v, rax));
+        } else {
+          const Zmm x = InReg(ins, o, v, Zmm(4 + v), rax);
+          max ? vmaxps(dst, cv, x) : vminps(dst, cv, x);
+        }
+        if (max) vaddps(dst, dst, Const(zero));
+      }
+      return true;
+    }
+    // MaxOf(a, b): a NaN a wins, then equal values take a & b (Max) or a | b (Min), then the
+    // greater (lesser) of the two, else b.
+    LoadBase(ins, 0, rax);
+    LoadBase(ins, 1, r10);
+    for (int v = 0; v < 4; ++v) {
+      const Zmm a = InReg(ins, 0, v, Zmm(4 + v), rax);
+      const Zmm b = InReg(ins, 1, v, Zmm(8 + v), r10);
+      const Zmm r(12 + v);
+      vcmpps(k5, a, b, kCmpEq);
+      vcmpps(k6, a, b, max ? kCmpGt : kCmpLt);
+      vcmpps(k7, a, a, kCmpUnord);
+      vmovaps(r, b);
+      vmovaps(r | k6, a);
+      max ? vpandd(r | k5, a, b) : vpord(r | k5, a, b);
+      vmovaps(r | k7, a);
+      vmovaps(Zmm(v), r);
+    }
+    return true;
+  }
+
+  /// Neg (sign bit flipped), Abs (sign bit cleared), Sqrt.
+  void EmitUnary(const VInstr& ins) {
+    using namespace Xbyak;
+    LoadBase(ins, 0, rax);
+    for (int v = 0; v < 4; ++v) {
+      const Zmm x = InReg(ins, 0, v, Zmm(4 + v), rax);
+      const Zmm dst(v);
+      if (ins.op == FOp::kNeg) {
+        vpxord(dst, x, ConstInt(0x80000000u));
+      } else if (ins.op == FOp::kAbs) {
+        vpandd(dst, x, ConstInt(0x7FFFFFFFu));
+      } else {
+        vsqrtps(dst, x);
+      }
+    }
+  }
+
+  /// Exp: ExpInRange per vector; when a lane of the block is outside [-87, 88.5] (or NaN), the
+  /// whole block again through the interpreter's Exp (its lanes outside take the scalar form).
+  void EmitExp(const VInstr& ins) {
+    using namespace Xbyak;
+    LoadBase(ins, 0, rax);
+    for (int v = 0; v < 4; ++v) {
+      const Zmm x = InReg(ins, 0, v, Zmm(4 + v), rax);
+      if (x.getIdx() != v) vmovaps(Zmm(v), x);
+    }
+    for (int v = 0; v < 4; ++v) {
+      const int base = 16 + 8 * (v % 2);
+      const Zmm x(v), out(4 + v), q(base), r(base + 1), a(base + 2), b(base + 3), c(base + 4), x2(base + 5),
+          x4(base + 6);
+      // q: x / ln 2 plus half with x's sign, truncated.
+      vpandd(q, x, ConstInt(0x80000000u));
+      vpord(q, q, Const(0.5f));
+      vfmadd231ps(q, x, Const(1.442695040888963407359924681f));
+      vrndscaleps(q, q, 0x0B);  // _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC
+      // r = x - q ln 2, ln 2 in two parts.
+      vmovaps(r, x);
+      vfmadd231ps(r, q, Const(-0.693145751953125f));
+      vfmadd231ps(r, q, Const(-1.428606765330187045e-6f));
+      // Highway's ExpPoly: Estrin's scheme, then r + r^2 * p, plus one.
+      vmulps(x2, r, r);
+      vmulps(x4, x2, x2);
+      vbroadcastss(a, Scalar(+0.000198527617612853646278381f));
+      vfmadd213ps(a, r, Const(+0.00139304355252534151077271f));
+      vbroadcastss(b, Scalar(+0.00833336077630519866943359f));
+      vfmadd213ps(b, r, Const(+0.0416664853692054748535156f));
+      vbroadcastss(c, Scalar(+0.166666671633720397949219f));
+      vfmadd213ps(c, r, Const(+0.5f));
+      vfmadd213ps(b, x2, c);
+      vfmadd213ps(a, x4, b);
+      vfmadd213ps(a, x2, r);
+      vaddps(a, a, Const(1.0f));
+      vscalefps(out, a, q);
+      // In range: -87 <= x <= 88.5.
+      const Opmask k(1 + v);
+      vcmpps(k, x, Const(-87.0f), kCmpGe);
+      vcmpps(k | k, x, Const(88.5f), kCmpLe);
+    }
+    Label in_range;
+    kandw(k1, k1, k2);
+    kandw(k3, k3, k4);
+    kandw(k1, k1, k3);
+    kortestw(k1, k1);
+    jc(in_range, T_NEAR);
+    for (int v = 0; v < 4; ++v) vmovups(ptr[rsp + v * kVecBytes], Zmm(v));
+    mov(rdi, rsp);
+    lea(rsi, ptr[rsp + kBlockBytes]);
+    mov(rax, reinterpret_cast<uintptr_t>(&ExpBlock));
+    call(rax);
+    for (int v = 0; v < 4; ++v) vmovups(Zmm(4 + v), ptr[rsp + kBlockBytes + v * kVecBytes]);
+    L(in_range);
+    for (int v = 0; v < 4; ++v) vmovaps(Zmm(v), Zmm(4 + v));
+  }
+
+  std::map<uint32_t, Xbyak::Label> constants_;
+};
+
+bool VProgramJit::CompilesOp(FOp op) {
+  switch (op) {
+    case FOp::kAdd:
+    case FOp::kSub:
+    case FOp::kMul:
+    case FOp::kDiv:
+    case FOp::kMax:
+    case FOp::kMin:
+    case FOp::kNeg:
+    case FOp::kAbs:
+    case FOp::kSqrt:
+    case FOp::kExp:
+    case FOp::kInput:
+    case FOp::kImm:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::unique_ptr<VProgramJit> VProgramJit::Compile(const VProgram& prog) {
+  static const bool avx512 = [] {
+    const Xbyak::util::Cpu cpu;
+    return cpu.has(Xbyak::util::Cpu::tAVX512F);
+  }();
+  if (!avx512 || prog.code.empty() || prog.num_inputs > kMaxInputs) return nullptr;
+  for (const VInstr& ins : prog.code) {
+    if (!CompilesOp(ins.op)) return nullptr;
+  }
+  try {
+    // About a kilobyte per instruction at most (Exp: four vectors of 19 instructions and the
+    // call), plus the loop and the constants.
+    auto code = std::make_unique<Code>(4096 + 2048 * prog.code.size());
+    if (!code->Emit(prog)) return nullptr;
+    code->setProtectModeRE();
+    const Fn fn = code->getCode<Fn>();
+    return std::unique_ptr<VProgramJit>(new VProgramJit(std::move(code), fn));
+  } catch (const Xbyak::Error&) {
+    return nullptr;  // No executable memory to be had (or a program past the size bound).
+  }
+}
+
+VProgramJit::VProgramJit(std::unique_ptr<Code> code, Fn fn) : code_(std::move(code)), fn_(fn) {}
+
+VProgramJit::~VProgramJit() = default;
+
+}  // namespace kiln::compute::cpu
