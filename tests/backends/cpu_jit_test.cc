@@ -32,10 +32,17 @@ using fusion_test::kNaN;
 /// Whether this CPU runs the compiled programs (and the interpreter's AVX-512 target).
 bool HasAvx512() { return __builtin_cpu_supports("avx512f") && compute::cpu::UseVProgramSimd(); }
 
-constexpr FOp kCompiledOps[] = {FOp::kAdd, FOp::kSub, FOp::kMul, FOp::kDiv,  FOp::kMax,
-                                FOp::kMin, FOp::kNeg, FOp::kAbs, FOp::kSqrt, FOp::kExp};
+constexpr FOp kCompiledOps[] = {FOp::kAdd,  FOp::kSub,     FOp::kMul,         FOp::kDiv,
+                                FOp::kMax,  FOp::kMin,     FOp::kNeg,         FOp::kAbs,
+                                FOp::kSqrt, FOp::kExp,     FOp::kEqual,       FOp::kNotEqual,
+                                FOp::kLess, FOp::kGreater, FOp::kLessOrEqual, FOp::kGreaterOrEqual,
+                                FOp::kWhere};
 
-bool Binary(FOp op) { return op != FOp::kNeg && op != FOp::kAbs && op != FOp::kSqrt && op != FOp::kExp; }
+/// Operands op reads.
+int Arity(FOp op) {
+  if (op == FOp::kWhere) return 3;
+  return op == FOp::kNeg || op == FOp::kAbs || op == FOp::kSqrt || op == FOp::kExp ? 1 : 2;
+}
 
 /// A random program of `ops` compiled ops over three inputs: operands from the accumulator, an
 /// input, a saved slot or an immediate (zeros of both signs, NaN and infinities among them), some
@@ -49,7 +56,7 @@ VProgram RandomCompiledProgram(std::mt19937& rng, int ops) {
   for (int k = 0; k < ops; ++k) {
     VInstr ins;
     ins.op = kCompiledOps[rng() % std::size(kCompiledOps)];
-    for (int w = 0; w < (Binary(ins.op) ? 2 : 1); ++w) {
+    for (int w = 0; w < Arity(ins.op); ++w) {
       for (;;) {
         const uint32_t kind = rng() % 5;
         if (kind <= 1 && k > 0) {
@@ -63,7 +70,7 @@ VProgram RandomCompiledProgram(std::mt19937& rng, int ops) {
           ins.src[w] = VSrc::kSlot;
           ins.idx[w] = s;
         } else if (kind == 4) {
-          if (w == 1 && ins.src[0] == VSrc::kImm) continue;  // Folded before it gets here.
+          if (w > 0 && ins.src[0] == VSrc::kImm) continue;  // Folded before it gets here.
           ins.src[w] = VSrc::kImm;
           ins.imm[w] = imms[rng() % std::size(imms)];
         } else {
@@ -92,7 +99,10 @@ std::vector<float> Values(std::mt19937& rng, size_t n) {
                            kNaN,   kInf,  -kInf,     1e-41f,   -3e-39f, 1e30f,   -1e30f};
   std::uniform_real_distribution<float> dist(-4.0f, 4.0f);
   std::vector<float> v(n);
-  for (float& x : v) x = rng() % 97 == 0 ? special[rng() % std::size(special)] : dist(rng);
+  for (float& x : v) {
+    const uint32_t r = rng() % 97;
+    x = r == 0 ? special[rng() % std::size(special)] : r < 8 ? 0.0f : dist(rng);  // Zeros for Where.
+  }
   return v;
 }
 
@@ -100,7 +110,7 @@ std::string Listing(const VProgram& p) {
   std::string s;
   for (const VInstr& ins : p.code) {
     s += fmt::format("{}(", compute::cpu::FOpName(ins.op));
-    for (int w = 0; w < 2; ++w) {
+    for (int w = 0; w < 3; ++w) {
       s += fmt::format("{}:{}/{} ", static_cast<int>(ins.src[w]), ins.idx[w], ins.imm[w]);
     }
     s += fmt::format(") save {}\n", ins.save);
@@ -227,14 +237,17 @@ std::vector<std::string> FusedKernelNames(const std::string& config, const graph
 
 TEST(CpuJit, GraphsGiveTheInterpretersResults) {
   // Lengths with and without a part block (the interpreter runs the rest), a broadcast operand,
-  // the benchmark chain, Max of two tensors, a fused reduction, and a group with a Tanh (not
+  // the benchmark chain, Max of two tensors, a fused reduction, a ReLU-gradient-like Where of a
+  // comparison, and a group with a Tanh (not
   // compiled: the interpreter runs it).
   auto fn = [](graph::Graph&, const std::vector<graph::Node>& p) {
     graph::Node c = fusion_test::Chain(p[0]);
     graph::Node m = graph::Max(p[0], p[1] + p[2]) / (graph::Abs(p[1]) + 1.0f);
     graph::Node s = graph::ReduceSum(graph::Exp(graph::Neg(graph::Sqrt(graph::Abs(p[0])))), {1});
     graph::Node t = graph::Tanh(p[0] * p[1]) - p[2];
-    return std::vector<graph::Node>{c, m, s, t};
+    graph::Node w =
+        graph::Where(graph::GreaterOrEqual(p[0], graph::ZerosLike(p[0])), p[1] * 2.0f, p[2] - p[1]);
+    return std::vector<graph::Node>{c, m, s, t, w};
   };
   for (int64_t cols : {1, 63, 64, 65, 1000, 1030, 4099}) {
     SCOPED_TRACE(fmt::format("cols {}", cols));
@@ -269,7 +282,7 @@ TEST(CpuJit, GraphsGiveTheInterpretersResults) {
     jit += names[i].find(".jit") != std::string::npos;
     EXPECT_EQ(off[i].find(".jit"), std::string::npos) << off[i];
   }
-  // The chain, the Max group and the reduction compile; the Tanh group does not.
+  // The chain, the Max group, the reduction and the Where compile; the Tanh group does not.
   EXPECT_EQ(jit, HasAvx512() ? static_cast<int>(names.size()) - 1 : 0)
       << fmt::format("{}", fmt::join(names, ", "));
 }

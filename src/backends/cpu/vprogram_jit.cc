@@ -33,6 +33,7 @@ constexpr int kBlockBytes = 4 * kVecBytes;
 // vcmpps predicates (the _CMP_* values Highway's comparisons use).
 constexpr uint8_t kCmpEq = 0x00;     // _CMP_EQ_OQ
 constexpr uint8_t kCmpUnord = 0x03;  // _CMP_UNORD_Q
+constexpr uint8_t kCmpNeq = 0x04;    // _CMP_NEQ_UQ: not EQ_OQ (NaN is not equal)
 constexpr uint8_t kCmpLt = 0x11;     // _CMP_LT_OQ
 constexpr uint8_t kCmpLe = 0x12;     // _CMP_LE_OQ
 constexpr uint8_t kCmpGe = 0x1D;     // _CMP_GE_OQ
@@ -156,8 +157,63 @@ class VProgramJit::Code : public Xbyak::CodeGenerator {
       case FOp::kExp:
         EmitExp(ins);
         return true;
+      case FOp::kEqual:
+      case FOp::kNotEqual:
+      case FOp::kLess:
+      case FOp::kLessOrEqual:
+      case FOp::kGreater:
+      case FOp::kGreaterOrEqual:
+        EmitCompare(ins);
+        return true;
+      case FOp::kWhere:
+        EmitWhere(ins);
+        return true;
       default:
         return false;
+    }
+  }
+
+  /// A comparison: 1 where it holds, else 0 (NotEqual holds for NaN, as C++'s != does).
+  void EmitCompare(const VInstr& ins) {
+    using namespace Xbyak;
+    const uint8_t pred = ins.op == FOp::kEqual         ? kCmpEq
+                         : ins.op == FOp::kNotEqual    ? kCmpNeq
+                         : ins.op == FOp::kLess        ? kCmpLt
+                         : ins.op == FOp::kLessOrEqual ? kCmpLe
+                         : ins.op == FOp::kGreater     ? kCmpGt
+                                                       : kCmpGe;
+    LoadBase(ins, 0, rax);
+    LoadBase(ins, 1, r10);
+    for (int v = 0; v < 4; ++v) {
+      const Zmm x = InReg(ins, 0, v, Zmm(4 + v), rax);
+      if (ins.src[1] == VSrc::kImm) {
+        vcmpps(k5, x, Const(ins.imm[1]), pred);
+      } else if (InMemory(ins.src[1])) {
+        vcmpps(k5, x, Mem(ins, 1, v, r10), pred);
+      } else {
+        vcmpps(k5, x, Zmm(v), pred);
+      }
+      vbroadcastss(Zmm(v) | k5 | T_z, Scalar(1.0f));
+    }
+  }
+
+  /// Where: y where x is not zero (NaN included), else z.
+  void EmitWhere(const VInstr& ins) {
+    using namespace Xbyak;
+    LoadBase(ins, 0, rax);
+    LoadBase(ins, 1, r10);
+    LoadBase(ins, 2, r11);
+    for (int v = 0; v < 4; ++v) {
+      const Zmm x = InReg(ins, 0, v, Zmm(4 + v), rax);
+      const Zmm z = InReg(ins, 2, v, Zmm(8 + v), r11);
+      vcmpps(k5, x, Const(0.0f), kCmpNeq);
+      if (ins.src[1] == VSrc::kImm) {
+        vblendmps(Zmm(v) | k5, z, Const(ins.imm[1]));
+      } else if (InMemory(ins.src[1])) {
+        vblendmps(Zmm(v) | k5, z, Mem(ins, 1, v, r10));
+      } else {
+        vblendmps(Zmm(v) | k5, z, Zmm(v));
+      }
     }
   }
 
@@ -329,6 +385,13 @@ bool VProgramJit::CompilesOp(FOp op) {
     case FOp::kAbs:
     case FOp::kSqrt:
     case FOp::kExp:
+    case FOp::kEqual:
+    case FOp::kNotEqual:
+    case FOp::kLess:
+    case FOp::kLessOrEqual:
+    case FOp::kGreater:
+    case FOp::kGreaterOrEqual:
+    case FOp::kWhere:
     case FOp::kInput:
     case FOp::kImm:
       return true;

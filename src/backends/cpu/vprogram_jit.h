@@ -26,7 +26,7 @@ class VProgramJit {
   /// the interpreter then runs it.
   static std::unique_ptr<VProgramJit> Compile(const VProgram& prog);
   /// Whether an instruction of `op` (with its operands) has a compiled form: Add, Sub, Mul, Div,
-  /// Max, Min, Neg, Abs, Sqrt and Exp.
+  /// Max, Min, Neg, Abs, Sqrt, Exp, the comparisons and Where.
   static bool CompilesOp(FOp op);
 
   ~VProgramJit();
