@@ -32,16 +32,34 @@ using fusion_test::kNaN;
 /// Whether this CPU runs the compiled programs (and the interpreter's AVX-512 target).
 bool HasAvx512() { return __builtin_cpu_supports("avx512f") && compute::cpu::UseVProgramSimd(); }
 
-constexpr FOp kCompiledOps[] = {FOp::kAdd,  FOp::kSub,     FOp::kMul,         FOp::kDiv,
-                                FOp::kMax,  FOp::kMin,     FOp::kNeg,         FOp::kAbs,
-                                FOp::kSqrt, FOp::kExp,     FOp::kEqual,       FOp::kNotEqual,
-                                FOp::kLess, FOp::kGreater, FOp::kLessOrEqual, FOp::kGreaterOrEqual,
+constexpr FOp kCompiledOps[] = {FOp::kAdd,
+                                FOp::kSub,
+                                FOp::kMul,
+                                FOp::kDiv,
+                                FOp::kMax,
+                                FOp::kMin,
+                                FOp::kNeg,
+                                FOp::kAbs,
+                                FOp::kSqrt,
+                                FOp::kExp,
+                                FOp::kLogistic,
+                                FOp::kRoundF16,
+                                FOp::kRoundBF16,
+                                FOp::kEqual,
+                                FOp::kNotEqual,
+                                FOp::kLess,
+                                FOp::kGreater,
+                                FOp::kLessOrEqual,
+                                FOp::kGreaterOrEqual,
                                 FOp::kWhere};
 
 /// Operands op reads.
 int Arity(FOp op) {
   if (op == FOp::kWhere) return 3;
-  return op == FOp::kNeg || op == FOp::kAbs || op == FOp::kSqrt || op == FOp::kExp ? 1 : 2;
+  return op == FOp::kNeg || op == FOp::kAbs || op == FOp::kSqrt || op == FOp::kExp || op == FOp::kLogistic ||
+                 op == FOp::kRoundF16 || op == FOp::kRoundBF16
+             ? 1
+             : 2;
 }
 
 /// A random program of `ops` compiled ops over three inputs: operands from the accumulator, an
@@ -95,8 +113,9 @@ VProgram RandomCompiledProgram(std::mt19937& rng, int ops) {
 /// Values for the inputs: mostly small, with Exp's range edges, overflow and underflow, zeros of
 /// both signs, NaN, infinities and subnormals.
 std::vector<float> Values(std::mt19937& rng, size_t n) {
-  const float special[] = {-87.0f, 88.5f, -87.0001f, 88.5001f, 100.0f,  -110.0f, 0.0f,  -0.0f,
-                           kNaN,   kInf,  -kInf,     1e-41f,   -3e-39f, 1e30f,   -1e30f};
+  const float special[] = {-87.0f, 88.5f,    -87.0001f, 88.5001f, 100.0f,      -110.0f,     0.0f,
+                           -0.0f,  kNaN,     kInf,      -kInf,    1e-41f,      -3e-39f,     1e30f,
+                           -1e30f, 87.0001f, 65520.0f,  2049.0f,  1.00390625f, -1.01171875f};
   std::uniform_real_distribution<float> dist(-4.0f, 4.0f);
   std::vector<float> v(n);
   for (float& x : v) {
@@ -238,7 +257,7 @@ std::vector<std::string> FusedKernelNames(const std::string& config, const graph
 TEST(CpuJit, GraphsGiveTheInterpretersResults) {
   // Lengths with and without a part block (the interpreter runs the rest), a broadcast operand,
   // the benchmark chain, Max of two tensors, a fused reduction, a ReLU-gradient-like Where of a
-  // comparison, and a group with a Tanh (not
+  // comparison, Sigmoid with half-precision round trips, and a group with a Tanh (not
   // compiled: the interpreter runs it).
   auto fn = [](graph::Graph&, const std::vector<graph::Node>& p) {
     graph::Node c = fusion_test::Chain(p[0]);
@@ -247,7 +266,10 @@ TEST(CpuJit, GraphsGiveTheInterpretersResults) {
     graph::Node t = graph::Tanh(p[0] * p[1]) - p[2];
     graph::Node w =
         graph::Where(graph::GreaterOrEqual(p[0], graph::ZerosLike(p[0])), p[1] * 2.0f, p[2] - p[1]);
-    return std::vector<graph::Node>{c, m, s, t, w};
+    graph::Node h = graph::ConvertDType(graph::ConvertDType(graph::Sigmoid(p[0]) * p[1], DType::Float16),
+                                        DType::Float32) +
+                    graph::ConvertDType(graph::ConvertDType(p[1] * 3.0f, DType::BFloat16), DType::Float32);
+    return std::vector<graph::Node>{c, m, s, t, w, h};
   };
   for (int64_t cols : {1, 63, 64, 65, 1000, 1030, 4099}) {
     SCOPED_TRACE(fmt::format("cols {}", cols));

@@ -162,7 +162,8 @@ BackendInfo CpuBackendInfo() {
        {"simd", SimdOptionText()},
        {"jit",
         "true (default) or false: on AVX-512, a fused elementwise kernel whose ops all have a compiled form "
-        "(Add, Sub, Mul, Div, Max, Min, Neg, Abs, Sqrt, Exp, the comparisons, Where) runs as machine code "
+        "(Add, Sub, Mul, Div, Max, Min, Neg, Abs, Sqrt, Exp, Logistic, the Float16 and BFloat16 roundings, "
+        "the comparisons, Where) runs as machine code "
         "generated for it; false "
         "runs every kernel's program through the interpreter (the same bits)"},
        {"serial_work",

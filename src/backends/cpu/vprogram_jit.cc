@@ -39,9 +39,13 @@ constexpr uint8_t kCmpLe = 0x12;     // _CMP_LE_OQ
 constexpr uint8_t kCmpGe = 0x1D;     // _CMP_GE_OQ
 constexpr uint8_t kCmpGt = 0x1E;     // _CMP_GT_OQ
 
-/// Exp over one block (64 floats at x, into r) through the interpreter's form: the compiled code
-/// calls it for blocks with lanes outside ExpInRange's range, which take the op's scalar form.
-void ExpBlock(const float* x, float* r) { RunFusedOpSimd(FOp::kExp, x, x, x, r, VProgramJit::kBlock); }
+/// Unary op kOp over one block (64 floats at x, into r) through the interpreter's form: the
+/// compiled code calls it for blocks with lanes outside its SIMD form's range, which take the
+/// op's scalar form.
+template <FOp kOp>
+void OpBlock(const float* x, float* r) {
+  RunFusedOpSimd(kOp, x, x, x, r, VProgramJit::kBlock);
+}
 
 }  // namespace
 
@@ -156,6 +160,13 @@ class VProgramJit::Code : public Xbyak::CodeGenerator {
         return true;
       case FOp::kExp:
         EmitExp(ins);
+        return true;
+      case FOp::kLogistic:
+        EmitLogistic(ins);
+        return true;
+      case FOp::kRoundF16:
+      case FOp::kRoundBF16:
+        EmitRoundHalf(ins);
         return true;
       case FOp::kEqual:
       case FOp::kNotEqual:
@@ -313,61 +324,130 @@ class VProgramJit::Code : public Xbyak::CodeGenerator {
     }
   }
 
-  /// Exp: ExpInRange per vector; when a lane of the block is outside [-87, 88.5] (or NaN), the
-  /// whole block again through the interpreter's Exp (its lanes outside take the scalar form).
-  void EmitExp(const VInstr& ins) {
+  /// Operand 0 of `ins` into the accumulator's registers (zmm0-3).
+  void OperandToAcc(const VInstr& ins) {
     using namespace Xbyak;
     LoadBase(ins, 0, rax);
     for (int v = 0; v < 4; ++v) {
       const Zmm x = InReg(ins, 0, v, Zmm(4 + v), rax);
       if (x.getIdx() != v) vmovaps(Zmm(v), x);
     }
-    for (int v = 0; v < 4; ++v) {
-      const int base = 16 + 8 * (v % 2);
-      const Zmm x(v), out(4 + v), q(base), r(base + 1), a(base + 2), b(base + 3), c(base + 4), x2(base + 5),
-          x4(base + 6);
-      // q: x / ln 2 plus half with x's sign, truncated.
-      vpandd(q, x, ConstInt(0x80000000u));
-      vpord(q, q, Const(0.5f));
-      vfmadd231ps(q, x, Const(1.442695040888963407359924681f));
-      vrndscaleps(q, q, 0x0B);  // _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC
-      // r = x - q ln 2, ln 2 in two parts.
-      vmovaps(r, x);
-      vfmadd231ps(r, q, Const(-0.693145751953125f));
-      vfmadd231ps(r, q, Const(-1.428606765330187045e-6f));
-      // Highway's ExpPoly: Estrin's scheme, then r + r^2 * p, plus one.
-      vmulps(x2, r, r);
-      vmulps(x4, x2, x2);
-      vbroadcastss(a, Scalar(+0.000198527617612853646278381f));
-      vfmadd213ps(a, r, Const(+0.00139304355252534151077271f));
-      vbroadcastss(b, Scalar(+0.00833336077630519866943359f));
-      vfmadd213ps(b, r, Const(+0.0416664853692054748535156f));
-      vbroadcastss(c, Scalar(+0.166666671633720397949219f));
-      vfmadd213ps(c, r, Const(+0.5f));
-      vfmadd213ps(b, x2, c);
-      vfmadd213ps(a, x4, b);
-      vfmadd213ps(a, x2, r);
-      vaddps(a, a, Const(1.0f));
-      vscalefps(out, a, q);
-      // In range: -87 <= x <= 88.5.
-      const Opmask k(1 + v);
-      vcmpps(k, x, Const(-87.0f), kCmpGe);
-      vcmpps(k | k, x, Const(88.5f), kCmpLe);
-    }
-    Label in_range;
+  }
+
+  /// out = ExpInRange(x) (simd_exp-inl.h), with temporaries zmm[base, base + 7).
+  void EmitExpInRange(const Xbyak::Zmm& x, const Xbyak::Zmm& out, int base) {
+    using namespace Xbyak;
+    const Zmm q(base), r(base + 1), a(base + 2), b(base + 3), c(base + 4), x2(base + 5), x4(base + 6);
+    // q: x / ln 2 plus half with x's sign, truncated.
+    vpandd(q, x, ConstInt(0x80000000u));
+    vpord(q, q, Const(0.5f));
+    vfmadd231ps(q, x, Const(1.442695040888963407359924681f));
+    vrndscaleps(q, q, 0x0B);  // _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC
+    // r = x - q ln 2, ln 2 in two parts.
+    vmovaps(r, x);
+    vfmadd231ps(r, q, Const(-0.693145751953125f));
+    vfmadd231ps(r, q, Const(-1.428606765330187045e-6f));
+    // Highway's ExpPoly: Estrin's scheme, then r + r^2 * p, plus one.
+    vmulps(x2, r, r);
+    vmulps(x4, x2, x2);
+    vbroadcastss(a, Scalar(+0.000198527617612853646278381f));
+    vfmadd213ps(a, r, Const(+0.00139304355252534151077271f));
+    vbroadcastss(b, Scalar(+0.00833336077630519866943359f));
+    vfmadd213ps(b, r, Const(+0.0416664853692054748535156f));
+    vbroadcastss(c, Scalar(+0.166666671633720397949219f));
+    vfmadd213ps(c, r, Const(+0.5f));
+    vfmadd213ps(b, x2, c);
+    vfmadd213ps(a, x4, b);
+    vfmadd213ps(a, x2, r);
+    vaddps(a, a, Const(1.0f));
+    vscalefps(out, a, q);
+  }
+
+  /// k(1 + v) = lo <= x <= hi for vector v's x (zmm v).
+  void InRange(int v, float lo, float hi) {
+    const Xbyak::Opmask k(1 + v);
+    vcmpps(k, Xbyak::Zmm(v), Const(lo), kCmpGe);
+    vcmpps(k | k, Xbyak::Zmm(v), Const(hi), kCmpLe);
+  }
+
+  /// The op's results are in zmm4-7 and k1-k4 mark the lanes its SIMD form covers: where a lane
+  /// of the block is not covered, the whole block again through the interpreter's form of the op
+  /// (`block`: x at its first argument, the result to its second), which takes the op's scalar
+  /// form there. Then the results become the accumulator.
+  void FixLanes(void (*block)(const float*, float*)) {
+    using namespace Xbyak;
+    Label covered;
     kandw(k1, k1, k2);
     kandw(k3, k3, k4);
     kandw(k1, k1, k3);
     kortestw(k1, k1);
-    jc(in_range, T_NEAR);
+    jc(covered, T_NEAR);
     for (int v = 0; v < 4; ++v) vmovups(ptr[rsp + v * kVecBytes], Zmm(v));
     mov(rdi, rsp);
     lea(rsi, ptr[rsp + kBlockBytes]);
-    mov(rax, reinterpret_cast<uintptr_t>(&ExpBlock));
+    mov(rax, reinterpret_cast<uintptr_t>(block));
     call(rax);
     for (int v = 0; v < 4; ++v) vmovups(Zmm(4 + v), ptr[rsp + kBlockBytes + v * kVecBytes]);
-    L(in_range);
+    L(covered);
     for (int v = 0; v < 4; ++v) vmovaps(Zmm(v), Zmm(4 + v));
+  }
+
+  /// Exp: ExpInRange where x is in [-87, 88.5] (not NaN), the interpreter's Exp for blocks with
+  /// other lanes.
+  void EmitExp(const VInstr& ins) {
+    OperandToAcc(ins);
+    for (int v = 0; v < 4; ++v) {
+      EmitExpInRange(Xbyak::Zmm(v), Xbyak::Zmm(4 + v), 16 + 8 * (v % 2));
+      InRange(v, -87.0f, 88.5f);
+    }
+    FixLanes(&OpBlock<FOp::kExp>);
+  }
+
+  /// Logistic (fused_simd.cc): e = ExpInRange(-|x|), then (x >= 0 ? 1 : e) / (1 + e) where x is
+  /// in [-87, 87], the interpreter's Logistic for blocks with other lanes.
+  void EmitLogistic(const VInstr& ins) {
+    using namespace Xbyak;
+    OperandToAcc(ins);
+    for (int v = 0; v < 4; ++v) {
+      const int base = 16 + 8 * (v % 2);
+      const Zmm x(v), e(4 + v), n(8 + v), num(12 + v), den(base + 7);
+      vpandd(n, x, ConstInt(0x7FFFFFFFu));
+      vpxord(n, n, ConstInt(0x80000000u));
+      EmitExpInRange(n, e, base);
+      vcmpps(k5, x, Const(0.0f), kCmpGe);
+      vblendmps(num | k5, e, Const(1.0f));
+      vaddps(den, e, Const(1.0f));
+      vdivps(e, num, den);
+      InRange(v, -87.0f, 87.0f);
+    }
+    FixLanes(&OpBlock<FOp::kLogistic>);
+  }
+
+  /// The nearest Float16 (F16C's conversion, ties to even; NaN kept) or BFloat16 (the bits
+  /// rounded to their upper half, ties to even; NaN quieted in its upper half).
+  void EmitRoundHalf(const VInstr& ins) {
+    using namespace Xbyak;
+    OperandToAcc(ins);
+    for (int v = 0; v < 4; ++v) {
+      const Zmm x(v), t(4 + v), n(8 + v);
+      if (ins.op == FOp::kRoundF16) {
+        vcvtps2ph(Ymm(8 + v), x, 0x08);  // _MM_FROUND_NO_EXC: to nearest even
+        vcvtph2ps(t, Ymm(8 + v));
+        vcmpps(k5, x, x, kCmpUnord);
+        vmovaps(t | k5, x);
+      } else {
+        vpsrld(t, x, 16);
+        vpandd(t, t, ConstInt(1u));
+        vpaddd(t, t, x);
+        vpaddd(t, t, ConstInt(0x7FFFu));
+        vpandd(t, t, ConstInt(0xFFFF0000u));
+        vpandd(n, x, ConstInt(0xFFFF0000u));
+        vpord(n, n, ConstInt(0x00400000u));
+        vcmpps(k5, x, x, kCmpUnord);
+        vmovaps(t | k5, n);
+      }
+      vmovaps(x, t);
+    }
   }
 
   std::map<uint32_t, Xbyak::Label> constants_;
@@ -385,6 +465,9 @@ bool VProgramJit::CompilesOp(FOp op) {
     case FOp::kAbs:
     case FOp::kSqrt:
     case FOp::kExp:
+    case FOp::kLogistic:
+    case FOp::kRoundF16:
+    case FOp::kRoundBF16:
     case FOp::kEqual:
     case FOp::kNotEqual:
     case FOp::kLess:

@@ -5,7 +5,7 @@
 // where the interpreter (fused_simd.cc: RunProgram) dispatches each instruction of each block
 // through a switch. The compiled code computes the interpreter's bits: the same instructions per
 // op (Exp is ExpInRange, and blocks with lanes outside its range take the interpreter's Exp, scalar
-// lanes included, through a call).
+// lanes included, through a call; so does Logistic).
 
 #include <cstddef>
 #include <memory>
@@ -26,7 +26,8 @@ class VProgramJit {
   /// the interpreter then runs it.
   static std::unique_ptr<VProgramJit> Compile(const VProgram& prog);
   /// Whether an instruction of `op` (with its operands) has a compiled form: Add, Sub, Mul, Div,
-  /// Max, Min, Neg, Abs, Sqrt, Exp, the comparisons and Where.
+  /// Max, Min, Neg, Abs, Sqrt, Exp, Logistic, the Float16 and BFloat16 roundings, the
+  /// comparisons and Where.
   static bool CompilesOp(FOp op);
 
   ~VProgramJit();
