@@ -139,6 +139,20 @@ class VProgramJit::Code : public Xbyak::CodeGenerator {
         return Xbyak::Zmm(v);
     }
   }
+
+  /// Calls emit(y) with operand w of `ins` for vector v as an instruction's last source, which
+  /// x86 takes from a register, memory or a broadcast constant.
+  template <class F>
+  void WithLast(const VInstr& ins, int w, int v, const Xbyak::Reg64& base, F emit) {
+    if (ins.src[w] == VSrc::kImm) {
+      emit(Const(ins.imm[w]));
+    } else if (InMemory(ins.src[w])) {
+      emit(Mem(ins, w, v, base));
+    } else {
+      emit(Xbyak::Zmm(v));
+    }
+  }
+
   bool EmitInstr(const VInstr& ins) {
     switch (ins.op) {
       case FOp::kInput:
@@ -152,7 +166,8 @@ class VProgramJit::Code : public Xbyak::CodeGenerator {
         return true;
       case FOp::kMax:
       case FOp::kMin:
-        return EmitExtreme(ins);
+        EmitExtreme(ins);
+        return true;
       case FOp::kNeg:
       case FOp::kAbs:
       case FOp::kSqrt:
@@ -197,13 +212,7 @@ class VProgramJit::Code : public Xbyak::CodeGenerator {
     LoadBase(ins, 1, r10);
     for (int v = 0; v < 4; ++v) {
       const Zmm x = InReg(ins, 0, v, Zmm(4 + v), rax);
-      if (ins.src[1] == VSrc::kImm) {
-        vcmpps(k5, x, Const(ins.imm[1]), pred);
-      } else if (InMemory(ins.src[1])) {
-        vcmpps(k5, x, Mem(ins, 1, v, r10), pred);
-      } else {
-        vcmpps(k5, x, Zmm(v), pred);
-      }
+      WithLast(ins, 1, v, r10, [&](const Operand& y) { vcmpps(k5, x, y, pred); });
       vbroadcastss(Zmm(v) | k5 | T_z, Scalar(1.0f));
     }
   }
@@ -218,13 +227,7 @@ class VProgramJit::Code : public Xbyak::CodeGenerator {
       const Zmm x = InReg(ins, 0, v, Zmm(4 + v), rax);
       const Zmm z = InReg(ins, 2, v, Zmm(8 + v), r11);
       vcmpps(k5, x, Const(0.0f), kCmpNeq);
-      if (ins.src[1] == VSrc::kImm) {
-        vblendmps(Zmm(v) | k5, z, Const(ins.imm[1]));
-      } else if (InMemory(ins.src[1])) {
-        vblendmps(Zmm(v) | k5, z, Mem(ins, 1, v, r10));
-      } else {
-        vblendmps(Zmm(v) | k5, z, Zmm(v));
-      }
+      WithLast(ins, 1, v, r10, [&](const Operand& y) { vblendmps(Zmm(v) | k5, z, y); });
     }
   }
 
@@ -252,19 +255,13 @@ class VProgramJit::Code : public Xbyak::CodeGenerator {
             break;
         }
       };
-      if (ins.src[1] == VSrc::kImm) {
-        apply(Const(ins.imm[1]));
-      } else if (InMemory(ins.src[1])) {
-        apply(Mem(ins, 1, v, r10));
-      } else {
-        apply(Zmm(v));
-      }
+      WithLast(ins, 1, v, r10, apply);
     }
   }
 
   /// Max or Min: with an immediate c (not NaN, and not Min with -0) the interpreter's ExtremeImm
   /// (VMAXPS(c, x), plus a zero of c's sign for Max); otherwise MaxOf / MinOf.
-  bool EmitExtreme(const VInstr& ins) {
+  void EmitExtreme(const VInstr& ins) {
     using namespace Xbyak;
     const bool max = ins.op == FOp::kMax;
     const int w = ins.src[1] == VSrc::kImm ? 1 : ins.src[0] == VSrc::kImm ? 0 : -1;
@@ -277,15 +274,10 @@ class VProgramJit::Code : public Xbyak::CodeGenerator {
       const float zero = c == 0.0f && !std::signbit(c) ? 0.0f : -0.0f;
       for (int v = 0; v < 4; ++v) {
         const Zmm dst(v);
-        if (InMemory(ins.src[o])) {
-          max ? vmaxps(dst, cv, Mem(ins, o, v, rax)) : vminps(dst, cv, Mem(ins, o, v, rax));
-        } else {
-          const Zmm x = InReg(ins, o, v, Zmm(4 + v), rax);
-          max ? vmaxps(dst, cv, x) : vminps(dst, cv, x);
-        }
+        WithLast(ins, o, v, rax, [&](const Operand& y) { max ? vmaxps(dst, cv, y) : vminps(dst, cv, y); });
         if (max) vaddps(dst, dst, Const(zero));
       }
-      return true;
+      return;
     }
     // MaxOf(a, b): a NaN a wins, then equal values take a & b (Max) or a | b (Min), then the
     // greater (lesser) of the two, else b.
@@ -304,7 +296,6 @@ class VProgramJit::Code : public Xbyak::CodeGenerator {
       vmovaps(r | k7, a);
       vmovaps(Zmm(v), r);
     }
-    return true;
   }
 
   /// Neg (sign bit flipped), Abs (sign bit cleared), Sqrt.
