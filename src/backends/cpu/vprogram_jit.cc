@@ -11,9 +11,11 @@
 
 #include "backends/cpu/vprogram_jit.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <utility>
 
@@ -445,33 +447,30 @@ class VProgramJit::Code : public Xbyak::CodeGenerator {
 };
 
 bool VProgramJit::CompilesOp(FOp op) {
-  switch (op) {
-    case FOp::kAdd:
-    case FOp::kSub:
-    case FOp::kMul:
-    case FOp::kDiv:
-    case FOp::kMax:
-    case FOp::kMin:
-    case FOp::kNeg:
-    case FOp::kAbs:
-    case FOp::kSqrt:
-    case FOp::kExp:
-    case FOp::kLogistic:
-    case FOp::kRoundF16:
-    case FOp::kRoundBF16:
-    case FOp::kEqual:
-    case FOp::kNotEqual:
-    case FOp::kLess:
-    case FOp::kLessOrEqual:
-    case FOp::kGreater:
-    case FOp::kGreaterOrEqual:
-    case FOp::kWhere:
-    case FOp::kInput:
-    case FOp::kImm:
-      return true;
-    default:
-      return false;
-  }
+  // The ops EmitInstr has a form for.
+  constexpr FOp kCompiled[] = {FOp::kAdd,
+                               FOp::kSub,
+                               FOp::kMul,
+                               FOp::kDiv,
+                               FOp::kMax,
+                               FOp::kMin,
+                               FOp::kNeg,
+                               FOp::kAbs,
+                               FOp::kSqrt,
+                               FOp::kExp,
+                               FOp::kLogistic,
+                               FOp::kRoundF16,
+                               FOp::kRoundBF16,
+                               FOp::kEqual,
+                               FOp::kNotEqual,
+                               FOp::kLess,
+                               FOp::kLessOrEqual,
+                               FOp::kGreater,
+                               FOp::kGreaterOrEqual,
+                               FOp::kWhere,
+                               FOp::kInput,
+                               FOp::kImm};
+  return std::find(std::begin(kCompiled), std::end(kCompiled), op) != std::end(kCompiled);
 }
 
 std::unique_ptr<VProgramJit> VProgramJit::Compile(const VProgram& prog) {
