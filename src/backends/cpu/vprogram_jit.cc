@@ -3,11 +3,12 @@
 //
 // The function is f(in, out, blocks, slots). Registers: rbx the input pointer array, rbp `out`,
 // r12 the block's byte offset, r13 `slots`, r14 the blocks left (all callee-saved, so they survive
-// the calls to the interpreter's Exp); zmm0-3 the accumulator (the block's four vectors), zmm4-15
-// operands and results, zmm16-31 Exp's temporaries, k1-k7 masks. Constants live after the code and
-// are read as broadcast memory operands. Each op is the instruction sequence Highway's AVX3 target
-// compiles the interpreter's form to (fused_simd.cc: Apply, ExtremeImm, MaxOf and MinOf;
-// simd_exp-inl.h: ExpInRange), so the bits are the same.
+// the calls to the interpreter's Exp and Logistic); zmm0-3 the accumulator (the block's four
+// vectors), zmm4-15 operands and results, zmm16-31 ExpInRange's temporaries, k1-k7 masks.
+// Constants live after the code and are read as broadcast memory operands. Each op is the
+// instruction sequence Highway's AVX3 target compiles the interpreter's form to (fused_simd.cc:
+// Apply, ExtremeImm, MaxOf, MinOf, Logistic, RoundBF16; simd_exp-inl.h: ExpInRange), so the bits
+// are the same.
 
 #include "backends/cpu/vprogram_jit.h"
 
