@@ -147,13 +147,11 @@ TEST(CpuJit, ProgramsComputeTheInterpretersBits) {
     return;
   }
   std::mt19937 rng(7);
-  int compiled = 0;
   for (int ops : {1, 2, 3, 6, 12, 24}) {
     for (int trial = 0; trial < 40; ++trial) {
       const VProgram prog = RandomCompiledProgram(rng, ops);
       const std::unique_ptr<VProgramJit> jit = VProgramJit::Compile(prog);
       ASSERT_NE(jit, nullptr) << Listing(prog);
-      ++compiled;
       const size_t blocks = 1 + rng() % 9, n = blocks * VProgramJit::kBlock;
       std::vector<std::vector<float>> x;
       for (int k = 0; k < 3; ++k) x.push_back(Values(rng, n));
@@ -183,7 +181,6 @@ TEST(CpuJit, ProgramsComputeTheInterpretersBits) {
       }
     }
   }
-  EXPECT_EQ(compiled, 240);
 }
 
 TEST(CpuJit, ExpOutsideItsRangeTakesTheScalarForm) {

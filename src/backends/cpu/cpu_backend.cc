@@ -163,9 +163,8 @@ BackendInfo CpuBackendInfo() {
        {"jit",
         "true (default) or false: on AVX-512, a fused elementwise kernel whose ops all have a compiled form "
         "(Add, Sub, Mul, Div, Max, Min, Neg, Abs, Sqrt, Exp, Logistic, the Float16 and BFloat16 roundings, "
-        "the comparisons, Where) runs as machine code "
-        "generated for it; false "
-        "runs every kernel's program through the interpreter (the same bits)"},
+        "the comparisons, Where) runs as machine code generated for it; false runs every kernel's program "
+        "through the interpreter (the same bits)"},
        {"serial_work",
         "programs with less work than this per sizeable kernel (multiply-adds plus elements; default "
         "8388608 under OMP_WAIT_POLICY=PASSIVE, else 524288; 0: none) run on the calling thread"},

@@ -26,11 +26,14 @@ class FusedEvaluator {
 
   /// `simd`: the SIMD kernels (else their scalar forms); `jit`: the vector program compiled to
   /// machine code where VProgramJit compiles it (else the interpreter runs it).
-  FusedEvaluator(std::shared_ptr<const FusedSpec> spec, bool simd, bool jit = true);
+  FusedEvaluator(std::shared_ptr<const FusedSpec> spec, bool simd, bool jit);
 
   const FusedSpec& spec() const { return *spec_; }
   /// Whether the vector program runs as compiled code (on an AVX-512 target).
   bool compiled() const { return jit_ != nullptr; }
+  /// How the kernels' names mark the program's form: ".scalar" (the scalar forms), ".jit"
+  /// (compiled) or nothing (SIMD, interpreted).
+  const char* FormSuffix() const { return !simd_ ? ".scalar" : compiled() ? ".jit" : ""; }
   /// Result elements.
   int64_t size() const { return n_; }
   /// The row length of the [rows, inner] view.

@@ -106,10 +106,7 @@ KernelChoice MakeFusedKernel(CpuBackend& backend, int threads, const Node& node,
                                                   CompileVectorPrograms(backend.options()));
   r.threads = std::max(1, threads);
   r.work = r.eval->size() * FusedCost(*node.fused);
-  std::string name = fmt::format("fused[{}]{}", node.fused->ops.size(),
-                                 !backend.options().simd ? ".scalar"
-                                 : r.eval->compiled()    ? ".jit"
-                                                         : "");
+  std::string name = fmt::format("fused[{}]{}", node.fused->ops.size(), r.eval->FormSuffix());
   return {Kernel(std::move(r)), std::move(name)};
 }
 

@@ -68,6 +68,9 @@ enum class VSrc : uint8_t {
   kImm,    ///< The immediate `imm`.
 };
 
+/// Whether operand source s is in memory (an input's piece or a spill slot).
+inline bool InMemory(VSrc s) { return s == VSrc::kInput || s == VSrc::kSlot; }
+
 /// One compute instruction of a vector program: its result becomes the accumulator, and is also
 /// saved to slot `save` when a later instruction reads it other than as the accumulator.
 struct VInstr {

@@ -276,10 +276,8 @@ KernelChoice MakeFusedReduceKernel(CpuBackend& backend, int threads, const Node&
   k.threads = std::max(1, threads);
   k.eval =
       std::make_shared<const FusedEvaluator>(node.fused, k.simd, CompileVectorPrograms(backend.options()));
-  std::string name = fmt::format("fused[{}]+{}{}", spec.ops.size(), OpName(node.inst.op),
-                                 !k.simd              ? ".scalar"
-                                 : k.eval->compiled() ? ".jit"
-                                                      : "");
+  std::string name =
+      fmt::format("fused[{}]+{}{}", spec.ops.size(), OpName(node.inst.op), k.eval->FormSuffix());
   return {Kernel(std::move(k)), std::move(name)};
 }
 

@@ -405,9 +405,6 @@ HWY_INLINE void StoreT(D d, const T& v, float* p) {
   }
 }
 
-/// Whether operand source s is in memory (an input's piece or a spill slot).
-HWY_INLINE bool InMemory(VSrc s) { return s == VSrc::kInput || s == VSrc::kSlot; }
-
 /// Where operand `w` of `ins` is in memory (InMemory(ins.src[w])), at element `at` of the piece.
 HWY_INLINE const float* MemOperand(const VInstr& ins, int w, const float* const* in, const float* slots,
                                    size_t at, size_t lanes) {

@@ -12,11 +12,11 @@
 
 #include "backends/cpu/vprogram_jit.h"
 
-#include <algorithm>
+#include <immintrin.h>  // The _CMP_* predicates and _MM_FROUND_* modes.
+
 #include <bit>
 #include <cmath>
 #include <cstdint>
-#include <iterator>
 #include <map>
 #include <utility>
 
@@ -33,15 +33,6 @@ constexpr int kLanes = 16;
 constexpr int kVecBytes = kLanes * 4;
 constexpr int kBlockBytes = 4 * kVecBytes;
 
-// vcmpps predicates (the _CMP_* values Highway's comparisons use).
-constexpr uint8_t kCmpEq = 0x00;     // _CMP_EQ_OQ
-constexpr uint8_t kCmpUnord = 0x03;  // _CMP_UNORD_Q
-constexpr uint8_t kCmpNeq = 0x04;    // _CMP_NEQ_UQ: not EQ_OQ (NaN is not equal)
-constexpr uint8_t kCmpLt = 0x11;     // _CMP_LT_OQ
-constexpr uint8_t kCmpLe = 0x12;     // _CMP_LE_OQ
-constexpr uint8_t kCmpGe = 0x1D;     // _CMP_GE_OQ
-constexpr uint8_t kCmpGt = 0x1E;     // _CMP_GT_OQ
-
 /// Unary op kOp over one block (64 floats at x, into r) through the interpreter's form: the
 /// compiled code calls it for blocks with lanes outside its SIMD form's range, which take the
 /// op's scalar form.
@@ -56,8 +47,8 @@ class VProgramJit::Code : public Xbyak::CodeGenerator {
  public:
   explicit Code(size_t max_size) : Xbyak::CodeGenerator(max_size, Xbyak::DontSetProtectRWE) {}
 
-  /// Emits the program; false when an instruction has no compiled form.
-  bool Emit(const VProgram& prog) {
+  /// Emits the program (every op has an emitter: EmitterOf).
+  void Emit(const VProgram& prog) {
     using namespace Xbyak;
     // Prologue: six callee-saved registers pushed (rsp is then 8 mod 16), then the two blocks of
     // spill area the Exp call uses, keeping rsp 16-byte aligned at the call.
@@ -78,7 +69,7 @@ class VProgramJit::Code : public Xbyak::CodeGenerator {
     test(r14, r14);
     jz(done, T_NEAR);
     for (const VInstr& ins : prog.code) {
-      if (!EmitInstr(ins)) return false;
+      (this->*EmitterOf(ins.op))(ins);
       if (ins.save >= 0) {
         for (int v = 0; v < 4; ++v) vmovups(ptr[r13 + ins.save * kBlockBytes + v * kVecBytes], Zmm(v));
       }
@@ -106,7 +97,48 @@ class VProgramJit::Code : public Xbyak::CodeGenerator {
       L(label);
       dd(bits);
     }
-    return true;
+  }
+
+  /// Emits one instruction of the block.
+  using Emitter = void (Code::*)(const VInstr&);
+
+  /// The emitter of `op`'s instructions, null for an op without a compiled form.
+  static Emitter EmitterOf(FOp op) {
+    switch (op) {
+      case FOp::kInput:
+      case FOp::kImm:
+        return &Code::EmitNothing;
+      case FOp::kAdd:
+      case FOp::kSub:
+      case FOp::kMul:
+      case FOp::kDiv:
+        return &Code::EmitArith;
+      case FOp::kMax:
+      case FOp::kMin:
+        return &Code::EmitExtreme;
+      case FOp::kNeg:
+      case FOp::kAbs:
+      case FOp::kSqrt:
+        return &Code::EmitUnary;
+      case FOp::kExp:
+        return &Code::EmitExp;
+      case FOp::kLogistic:
+        return &Code::EmitLogistic;
+      case FOp::kRoundF16:
+      case FOp::kRoundBF16:
+        return &Code::EmitRoundHalf;
+      case FOp::kEqual:
+      case FOp::kNotEqual:
+      case FOp::kLess:
+      case FOp::kLessOrEqual:
+      case FOp::kGreater:
+      case FOp::kGreaterOrEqual:
+        return &Code::EmitCompare;
+      case FOp::kWhere:
+        return &Code::EmitWhere;
+      default:
+        return nullptr;
+    }
   }
 
  private:
@@ -126,7 +158,6 @@ class VProgramJit::Code : public Xbyak::CodeGenerator {
   void LoadBase(const VInstr& ins, int w, const Xbyak::Reg64& base) {
     if (ins.src[w] == VSrc::kInput) mov(base, ptr[rbx + ins.idx[w] * 8]);
   }
-  static bool InMemory(VSrc s) { return s == VSrc::kInput || s == VSrc::kSlot; }
 
   /// Operand w of `ins` for vector v in a register: the accumulator's, or `scratch` loaded.
   Xbyak::Zmm InReg(const VInstr& ins, int w, int v, const Xbyak::Zmm& scratch, const Xbyak::Reg64& base) {
@@ -156,61 +187,18 @@ class VProgramJit::Code : public Xbyak::CodeGenerator {
     }
   }
 
-  bool EmitInstr(const VInstr& ins) {
-    switch (ins.op) {
-      case FOp::kInput:
-      case FOp::kImm:
-        return true;  // The interpreter leaves the accumulator as it is.
-      case FOp::kAdd:
-      case FOp::kSub:
-      case FOp::kMul:
-      case FOp::kDiv:
-        EmitArith(ins);
-        return true;
-      case FOp::kMax:
-      case FOp::kMin:
-        EmitExtreme(ins);
-        return true;
-      case FOp::kNeg:
-      case FOp::kAbs:
-      case FOp::kSqrt:
-        EmitUnary(ins);
-        return true;
-      case FOp::kExp:
-        EmitExp(ins);
-        return true;
-      case FOp::kLogistic:
-        EmitLogistic(ins);
-        return true;
-      case FOp::kRoundF16:
-      case FOp::kRoundBF16:
-        EmitRoundHalf(ins);
-        return true;
-      case FOp::kEqual:
-      case FOp::kNotEqual:
-      case FOp::kLess:
-      case FOp::kLessOrEqual:
-      case FOp::kGreater:
-      case FOp::kGreaterOrEqual:
-        EmitCompare(ins);
-        return true;
-      case FOp::kWhere:
-        EmitWhere(ins);
-        return true;
-      default:
-        return false;
-    }
-  }
+  /// Input and Imm: the interpreter leaves the accumulator as it is.
+  void EmitNothing(const VInstr&) {}
 
-  /// A comparison: 1 where it holds, else 0 (NotEqual holds for NaN, as C++'s != does).
+  /// A comparison: 1 where it holds, else 0 (NotEqual, not EQ_OQ, holds for NaN as C++'s != does).
   void EmitCompare(const VInstr& ins) {
     using namespace Xbyak;
-    const uint8_t pred = ins.op == FOp::kEqual         ? kCmpEq
-                         : ins.op == FOp::kNotEqual    ? kCmpNeq
-                         : ins.op == FOp::kLess        ? kCmpLt
-                         : ins.op == FOp::kLessOrEqual ? kCmpLe
-                         : ins.op == FOp::kGreater     ? kCmpGt
-                                                       : kCmpGe;
+    const uint8_t pred = ins.op == FOp::kEqual         ? _CMP_EQ_OQ
+                         : ins.op == FOp::kNotEqual    ? _CMP_NEQ_UQ
+                         : ins.op == FOp::kLess        ? _CMP_LT_OQ
+                         : ins.op == FOp::kLessOrEqual ? _CMP_LE_OQ
+                         : ins.op == FOp::kGreater     ? _CMP_GT_OQ
+                                                       : _CMP_GE_OQ;
     LoadBase(ins, 0, rax);
     LoadBase(ins, 1, r10);
     for (int v = 0; v < 4; ++v) {
@@ -229,7 +217,7 @@ class VProgramJit::Code : public Xbyak::CodeGenerator {
     for (int v = 0; v < 4; ++v) {
       const Zmm x = InReg(ins, 0, v, Zmm(4 + v), rax);
       const Zmm z = InReg(ins, 2, v, Zmm(8 + v), r11);
-      vcmpps(k5, x, Const(0.0f), kCmpNeq);
+      vcmpps(k5, x, Const(0.0f), _CMP_NEQ_UQ);
       WithLast(ins, 1, v, r10, [&](const Operand& y) { vblendmps(Zmm(v) | k5, z, y); });
     }
   }
@@ -290,9 +278,9 @@ class VProgramJit::Code : public Xbyak::CodeGenerator {
       const Zmm a = InReg(ins, 0, v, Zmm(4 + v), rax);
       const Zmm b = InReg(ins, 1, v, Zmm(8 + v), r10);
       const Zmm r(12 + v);
-      vcmpps(k5, a, b, kCmpEq);
-      vcmpps(k6, a, b, max ? kCmpGt : kCmpLt);
-      vcmpps(k7, a, a, kCmpUnord);
+      vcmpps(k5, a, b, _CMP_EQ_OQ);
+      vcmpps(k6, a, b, max ? _CMP_GT_OQ : _CMP_LT_OQ);
+      vcmpps(k7, a, a, _CMP_UNORD_Q);
       vmovaps(r, b);
       vmovaps(r | k6, a);
       max ? vpandd(r | k5, a, b) : vpord(r | k5, a, b);
@@ -336,7 +324,7 @@ class VProgramJit::Code : public Xbyak::CodeGenerator {
     vpandd(q, x, ConstInt(0x80000000u));
     vpord(q, q, Const(0.5f));
     vfmadd231ps(q, x, Const(1.442695040888963407359924681f));
-    vrndscaleps(q, q, 0x0B);  // _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC
+    vrndscaleps(q, q, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
     // r = x - q ln 2, ln 2 in two parts.
     vmovaps(r, x);
     vfmadd231ps(r, q, Const(-0.693145751953125f));
@@ -360,8 +348,8 @@ class VProgramJit::Code : public Xbyak::CodeGenerator {
   /// k(1 + v) = lo <= x <= hi for vector v's x (zmm v).
   void InRange(int v, float lo, float hi) {
     const Xbyak::Opmask k(1 + v);
-    vcmpps(k, Xbyak::Zmm(v), Const(lo), kCmpGe);
-    vcmpps(k | k, Xbyak::Zmm(v), Const(hi), kCmpLe);
+    vcmpps(k, Xbyak::Zmm(v), Const(lo), _CMP_GE_OQ);
+    vcmpps(k | k, Xbyak::Zmm(v), Const(hi), _CMP_LE_OQ);
   }
 
   /// The op's results are in zmm4-7 and k1-k4 mark the lanes its SIMD form covers: where a lane
@@ -408,7 +396,7 @@ class VProgramJit::Code : public Xbyak::CodeGenerator {
       vpandd(n, x, ConstInt(0x7FFFFFFFu));
       vpxord(n, n, ConstInt(0x80000000u));
       EmitExpInRange(n, e, base);
-      vcmpps(k5, x, Const(0.0f), kCmpGe);
+      vcmpps(k5, x, Const(0.0f), _CMP_GE_OQ);
       vblendmps(num | k5, e, Const(1.0f));
       vaddps(den, e, Const(1.0f));
       vdivps(e, num, den);
@@ -425,9 +413,9 @@ class VProgramJit::Code : public Xbyak::CodeGenerator {
     for (int v = 0; v < 4; ++v) {
       const Zmm x(v), t(4 + v), n(8 + v);
       if (ins.op == FOp::kRoundF16) {
-        vcvtps2ph(Ymm(8 + v), x, 0x08);  // _MM_FROUND_NO_EXC: to nearest even
+        vcvtps2ph(Ymm(8 + v), x, _MM_FROUND_NO_EXC);  // To nearest even, as Highway's DemoteTo.
         vcvtph2ps(t, Ymm(8 + v));
-        vcmpps(k5, x, x, kCmpUnord);
+        vcmpps(k5, x, x, _CMP_UNORD_Q);
         vmovaps(t | k5, x);
       } else {
         vpsrld(t, x, 16);
@@ -437,7 +425,7 @@ class VProgramJit::Code : public Xbyak::CodeGenerator {
         vpandd(t, t, ConstInt(0xFFFF0000u));
         vpandd(n, x, ConstInt(0xFFFF0000u));
         vpord(n, n, ConstInt(0x00400000u));
-        vcmpps(k5, x, x, kCmpUnord);
+        vcmpps(k5, x, x, _CMP_UNORD_Q);
         vmovaps(t | k5, n);
       }
       vmovaps(x, t);
@@ -447,32 +435,7 @@ class VProgramJit::Code : public Xbyak::CodeGenerator {
   std::map<uint32_t, Xbyak::Label> constants_;
 };
 
-bool VProgramJit::CompilesOp(FOp op) {
-  // The ops EmitInstr has a form for.
-  constexpr FOp kCompiled[] = {FOp::kAdd,
-                               FOp::kSub,
-                               FOp::kMul,
-                               FOp::kDiv,
-                               FOp::kMax,
-                               FOp::kMin,
-                               FOp::kNeg,
-                               FOp::kAbs,
-                               FOp::kSqrt,
-                               FOp::kExp,
-                               FOp::kLogistic,
-                               FOp::kRoundF16,
-                               FOp::kRoundBF16,
-                               FOp::kEqual,
-                               FOp::kNotEqual,
-                               FOp::kLess,
-                               FOp::kLessOrEqual,
-                               FOp::kGreater,
-                               FOp::kGreaterOrEqual,
-                               FOp::kWhere,
-                               FOp::kInput,
-                               FOp::kImm};
-  return std::find(std::begin(kCompiled), std::end(kCompiled), op) != std::end(kCompiled);
-}
+bool VProgramJit::CompilesOp(FOp op) { return Code::EmitterOf(op) != nullptr; }
 
 std::unique_ptr<VProgramJit> VProgramJit::Compile(const VProgram& prog) {
   static const bool avx512 = [] {
@@ -487,7 +450,7 @@ std::unique_ptr<VProgramJit> VProgramJit::Compile(const VProgram& prog) {
     // About a kilobyte per instruction at most (Exp: four vectors of 19 instructions and the
     // call), plus the loop and the constants.
     auto code = std::make_unique<Code>(4096 + 2048 * prog.code.size());
-    if (!code->Emit(prog)) return nullptr;
+    code->Emit(prog);
     code->setProtectModeRE();
     const Fn fn = code->getCode<Fn>();
     return std::unique_ptr<VProgramJit>(new VProgramJit(std::move(code), fn));
