@@ -13,7 +13,7 @@ namespace kiln::tokenizers {
 namespace {
 
 /// GPT-2's byte alphabet back to bytes; all tokens become one string (invalid UTF-8 as U+FFFD).
-class ByteLevel final : public Decoder {
+class ByteLevelDecoder final : public Decoder {
  public:
   void Decode(std::vector<std::string>& tokens) const override {
     std::string bytes;
@@ -114,9 +114,9 @@ class ReplaceDecoder final : public Decoder {
 
 /// The Metaspace replacement back to spaces; in the first token it is dropped unless the
 /// pre-tokenizer never prepends one.
-class Metaspace final : public Decoder {
+class MetaspaceDecoder final : public Decoder {
  public:
-  Metaspace(std::string replacement, bool strip_first)
+  MetaspaceDecoder(std::string replacement, bool strip_first)
       : replacement_(std::move(replacement)), strip_first_(strip_first) {}
   void Decode(std::vector<std::string>& tokens) const override {
     for (size_t i = 0; i < tokens.size(); ++i) {
@@ -208,7 +208,7 @@ class SequenceDecoder final : public Decoder {
 std::shared_ptr<const Decoder> DecoderFromJson(const io::Json& j, const Fields& f) {
   const std::string type = f.Type(j, "decoder");
   const std::string where = "decoder " + type;
-  if (type == "ByteLevel") return std::make_shared<ByteLevel>();
+  if (type == "ByteLevel") return std::make_shared<ByteLevelDecoder>();
   if (type == "ByteFallback") return std::make_shared<ByteFallback>();
   if (type == "Fuse") return std::make_shared<Fuse>();
   if (type == "Strip")
@@ -221,7 +221,8 @@ std::shared_ptr<const Decoder> DecoderFromJson(const io::Json& j, const Fields& 
     bool strip_first = f.BoolOr(j, "add_prefix_space", where, true);
     if (const io::Json* s = f.Optional(j, "prepend_scheme"))
       strip_first = f.AsString(*s, where + ": \"prepend_scheme\"") != "never";
-    return std::make_shared<Metaspace>(f.StringOr(j, "replacement", where, "\xE2\x96\x81"), strip_first);
+    return std::make_shared<MetaspaceDecoder>(f.StringOr(j, "replacement", where, "\xE2\x96\x81"),
+                                              strip_first);
   }
   if (type == "WordPiece")
     return std::make_shared<WordPiece>(f.StringOr(j, "prefix", where, "##"),
