@@ -1,8 +1,11 @@
 // Convolution cases at the CNN's shapes (batch 128, channels last, 5x5, same padding):
 // forward, backward data and backward weights (the latter two through VJP of a convolution),
-// in kiln and in oneDNN called directly.
+// in kiln and in oneDNN called directly; and forward convolutions of few output features
+// (conv_few/, a decoder's last layer: 28x28, 4-64 input features to 1-8), which kiln runs as a
+// product and a shift-add where that pays (ShiftConvPays, src/backends/cpu/dnnl_kernels.h).
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench_util.h"
@@ -65,6 +68,26 @@ void RegisterConvCases() {
           ->UseRealTime()
           ->Unit(benchmark::kMillisecond);
     }
+  }
+  for (const auto& [in, out] : std::vector<std::pair<int64_t, int64_t>>{{32, 1},
+                                                                        {32, 2},
+                                                                        {32, 3},
+                                                                        {32, 4},
+                                                                        {32, 8},
+                                                                        {16, 1},
+                                                                        {16, 4},
+                                                                        {8, 1},
+                                                                        {8, 4},
+                                                                        {4, 1},
+                                                                        {64, 1},
+                                                                        {64, 4}}) {
+    const Layer l{28, in, out, "28x28x" + std::to_string(in) + "_5x5x" + std::to_string(out)};
+    benchmark::RegisterBenchmark(("conv_few/" + l.name).c_str(), KilnCase, ConvPass::kForward, l)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("conv_few_onednn/" + l.name).c_str(), DnnlCase, ConvPass::kForward, l)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
   }
 }
 

@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "backends/cpu/cost_model.h"
@@ -435,6 +436,152 @@ TEST(CpuDnnl, OneChannelConvsTakeTheDirectKernel) {
   EXPECT_NE(dump.find("kernel dnnl.conv["), std::string::npos) << dump;
   EXPECT_NE(dump.find("+post[bias(axis 3), Relu]"), std::string::npos) << dump;
   EXPECT_EQ(dump.find("brgconv"), std::string::npos) << dump;
+}
+
+TEST(CpuDnnl, FewFeatureConvsRunAsProductAndShift) {
+  // 2-D convolutions of 1-4 output features from 16 or more input features (a first layer's
+  // input gradient, a decoder's last layer) run as one sgemm per block of images and a
+  // shift-add. Random layouts, sizes, kernel dilations and paddings (cropping ones too), batches
+  // of 1-9 (blocks with a remainder) agree with ref; every input layout with features last or
+  // planes of positions and a result of at least half the input's positions takes that kernel,
+  // others stay on oneDNN.
+  std::mt19937 rng(31);
+  int shifted = 0;
+  for (int trial = 0; trial < 90; ++trial) {
+    OpAttributes at;
+    compute::ConvDims& d = at.conv;
+    // The input channels last, channels first, or in a random layout; kernel and result random.
+    const std::vector<int64_t> xp = trial % 3 == 0   ? std::vector<int64_t>{0, 3, 1, 2}
+                                    : trial % 3 == 1 ? std::vector<int64_t>{0, 1, 2, 3}
+                                                     : Place(4, rng);
+    const std::vector<int64_t> kp = Place(4, rng), yp = Place(4, rng);
+    d = {xp[0], xp[1], {xp[2], xp[3]}, kp[1], kp[0], {kp[2], kp[3]}, yp[0], yp[1], {yp[2], yp[3]}};
+    const int64_t cin = Pick(rng, 16, 40), cout = Pick(rng, 1, 4);
+    std::vector<int64_t> xd(4), kd(4);
+    xd[static_cast<size_t>(xp[0])] = Pick(rng, 1, 9);
+    xd[static_cast<size_t>(xp[1])] = cin;
+    kd[static_cast<size_t>(kp[0])] = cout;
+    kd[static_cast<size_t>(kp[1])] = cin;
+    int64_t terms = cin, in_positions = 1, out_positions = 1;
+    bool ok = true;
+    for (size_t i = 0; i < 2; ++i) {
+      const int64_t in = Pick(rng, 2, 12), taps = Pick(rng, 1, 5), dil = Pick(rng, 1, 2);
+      const int64_t low = Pick(rng, -1, 3), high = Pick(rng, -1, 3);
+      in_positions *= in;
+      out_positions *= std::max<int64_t>(in + low + high - (taps - 1) * dil, 1);
+      xd[static_cast<size_t>(xp[2 + i])] = in;
+      kd[static_cast<size_t>(kp[2 + i])] = taps;
+      at.strides.push_back(1);
+      at.kernel_dilations.push_back(dil);
+      at.input_dilations.push_back(1);
+      at.padding.push_back({low, high, 0});
+      if (in + low + high - (taps - 1) * dil < 1) ok = false;
+      terms *= taps;
+    }
+    if (!ok) continue;
+    const Shape xs(DType::Float32, xd), ks(DType::Float32, kd);
+    const std::string what = fmt::format("x {} k {} trial {}", xs.ToString(), ks.ToString(), trial);
+    const std::string name = CheckOp(OpType::ConvGeneral, xs, ks, at, terms, rng, what);
+    // The compiled program may see another layout (channels-first data moves to channels last):
+    // the kernel itself, on this layout, against ref.
+    Graph g;
+    graph::Node out = g.AddOp(OpType::ConvGeneral, {g.Parameter(xs), g.Parameter(ks)}, at);
+    std::shared_ptr<const compute::Program> program = g.Build({out});
+    const compute::Instruction* conv = nullptr;
+    for (const compute::Instruction& inst : program->Instructions())
+      if (inst.op == OpType::ConvGeneral) conv = &inst;
+    ASSERT_NE(conv, nullptr);
+    const compute::cpu::KernelChoice kernel = compute::cpu::MakeShiftConv(2, *conv, {xs, ks}, nullptr);
+    EXPECT_EQ(kernel.kernel != nullptr, name == "conv.sgemm_shift") << what;
+    if (kernel.kernel) {
+      const std::vector<Tensor> inputs = {Random(xs, rng), Random(ks, rng)};
+      const std::vector<float> xv = inputs[0].ToVector<float>(), kv = inputs[1].ToVector<float>();
+      std::vector<float> yv(static_cast<size_t>(conv->shape.Size()), std::nanf(""));
+      const uint8_t* operands[2] = {reinterpret_cast<const uint8_t*>(xv.data()),
+                                    reinterpret_cast<const uint8_t*>(kv.data())};
+      kernel.kernel(operands, reinterpret_cast<uint8_t*>(yv.data()));
+      EXPECT_TRUE(Close(Tensor::FromFlat(conv->shape, yv), RunProgram(Ref(), program, inputs)[0], terms))
+          << what;
+    }
+    const bool features_last = xp[1] == 3 && xp[3] == 2 && xp[2] == 1;
+    const bool planes = xp[3] == 3 && xp[2] == 2;
+    // (An input of more than twice the result's positions stays on oneDNN.)
+    if ((features_last || planes) && in_positions <= 2 * out_positions) {
+      EXPECT_EQ(name, "conv.sgemm_shift") << what;
+    }
+    if (name != "conv.sgemm_shift") {
+      EXPECT_TRUE(IsDnnl(name)) << what << ": " << name;
+    }
+    shifted += name == "conv.sgemm_shift" ? 1 : 0;
+  }
+  EXPECT_GE(shifted, 30);
+  // The edges of the rule (ShiftConvPays): 4 features from 16 inputs and 1 from 4 take it; 5
+  // features, 2 from 15 inputs, 1 from 3 and a stride of 2 stay on oneDNN.
+  const compute::ConvDims nhwc = {0, 3, {1, 2}, 2, 3, {0, 1}, 0, 3, {1, 2}};
+  OpAttributes at;
+  at.conv = nhwc;
+  at.padding = {{1, 1, 0}, {1, 1, 0}};
+  for (const auto& [in, out, stride, shift] :
+       std::vector<std::tuple<int64_t, int64_t, int64_t, bool>>{{16, 4, 1, true},
+                                                                {4, 1, 1, true},
+                                                                {32, 5, 1, false},
+                                                                {15, 2, 1, false},
+                                                                {3, 1, 1, false},
+                                                                {32, 1, 2, false}}) {
+    at.strides = {stride, stride};
+    const Shape x(DType::Float32, {2, 8, 8, in}), k(DType::Float32, {3, 3, in, out});
+    const std::string what = fmt::format("{} to {} features, stride {}", in, out, stride);
+    const std::string name = CheckOp(OpType::ConvGeneral, x, k, at, 9 * in, rng, what);
+    if (shift) {
+      EXPECT_EQ(name, "conv.sgemm_shift") << what;
+    } else {
+      EXPECT_TRUE(IsDnnl(name)) << what << ": " << name;
+    }
+  }
+}
+
+TEST(CpuDnnl, FewFeatureConvsTakeTheEpilogueAndGiveTheSameBitsOnAnyThreads) {
+  // A grayscale first layer's input gradient (32 features back to 1) and a decoder's last layer
+  // with a bias and ReLU: ref's values, the same bits on one thread, on two (the blocks of images
+  // split across the team or an OpenMP region) and without a team.
+  std::mt19937 rng(37);
+  Graph g;
+  const Shape xs(DType::Float32, {11, 28, 28, 1}), ks(DType::Float32, {5, 5, 1, 32});
+  const Shape hs(DType::Float32, {11, 14, 14, 24}), ds(DType::Float32, {3, 3, 24, 3}),
+      bs(DType::Float32, {3});
+  graph::Node x = g.Parameter(xs), k = g.Parameter(ks), h = g.Parameter(hs), dk = g.Parameter(ds),
+              b = g.Parameter(bs);
+  graph::Node y = graph::Convolve(x, k).PadSame().Done();
+  graph::Node adj = g.Parameter(y.shape());
+  graph::Node dx = graph::VJP({y}, {adj}, {x})[0];
+  graph::Node decoded =
+      graph::MaxScalar(graph::Convolve(h, dk).PadSame().Done() + graph::Reshape(b, {1, 1, 1, 3}), 0.0f);
+  // The decoder's kernel gradient (a convolution of 3 features whose kernel outgrows its result)
+  // stays on oneDNN's backward-weights convolution.
+  graph::Node dk_grad = graph::VJP({decoded}, {graph::OnesLike(decoded)}, {dk})[0];
+  std::shared_ptr<const compute::Program> program = g.Build({dx, decoded, dk_grad});
+  const std::vector<Tensor> inputs = {Random(xs, rng), Random(ks, rng), Random(hs, rng),
+                                      Random(ds, rng), Random(bs, rng), Random(y.shape(), rng)};
+  std::string dump;
+  const std::vector<Tensor> got = RunDumped(program, inputs, dump);
+  const std::vector<Tensor> want = RunProgram(Ref(), program, inputs);
+  EXPECT_TRUE(Close(got[0], want[0], 800));
+  EXPECT_TRUE(Close(got[1], want[1], 216));
+  EXPECT_TRUE(Close(got[2], want[2], 11 * 14 * 14));
+  EXPECT_NE(dump.find("kernel dnnl.conv_bwd_weights"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("kernel conv.sgemm_shift\n"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("kernel conv.sgemm_shift+post[bias(axis 3)]"), std::string::npos) << dump;
+  // Without the gradient the ReLU folds in too.
+  std::shared_ptr<const compute::Program> forward = g.Build({decoded});
+  EXPECT_TRUE(Close(RunDumped(forward, inputs, dump)[0], RunProgram(Ref(), forward, inputs)[0], 216));
+  EXPECT_NE(dump.find("kernel conv.sgemm_shift+post[bias(axis 3), Relu]"), std::string::npos) << dump;
+  for (const char* config : {"cpu:threads=1", "cpu:threads=2,serial_work=0", "cpu:threads=2,team=false"}) {
+    const std::vector<Tensor> again = RunProgram(kiln::test::Backend(config), program, inputs);
+    for (size_t i = 0; i < got.size(); ++i) {
+      const std::vector<float> a = got[i].ToVector<float>(), c = again[i].ToVector<float>();
+      EXPECT_EQ(std::memcmp(a.data(), c.data(), a.size() * sizeof(float)), 0) << config << " output " << i;
+    }
+  }
 }
 
 /// Expects a Float32 result computed in half type `half` within one unit in the last place of

@@ -192,8 +192,9 @@ KernelChoice MakeDnnlContraction(int threads, int team, const Instruction& inst,
                                  const std::vector<Shape>& operands, const Epilogue* epilogue,
                                  bool constant_kernel) {
   if (inst.op == OpType::DotGeneral) return MakeDnnlMatmul(threads, team, inst, operands, epilogue);
-  if (inst.op == OpType::ConvGeneral) return MakeDnnlConv(threads, inst, operands, epilogue, constant_kernel);
-  return {};
+  if (inst.op != OpType::ConvGeneral) return {};
+  if (KernelChoice shift = MakeShiftConv(threads, inst, operands, epilogue); shift.kernel) return shift;
+  return MakeDnnlConv(threads, inst, operands, epilogue, constant_kernel);
 }
 
 bool DnnlRunsBFloat16(const Instruction& inst, const std::vector<Node>& nodes, const Epilogue* epilogue) {

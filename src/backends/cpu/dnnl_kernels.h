@@ -44,7 +44,26 @@ KernelChoice MakeDnnlMatmul(int threads, int team, const Instruction& inst,
 KernelChoice MakeDnnlConv(int threads, const Instruction& inst, const std::vector<Shape>& operands,
                           const Epilogue* epilogue, bool constant_kernel = false);
 
-/// MakeDnnlMatmul for a DotGeneral, MakeDnnlConv for a ConvGeneral, nothing for another op.
+/// A 2-D Float32 ConvGeneral with unit strides and no input dilation or groups whose features
+/// ShiftConvPays for, as one dnnl_sgemm per block of images and a shift-add (conv_shift.cc);
+/// `epilogue` (when not null) is applied to the sums. Empty when the convolution is not of that
+/// form or its input is not a plain matrix per image (features last, or planes of positions).
+KernelChoice MakeShiftConv(int threads, const Instruction& inst, const std::vector<Shape>& operands,
+                           const Epilogue* epilogue);
+
+/// Whether a convolution of `in` to `out` features runs faster as a product and a shift-add than
+/// on oneDNN, which pads the output features to a vector of 16: at most 4 output features from
+/// 16 or more inputs, or one from 4 or more (28x28 images, 5x5, batch 128, 2 threads, three
+/// interleaved rounds of `kiln_bench --benchmark_filter=conv_few/` against the oneDNN kernel:
+/// 32 to 1 feature 1.65-2.16 against 6.64-8.09 ms, 32 to 4 3.94-4.46 against 6.63-8.60, 16 to 4
+/// 2.03-2.96 against 3.83-4.77, 4 to 1 0.53-0.73 against 1.36-1.72; 8 to 4 tied, 2.38-2.52
+/// against 2.34-2.71; 32 to 8 on the harness 11.2 against 7.7).
+constexpr bool ShiftConvPays(int64_t in, int64_t out) {
+  return (out <= 4 && in >= 16) || (out == 1 && in >= 4);
+}
+
+/// MakeShiftConv or MakeDnnlConv for a ConvGeneral, MakeDnnlMatmul for a DotGeneral, nothing for
+/// another op.
 KernelChoice MakeDnnlContraction(int threads, int team, const Instruction& inst,
                                  const std::vector<Shape>& operands, const Epilogue* epilogue,
                                  bool constant_kernel = false);
