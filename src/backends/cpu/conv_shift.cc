@@ -146,7 +146,7 @@ KernelChoice MakeShiftConv(int threads, const Instruction& inst, const std::vect
     if (d != 1) return {};
   for (int64_t s : at.strides)
     if (s != 1) return {};
-  if (y.Size() == 0 || x.Size() == 0) return {};
+  if (y.Size() == 0 || x.Size() == 0 || k.Size() == 0) return {};
   auto plan = std::make_shared<ShiftPlan>();
   ShiftPlan& p = *plan;
   p.features_in = ShapeDim(x, c.input_feature);
