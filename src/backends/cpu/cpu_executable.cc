@@ -157,9 +157,11 @@ class CpuExecutable final : public Executable {
   void ChooseKernels(const Module& m);
   /// Sets team_size_ to TeamThreads (else it stays 1: no team) when the backend has a team,
   /// no step spreads its work over threads of its own, and either the program runs on several
-  /// threads with two or more sizeable kernels (with one, the team would cost no less than that
-  /// kernel's own OpenMP region) or a step has team work (a small program's matrix-vector
-  /// products: KernelChoice::team_work).
+  /// threads with a sizeable kernel or a step has team work (a small program's matrix-vector
+  /// products: KernelChoice::team_work). Even a single sizeable kernel gains: a product called
+  /// back to back under OMP_WAIT_POLICY=PASSIVE ran 10-30% faster as row blocks on the team's
+  /// spinning helpers than as oneDNN's own OpenMP region (docs/performance.md, "A persistent
+  /// team").
   void UseTeamIfAllSplit(const Module& m);
   /// Per value, the last node reading it (an alias's reads count for its root); outputs live to
   /// the end.
@@ -318,7 +320,7 @@ void CpuExecutable::UseTeamIfAllSplit(const Module& m) {
   if (std::any_of(steps_.begin(), steps_.end(), [](const Step& st) { return st.own_threads; })) return;
   const bool team_work =
       std::any_of(steps_.begin(), steps_.end(), [](const Step& st) { return st.team_work; });
-  if (team_work || (threads_ > 1 && ProgramWork(m).sizeable >= 2)) team_size_ = team;
+  if (team_work || (threads_ > 1 && ProgramWork(m).sizeable >= 1)) team_size_ = team;
 }
 
 std::vector<int> CpuExecutable::LastUses(const Module& m) const {
