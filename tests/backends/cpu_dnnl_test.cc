@@ -208,6 +208,21 @@ TEST(CpuDnnl, MatmulPathsByShape) {
   EXPECT_NE(name.find("(1 thread)"), std::string::npos) << name;
   name = CheckOp(OpType::DotGeneral, f32({64, 128}), f32({128, 128}), plain, 128, rng, "64x128x128");
   EXPECT_EQ(name.find("(1 thread)"), std::string::npos) << name;
+  // A product of 2^32 multiply-adds goes through sgemm whole, on sgemm's own threads (not run:
+  // ref would take minutes).
+  {
+    Graph g;
+    graph::Node big =
+        g.AddOp(OpType::DotGeneral, {g.Parameter(f32({2048, 1024})), g.Parameter(f32({1024, 2048}))}, plain);
+    EXPECT_EQ(KernelNames(*g.Build({big}), OpType::DotGeneral), std::vector<std::string>{"dnnl.sgemm"});
+    Graph h;
+    graph::Node below =
+        h.AddOp(OpType::DotGeneral, {h.Parameter(f32({2047, 1024})), h.Parameter(f32({1024, 2048}))}, plain);
+    const std::vector<std::string> below_names = KernelNames(*h.Build({below}), OpType::DotGeneral);
+    ASSERT_EQ(below_names.size(), 1u);
+    EXPECT_EQ(below_names[0].rfind("dnnl.matmul[", 0), 0u) << below_names[0];
+    EXPECT_NE(below_names[0].find("(2 row blocks)"), std::string::npos) << below_names[0];
+  }
   // Matrix-vector products with large weights: on the calling thread when OpenMP's threads sleep
   // between regions (the wake-up costs more), on the team when it spins (a second core's
   // bandwidth pays).

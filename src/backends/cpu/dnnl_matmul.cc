@@ -250,6 +250,10 @@ void AddParts(MatmulPlan& p) {
   const int64_t m = p.lhs.dims3[1], k = p.lhs.dims3[2], n = p.rhs.dims3[2];
   if (p.threads <= 1 || p.lhs.dims3[0] != 1 || p.lhs.copy || p.rhs.copy || m < p.threads * kMinPartRows)
     return;
+  // A very large product keeps sgemm's own threads, which share the packed right side: as row
+  // blocks each thread packed all of it (2048^3 on 2 threads, four interleaved pairs: 320-343
+  // GFLOP/s in blocks on a team against 351-381 whole).
+  if (p.sgemm && m * k * n >= kSgemmMacs) return;
   const ThreadScope scope(1);
   const std::vector<int64_t> ls = DescStrides(p.lhs), dst_strides = DenseStrides({1, m, n});
   std::vector<MatmulPart> parts(static_cast<size_t>(p.threads));
