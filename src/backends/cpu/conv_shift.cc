@@ -197,7 +197,8 @@ KernelChoice MakeShiftConv(int threads, const Instruction& inst, const std::vect
   // (a valid convolution with a large kernel, autodiff's kernel-gradient form) most of that work
   // would be thrown away.
   if (positions > kMaxWastedPositions * p.out_h * p.out_w || rows * positions > kMaxImageProducts) return {};
-  // Channels last, consecutive images are one matrix: blocks of them fill kBlockProducts.
+  // Consecutive images (one matrix, channels last; one sgemm call each, planes) make blocks of
+  // about kBlockProducts products.
   const bool images_follow = p.x_image == positions * p.features_in;
   p.images_per_block = images_follow ? std::max<int64_t>(1, kBlockProducts / (rows * positions)) : 1;
   if (epilogue != nullptr) {
