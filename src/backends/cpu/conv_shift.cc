@@ -52,30 +52,65 @@ struct ShiftPlan {
   bool has_epilogue = false;
 };
 
-int64_t ShapeDim(const Shape& s, int64_t a) { return s.Dimensions()[static_cast<size_t>(a)]; }
+/// Image `i` of a block's products (`n` columns) summed into `sums` ([features_out, out_h,
+/// out_w]): each output position adds each tap's product at the input position the tap reaches.
+void SumTaps(const ShiftPlan& p, const float* products, int64_t n, int64_t i, float* sums) {
+  const int64_t positions = p.in_h * p.in_w, out_positions = p.out_h * p.out_w;
+  std::memset(sums, 0, sizeof(float) * static_cast<size_t>(p.features_out * out_positions));
+  for (int64_t th = 0; th < p.taps_h; ++th) {
+    for (int64_t tw = 0; tw < p.taps_w; ++tw) {
+      // Output column ox reads input column ox + shift; the columns inside the input.
+      const int64_t shift = tw * p.dilation_w - p.pad_w;
+      const int64_t ox0 = std::clamp<int64_t>(-shift, 0, p.out_w);
+      const int64_t ox1 = std::clamp<int64_t>(p.in_w - shift, ox0, p.out_w);
+      for (int64_t o = 0; o < p.features_out; ++o) {
+        const float* tap = products + ((th * p.taps_w + tw) * p.features_out + o) * n + i * positions;
+        float* plane = sums + o * out_positions;
+        for (int64_t oy = 0; oy < p.out_h; ++oy) {
+          const int64_t iy = oy + th * p.dilation_h - p.pad_h;
+          if (iy < 0 || iy >= p.in_h) continue;
+          float* out_row = plane + oy * p.out_w;
+          const float* in_row = tap + iy * p.in_w + shift;
+          for (int64_t ox = ox0; ox < ox1; ++ox) out_row[ox] += in_row[ox];
+        }
+      }
+    }
+  }
+}
 
-/// Rows [first, last) of image blocks: the products into scratch, then each image's sums.
+/// Copies one image's `sums` into its place `yi` in the result's layout.
+void StoreImage(const ShiftPlan& p, const float* sums, float* yi) {
+  for (int64_t o = 0; o < p.features_out; ++o) {
+    for (int64_t oy = 0; oy < p.out_h; ++oy) {
+      const float* from = sums + (o * p.out_h + oy) * p.out_w;
+      float* to = yi + o * p.y_feature + oy * p.y_row;
+      if (p.y_col == 1) {
+        std::memcpy(to, from, sizeof(float) * static_cast<size_t>(p.out_w));
+      } else {
+        for (int64_t ox = 0; ox < p.out_w; ++ox) to[ox * p.y_col] = from[ox];
+      }
+    }
+  }
+}
+
+/// Image blocks [first, last): each block's products into scratch, then each image's sums, its
+/// epilogue and its store.
 void RunBlocks(const ShiftPlan& p, const float* x, const float* k, const float* bias, float* y, int64_t first,
                int64_t last) {
-  const int64_t taps = p.taps_h * p.taps_w, rows = taps * p.features_out;
+  const int64_t rows = p.taps_h * p.taps_w * p.features_out;
   const int64_t positions = p.in_h * p.in_w, out_positions = p.out_h * p.out_w;
-  const int64_t block_positions = p.images_per_block * positions;
   ScratchLayout layout;
   const size_t w_at = layout.Add(sizeof(float) * static_cast<size_t>(rows * p.features_in));
-  const size_t p_at = layout.Add(sizeof(float) * static_cast<size_t>(rows * block_positions));
+  const size_t p_at = layout.Add(sizeof(float) * static_cast<size_t>(rows * p.images_per_block * positions));
   const size_t t_at = layout.Add(sizeof(float) * static_cast<size_t>(p.features_out * out_positions));
   uint8_t* scratch = Scratch(layout.total);
   auto* w = reinterpret_cast<float*>(scratch + w_at);
   auto* products = reinterpret_cast<float*>(scratch + p_at);
   auto* sums = reinterpret_cast<float*>(scratch + t_at);
   // W^T: row (tap row, tap column, output feature), column input feature.
-  for (int64_t th = 0; th < p.taps_h; ++th)
-    for (int64_t tw = 0; tw < p.taps_w; ++tw)
-      for (int64_t o = 0; o < p.features_out; ++o) {
-        float* row = w + ((th * p.taps_w + tw) * p.features_out + o) * p.features_in;
-        const float* from = k + th * p.k_row + tw * p.k_col + o * p.k_out;
-        for (int64_t c = 0; c < p.features_in; ++c) row[c] = from[c * p.k_in];
-      }
+  StridedCopy(reinterpret_cast<const uint8_t*>(k), {p.taps_h, p.taps_w, p.features_out, p.features_in},
+              {p.k_row, p.k_col, p.k_out, p.k_in}, dnnl::memory::data_type::f32,
+              reinterpret_cast<uint8_t*>(w));
   for (int64_t block = first; block < last; ++block) {
     const int64_t image0 = block * p.images_per_block;
     const int64_t images = std::min(p.images_per_block, p.batch - image0);
@@ -94,41 +129,12 @@ void RunBlocks(const ShiftPlan& p, const float* x, const float* k, const float* 
     }
     if (status != dnnl_success) throw dnnl::error(status, "dnnl_sgemm");
     for (int64_t i = 0; i < images; ++i) {
-      std::memset(sums, 0, sizeof(float) * static_cast<size_t>(p.features_out * out_positions));
-      for (int64_t o = 0; o < p.features_out; ++o) {
-        float* plane = sums + o * out_positions;
-        for (int64_t th = 0; th < p.taps_h; ++th) {
-          for (int64_t tw = 0; tw < p.taps_w; ++tw) {
-            const float* tap = products + ((th * p.taps_w + tw) * p.features_out + o) * n + i * positions;
-            // Output column ox reads input column ox + shift; the columns inside the input.
-            const int64_t shift = tw * p.dilation_w - p.pad_w;
-            const int64_t ox0 = std::clamp<int64_t>(-shift, 0, p.out_w);
-            const int64_t ox1 = std::clamp<int64_t>(p.in_w - shift, ox0, p.out_w);
-            for (int64_t oy = 0; oy < p.out_h; ++oy) {
-              const int64_t iy = oy + th * p.dilation_h - p.pad_h;
-              if (iy < 0 || iy >= p.in_h) continue;
-              float* out_row = plane + oy * p.out_w;
-              const float* in_row = tap + iy * p.in_w + shift;
-              for (int64_t ox = ox0; ox < ox1; ++ox) out_row[ox] += in_row[ox];
-            }
-          }
-        }
-      }
+      SumTaps(p, products, n, i, sums);
       if (p.has_epilogue) {
         const int64_t dims[2] = {p.features_out, out_positions};
         ApplyEpilogue(p.epilogue, dims, bias, sums);
       }
-      float* yi = y + (image0 + i) * p.y_image;
-      for (int64_t o = 0; o < p.features_out; ++o)
-        for (int64_t oy = 0; oy < p.out_h; ++oy) {
-          const float* from = sums + (o * p.out_h + oy) * p.out_w;
-          float* to = yi + o * p.y_feature + oy * p.y_row;
-          if (p.y_col == 1) {
-            std::memcpy(to, from, sizeof(float) * static_cast<size_t>(p.out_w));
-          } else {
-            for (int64_t ox = 0; ox < p.out_w; ++ox) to[ox * p.y_col] = from[ox];
-          }
-        }
+      StoreImage(p, sums, y + (image0 + i) * p.y_image);
     }
   }
 }
@@ -149,16 +155,16 @@ KernelChoice MakeShiftConv(int threads, const Instruction& inst, const std::vect
   if (y.Size() == 0 || x.Size() == 0 || k.Size() == 0) return {};
   auto plan = std::make_shared<ShiftPlan>();
   ShiftPlan& p = *plan;
-  p.features_in = ShapeDim(x, c.input_feature);
-  p.features_out = ShapeDim(k, c.kernel_output_feature);
+  p.features_in = Dim(x, c.input_feature);
+  p.features_out = Dim(k, c.kernel_output_feature);
   if (!ShiftConvPays(p.features_in, p.features_out)) return {};
-  p.batch = ShapeDim(x, c.input_batch);
-  p.in_h = ShapeDim(x, c.input_spatial[0]);
-  p.in_w = ShapeDim(x, c.input_spatial[1]);
-  p.out_h = ShapeDim(y, c.output_spatial[0]);
-  p.out_w = ShapeDim(y, c.output_spatial[1]);
-  p.taps_h = ShapeDim(k, c.kernel_spatial[0]);
-  p.taps_w = ShapeDim(k, c.kernel_spatial[1]);
+  p.batch = Dim(x, c.input_batch);
+  p.in_h = Dim(x, c.input_spatial[0]);
+  p.in_w = Dim(x, c.input_spatial[1]);
+  p.out_h = Dim(y, c.output_spatial[0]);
+  p.out_w = Dim(y, c.output_spatial[1]);
+  p.taps_h = Dim(k, c.kernel_spatial[0]);
+  p.taps_w = Dim(k, c.kernel_spatial[1]);
   if (!at.kernel_dilations.empty()) {
     p.dilation_h = at.kernel_dilations[0];
     p.dilation_w = at.kernel_dilations[1];

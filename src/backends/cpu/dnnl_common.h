@@ -57,6 +57,9 @@ dnnl::memory::desc StridedDesc(const std::vector<int64_t>& dims, const std::vect
 dnnl::memory::desc AnyDesc(const std::vector<int64_t>& dims,
                            dnnl::memory::data_type type = dnnl::memory::data_type::f32);
 
+/// The size of axis `a` of `s` (a ConvDims or matmul axis number).
+inline int64_t Dim(const Shape& s, int64_t a) { return s.Dimensions()[static_cast<size_t>(a)]; }
+
 /// Row-major (dense) strides of `dims`.
 std::vector<int64_t> DenseStrides(const std::vector<int64_t>& dims);
 

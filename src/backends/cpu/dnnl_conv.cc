@@ -84,9 +84,6 @@ struct ConvShape {
   memory::dims strides, dilates, pad_low, pad_high;
 };
 
-/// Dimensions of `s` at `a`.
-int64_t Dim(const Shape& s, int64_t a) { return s.Dimensions()[static_cast<size_t>(a)]; }
-
 /// Fills the forward mapping; false when oneDNN cannot express it exactly.
 bool MapForward(const OpAttributes& at, const Shape& x, const Shape& k, const Shape& y, ConvShape& cs) {
   const ConvDims& c = at.conv;
