@@ -11,6 +11,8 @@ void Backend::CheckDevice(int device) const {
   }
 }
 
+BufferPtr Backend::AdoptHostMemory(int, std::shared_ptr<uint8_t>, int64_t) { return nullptr; }
+
 }  // namespace kiln::compute
 
 namespace kiln::compute {

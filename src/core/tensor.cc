@@ -18,7 +18,7 @@ void HostMemory::Free::operator()(uint8_t* p) const { ::operator delete[](p, std
 std::unique_ptr<uint8_t, HostMemory::Free> HostMemory::Allocate(int64_t bytes) {
   // Always allocate at least one byte so data() is never null, even for empty tensors.
   CheckAllocationSize(bytes, "Tensor");
-  const size_t n = static_cast<size_t>(std::max<int64_t>(bytes, 1));
+  const size_t n = (static_cast<size_t>(std::max<int64_t>(bytes, 1)) + 63) / 64 * 64;
   uint8_t* p = nullptr;
   try {
     p = static_cast<uint8_t*>(::operator new[](n, std::align_val_t(64)));
@@ -317,6 +317,16 @@ compute::BufferPtr Tensor::DeviceBuffer(const compute::BackendPtr& backend, int 
     if (c.backend == backend && c.device == device) return c.buffer;
   }
   storage_->EnsureHost();
+  if (!storage_->shared && backend->HasSharedBuffers()) {
+    // A backend whose buffers are host memory takes the host copy over: no copy, and from now on
+    // that buffer is both (as for a tensor made in a shared buffer).
+    if (compute::BufferPtr adopted = backend->AdoptHostMemory(device, storage_->host, storage_->bytes)) {
+      storage_->shared = adopted;
+      storage_->host.reset();
+      storage_->devices.push_back({backend, device, adopted});
+      return adopted;
+    }
+  }
   compute::BufferPtr buffer = backend->BufferFromHost(device, storage_->HostData(), storage_->bytes);
   storage_->devices.push_back({backend, device, buffer});
   return buffer;

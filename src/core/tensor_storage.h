@@ -13,7 +13,8 @@
 
 namespace kiln::detail {
 
-/// 64-byte aligned, zero-filled host memory.
+/// 64-byte aligned, zero-filled host memory, padded to a multiple of 64 bytes (so a backend may
+/// take it over as a buffer: Backend::AdoptHostMemory).
 struct HostMemory {
   struct Free {
     void operator()(uint8_t* p) const;
@@ -34,8 +35,9 @@ struct TensorStorage {
   const int64_t bytes;
   std::atomic<bool> finalized{false};
   std::atomic<bool> donate{false};  // Marked by graph::Donate for the next execution.
-  // Host copy: owned memory, or (when `shared` is set) a backend buffer the host addresses.
-  std::unique_ptr<uint8_t, HostMemory::Free> host;
+  // Host copy: owned memory, or (when `shared` is set) a backend buffer the host addresses
+  // (possibly memory that was `host` until a backend took it over: Tensor::DeviceBuffer).
+  std::shared_ptr<uint8_t> host;
   compute::BufferPtr shared;
   bool host_valid = false;
   // Valid device copies (the shared buffer, when there is one, is listed here too).

@@ -520,6 +520,104 @@ TEST(CpuDonation, AnInputReadAfterTheOutputIsWrittenIsNotReused) {
   EXPECT_EQ(b, (std::vector<float>{3, 6, 9, 12}));
 }
 
+// ---- Host tensors taken over (Backend::AdoptHostMemory) -------------------------------------
+
+// The address of a tensor's host bytes.
+const void* HostAddress(const Tensor& t) {
+  const void* at = nullptr;
+  t.ConstBytes([&](std::span<const uint8_t> b) { at = b.data(); });
+  return at;
+}
+
+TEST(CpuAdoption, AHostTensorsMemoryBecomesItsBufferWithoutACopy) {
+  compute::BackendPtr backend = Cpu();
+  const int64_t live = backend->MemoryStats().live_bytes;
+  Tensor t = Tensor::FromValue(std::vector<float>{1, 2, 3, 4, 5});
+  const void* host = HostAddress(t);
+  EXPECT_FALSE(t.IsShared());
+  compute::BufferPtr buffer = t.DeviceBuffer(backend, 0);
+  EXPECT_EQ(buffer->HostData(), host);  // The same memory: nothing copied.
+  EXPECT_EQ(buffer->ByteSize(), 20);
+  EXPECT_TRUE(t.IsShared());
+  EXPECT_TRUE(t.HasLocal());
+  EXPECT_EQ(HostAddress(t), host);
+  EXPECT_EQ(t.DeviceBuffer(backend, 0), buffer);
+  EXPECT_EQ(backend->MemoryStats().live_bytes, live + 20);  // Now the backend's memory.
+  // A host write is the buffer's: the next execution reads it.
+  t.MutableFlatData<float>([](std::span<float> f) { f[4] = 50; });
+  Exec exec = NewExec(backend, [](Node x) { return x * 2.0f; });
+  EXPECT_EQ(exec.Call1(t).ToVector<float>(), (std::vector<float>{2, 4, 6, 8, 100}));
+  EXPECT_EQ(t.ToVector<float>(), (std::vector<float>{1, 2, 3, 4, 50}));
+  buffer.reset();
+  t = Tensor();
+  EXPECT_EQ(backend->MemoryStats().live_bytes, live);  // Freed with the last handle.
+}
+
+TEST(CpuAdoption, ADonatedHostTensorIsUpdatedInItsOwnMemory) {
+  compute::BackendPtr backend = Cpu();
+  Exec exec = NewExec(backend, [](Node x) { return x * 2.0f + 1.0f; });
+  std::vector<float> values(1000);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i);
+  Tensor in = Tensor::FromValue(values);
+  const void* host = HostAddress(in);
+  Tensor out = exec.Call1(Donate(in));
+  EXPECT_FALSE(in.Ok());  // Its only copy, the adopted buffer, went to the execution.
+  EXPECT_EQ(HostAddress(out), host);
+  EXPECT_EQ(out.ToVector<float>()[999], 1999.0f);
+  EXPECT_EQ(out.ToVector<float>()[0], 1.0f);
+}
+
+TEST(CpuAdoption, ATensorOnTwoDevicesSharesWithOneAndCopiesToTheOther) {
+  compute::BackendPtr backend = Cpu("cpu:devices=2");
+  Tensor t = Tensor::FromValue(std::vector<int32_t>{7, 8, 9});
+  const void* host = HostAddress(t);
+  compute::BufferPtr on1 = t.DeviceBuffer(backend, 1);
+  EXPECT_EQ(on1->HostData(), host);
+  EXPECT_EQ(on1->Device(), 1);
+  compute::BufferPtr on0 = t.DeviceBuffer(backend, 0);
+  EXPECT_NE(on0->HostData(), host);
+  std::vector<int32_t> got(3);
+  backend->BufferToHost(*on0, got.data());
+  EXPECT_EQ(got, (std::vector<int32_t>{7, 8, 9}));
+  // Donating the copy on device 0 leaves the tensor its shared one.
+  Tensor keep = t;
+  compute::BufferPtr taken = keep.DonateBuffer(backend, 0);
+  EXPECT_TRUE(t.Ok());
+  EXPECT_EQ(t.ToVector<int32_t>(), (std::vector<int32_t>{7, 8, 9}));
+}
+
+TEST(CpuAdoption, EmptyAndOddSizedTensorsAndTheirLimits) {
+  compute::BackendPtr backend = Cpu();
+  Tensor empty = Tensor::FromShape(Shape(DType::Float32, {0, 3}));
+  EXPECT_EQ(empty.DeviceBuffer(backend, 0)->ByteSize(), 0);
+  EXPECT_TRUE(empty.IsShared());
+  // 3 bytes of Int4 values and a 13-byte tensor: padded host memory, so whole-vector kernels
+  // stay inside it (the ASan preset checks).
+  Tensor odd = Tensor::FromValue(std::vector<uint8_t>(13, 5));
+  Exec exec = NewExec(backend, [](Node x) { return x + x; });
+  EXPECT_EQ(exec.Call1(odd).ToVector<uint8_t>(), std::vector<uint8_t>(13, 10));
+  EXPECT_TRUE(odd.IsShared());
+  // Memory the pool's kernels could not use (not 64-byte aligned) is not taken.
+  std::shared_ptr<uint8_t> block(static_cast<uint8_t*>(::operator new[](192, std::align_val_t(64))),
+                                 [](uint8_t* p) { ::operator delete[](p, std::align_val_t(64)); });
+  EXPECT_EQ(backend->AdoptHostMemory(0, std::shared_ptr<uint8_t>(block, block.get() + 4), 64), nullptr);
+  EXPECT_EQ(backend->AdoptHostMemory(0, nullptr, 64), nullptr);
+  compute::BufferPtr whole = backend->AdoptHostMemory(0, block, 128);
+  ASSERT_NE(whole, nullptr);
+  EXPECT_EQ(whole->HostData(), block.get());
+  EXPECT_TRUE(kiln::test::Throws([&] { backend->AdoptHostMemory(2, block, 64); }, {"device 2"}));
+}
+
+TEST(CpuAdoption, TheReferenceBackendKeepsCopying) {
+  for (const char* config : {"ref", "ref:shared=false"}) {
+    SCOPED_TRACE(config);
+    compute::BackendPtr backend = compute::NewWithConfig(config);
+    Tensor t = Tensor::FromValue(std::vector<float>{1, 2});
+    EXPECT_NE(t.DeviceBuffer(backend, 0)->HostData(), HostAddress(t));
+    EXPECT_FALSE(t.IsShared());
+  }
+}
+
 TEST(CpuDonation, ADynamicUpdateSliceWritesIntoItsDonatedOperand) {
   // A key/value cache: the update goes into the donated buffer, which holds the result; the rest
   // of it is not copied. Without donation the input keeps its values.

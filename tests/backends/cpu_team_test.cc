@@ -49,7 +49,11 @@ TEST(CpuTeam, RunsEveryPartOnceOnWhicheverThreadClaimsIt) {
     ProgramTeam* team = ProgramTeam::Current();
     ASSERT_NE(team, nullptr);
     size = team->size();
-    for (int j = 0; j < 2000; ++j, ++jobs) {
+    // At least 2000 jobs, and more until the helper has run a part (on a loaded machine the lead
+    // may claim every part of many jobs before the helper gets a core).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    for (int j = 0; j < 2000 || (on_helper == 0 && std::chrono::steady_clock::now() < deadline);
+         ++j, ++jobs) {
       std::atomic<int> helper_parts{0};
       team->Run([&](int part, int count) {
         if (count != 2) ++wrong_count;
@@ -134,13 +138,20 @@ TEST(CpuTeam, HelpersStayBetweenExecutionsAndLeaveWithTheirLead) {
     std::mutex mu;
     for (int call = 0; call < 2; ++call) {
       RunOnTeam(2, [&] {
-        for (int j = 0; j < 200; ++j) {
+        // Jobs until the helper has run a part of this execution (at least 200; on a loaded
+        // machine the lead may claim every part of many jobs before the helper gets a core).
+        bool served = false;
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        for (int j = 0; j < 200 || (!served && std::chrono::steady_clock::now() < deadline); ++j) {
           ProgramTeam::Current()->Run([&](int, int) {
             const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
             while (std::chrono::steady_clock::now() < until) {
             }
             const std::lock_guard<std::mutex> lock(mu);
-            if (std::this_thread::get_id() != lead) helpers.insert(std::this_thread::get_id());
+            if (std::this_thread::get_id() != lead) {
+              helpers.insert(std::this_thread::get_id());
+              served = true;
+            }
           });
         }
       });
@@ -174,7 +185,10 @@ std::pair<pid_t, char> HelperStateAfterJobs(int spin_micros, std::chrono::millis
     RunOnTeam(
         2,
         [&] {
-          for (int j = 0; j < 200 && seen.load() == 0; ++j) {
+          // Jobs until the helper runs a part (on a loaded machine the lead may claim every
+          // part of many jobs before the helper gets a core).
+          const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+          while (seen.load() == 0 && std::chrono::steady_clock::now() < deadline) {
             ProgramTeam::Current()->Run([&](int, int) {
               const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
               while (std::chrono::steady_clock::now() < until) {

@@ -116,6 +116,12 @@ class Backend : public std::enable_shared_from_this<Backend> {
   virtual BufferPtr NewSharedBuffer(int device, int64_t bytes) = 0;
   /// A new buffer on `device` holding a copy of `bytes` bytes at `data`.
   virtual BufferPtr BufferFromHost(int device, const void* data, int64_t bytes) = 0;
+  /// A buffer on `device` that takes `memory` over instead of copying it: `bytes` bytes of
+  /// 64-byte aligned host memory, padded to a multiple of 64 bytes, which the buffer keeps alive
+  /// (and the host addresses: HostData() is memory.get()). Null where the backend cannot (its
+  /// buffers are not host memory, or the memory does not suit it); the caller then copies with
+  /// BufferFromHost. The default returns null.
+  virtual BufferPtr AdoptHostMemory(int device, std::shared_ptr<uint8_t> memory, int64_t bytes);
   /// Copies the buffer's contents into `dst`, which holds `buffer.ByteSize()` bytes.
   virtual void BufferToHost(const Buffer& buffer, void* dst) = 0;
 

@@ -155,7 +155,9 @@ class Tensor {
 
   // ---- Devices and serialization --------------------------------------------------------------
 
-  /// The tensor's buffer on `backend`'s `device`, copied there if it is not yet.
+  /// The tensor's buffer on `backend`'s `device`, copied there if it is not yet; a backend whose
+  /// buffers are host memory may take the host copy over instead (Backend::AdoptHostMemory: the
+  /// cpu backend does), and the tensor is shared from then on (IsShared()).
   compute::BufferPtr DeviceBuffer(const compute::BackendPtr& backend, int device) const;
   /// Hands the buffer on `backend`'s `device` to the caller (an execution that may reuse it).
   /// If no other valid copy remains (always the case for a shared buffer), the tensor and

@@ -25,6 +25,10 @@ class BufferPool {
   uint8_t* Allocate(int64_t bytes);
   /// Returns a block obtained from Allocate(bytes).
   void Release(uint8_t* data, int64_t bytes);
+  /// Counts (and stops counting) `bytes` of memory a buffer took over from the host as live
+  /// bytes in Usage(): not the pool's blocks, but the backend's buffers all the same.
+  void CountAdopted(int64_t bytes) { counter_.Add(bytes); }
+  void ForgetAdopted(int64_t bytes) { counter_.Remove(bytes); }
 
   MemoryUsage Usage() const { return counter_.Usage(); }
   void ResetPeak() { counter_.ResetPeak(); }

@@ -25,8 +25,21 @@ CpuBuffer::CpuBuffer(Backend* backend, std::shared_ptr<BufferPool> pool, int64_t
 CpuBuffer::CpuBuffer(Backend* backend, uint8_t* memory, int64_t bytes)
     : Buffer(backend, 0, bytes), data_(memory) {}
 
+CpuBuffer::CpuBuffer(Backend* backend, std::shared_ptr<BufferPool> pool, std::shared_ptr<uint8_t> memory,
+                     int64_t bytes, int device)
+    : Buffer(backend, device, bytes),
+      pool_(std::move(pool)),
+      adopted_(std::move(memory)),
+      data_(adopted_.get()) {
+  pool_->CountAdopted(bytes);
+}
+
 CpuBuffer::~CpuBuffer() {
-  if (pool_) pool_->Release(data_, ByteSize());
+  if (adopted_) {
+    pool_->ForgetAdopted(ByteSize());
+  } else if (pool_) {
+    pool_->Release(data_, ByteSize());
+  }
 }
 
 namespace {
@@ -67,6 +80,14 @@ BufferPtr CpuBackend::BufferFromHost(int device, const void* data, int64_t bytes
   std::shared_ptr<CpuBuffer> buffer = NewBuffer(CheckBytes(bytes), false, device);
   if (bytes > 0) std::memcpy(buffer->data(), data, static_cast<size_t>(bytes));
   return buffer;
+}
+
+BufferPtr CpuBackend::AdoptHostMemory(int device, std::shared_ptr<uint8_t> memory, int64_t bytes) {
+  CheckDevice(device);
+  // The kernels assume what the pool hands out: 64-byte alignment (and whole 64-byte blocks,
+  // which the caller promises).
+  if (!memory || reinterpret_cast<uintptr_t>(memory.get()) % 64 != 0) return nullptr;
+  return std::make_shared<CpuBuffer>(this, pool_, std::move(memory), CheckBytes(bytes), device);
 }
 
 void CpuBackend::BufferToHost(const Buffer& buffer, void* dst) {

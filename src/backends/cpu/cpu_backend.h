@@ -72,6 +72,10 @@ class CpuBuffer final : public Buffer {
   /// A view of `bytes` of memory the buffer does not own (an execution's value handed to a
   /// tuple op for the length of the call; see cpu_executable.cc).
   CpuBuffer(Backend* backend, uint8_t* memory, int64_t bytes);
+  /// A buffer that took host memory over (CpuBackend::AdoptHostMemory): it keeps `memory` alive
+  /// instead of a block of the pool, and counts in the pool's usage while it lives.
+  CpuBuffer(Backend* backend, std::shared_ptr<BufferPool> pool, std::shared_ptr<uint8_t> memory,
+            int64_t bytes, int device);
   ~CpuBuffer() override;
   void* HostData() const override { return data_; }
   uint8_t* data() const { return data_; }
@@ -80,6 +84,7 @@ class CpuBuffer final : public Buffer {
 
  private:
   std::shared_ptr<BufferPool> pool_;
+  std::shared_ptr<uint8_t> adopted_;  ///< Set for taken-over host memory (not the pool's).
   uint8_t* data_;
 };
 
@@ -94,6 +99,7 @@ class CpuBackend final : public Backend {
 
   BufferPtr NewSharedBuffer(int device, int64_t bytes) override;
   BufferPtr BufferFromHost(int device, const void* data, int64_t bytes) override;
+  BufferPtr AdoptHostMemory(int device, std::shared_ptr<uint8_t> memory, int64_t bytes) override;
   void BufferToHost(const Buffer& buffer, void* dst) override;
 
   const BackendCapabilities& Capabilities() const override;
