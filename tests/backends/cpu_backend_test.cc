@@ -581,8 +581,10 @@ TEST(CpuAdoption, ATensorOnTwoDevicesSharesWithOneAndCopiesToTheOther) {
   EXPECT_EQ(got, (std::vector<int32_t>{7, 8, 9}));
   // Donating the copy on device 0 leaves the tensor its shared one.
   Tensor keep = t;
-  compute::BufferPtr taken = keep.DonateBuffer(backend, 0);
+  EXPECT_EQ(keep.DonateBuffer(backend, 0), on0);
   EXPECT_TRUE(t.Ok());
+  EXPECT_TRUE(t.IsShared());
+  EXPECT_FALSE(t.IsOnDevice(backend, 0));
   EXPECT_EQ(t.ToVector<int32_t>(), (std::vector<int32_t>{7, 8, 9}));
 }
 
@@ -591,8 +593,8 @@ TEST(CpuAdoption, EmptyAndOddSizedTensorsAndTheirLimits) {
   Tensor empty = Tensor::FromShape(Shape(DType::Float32, {0, 3}));
   EXPECT_EQ(empty.DeviceBuffer(backend, 0)->ByteSize(), 0);
   EXPECT_TRUE(empty.IsShared());
-  // 3 bytes of Int4 values and a 13-byte tensor: padded host memory, so whole-vector kernels
-  // stay inside it (the ASan preset checks).
+  // A 13-byte tensor: its host memory is padded to 64 bytes, so whole-vector kernels stay inside
+  // it (the ASan preset checks).
   Tensor odd = Tensor::FromValue(std::vector<uint8_t>(13, 5));
   Exec exec = NewExec(backend, [](Node x) { return x + x; });
   EXPECT_EQ(exec.Call1(odd).ToVector<uint8_t>(), std::vector<uint8_t>(13, 10));
