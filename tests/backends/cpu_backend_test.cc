@@ -165,6 +165,29 @@ TEST(CpuPlan, InPlaceOpsReuseTheirOperandsBlock) {
   EXPECT_EQ(p.in_place, 1);
 }
 
+TEST(CpuPlan, AnExtraResultTakesTheBlockOfAnOperandOfTheStepThatWritesIt) {
+  // v0 and v1 are read last by step 3, whose kernel also writes v2 (placed at its own step 2):
+  // v2 may take v0's block, which v0 keeps until step 3.
+  PlanRequest r;
+  r.bytes = {1000, 1000, 1000, 64, 64};
+  r.last_use = {3, 3, 4, 5, 5};
+  r.in_place = {{}, {}, {0, 1}, {}, {}};
+  r.written_at = {-1, -1, 3, -1, -1};
+  const MemoryPlan plan = MakePlan(r);
+  EXPECT_EQ(plan.offset[2], plan.offset[0]);
+  EXPECT_EQ(plan.in_place, 1);
+  // v1's block is free after step 3 and no one else's: v3 (64 bytes) and v4 fit the arena of two
+  // blocks, v0's still held by v2.
+  EXPECT_NE(plan.offset[3], plan.offset[0]);
+  EXPECT_NE(plan.offset[4], plan.offset[0]);
+  // Written by its own step 2 instead, v2 cannot take a block read until step 3.
+  r.written_at.clear();
+  const MemoryPlan own = MakePlan(r);
+  EXPECT_EQ(own.in_place, 0);
+  EXPECT_NE(own.offset[2], own.offset[0]);
+  EXPECT_NE(own.offset[2], own.offset[1]);
+}
+
 TEST(CpuPlan, ValuesOutsideTheArenaHaveNoOffset) {
   PlanRequest r;
   r.bytes = {-1, 256, -1, 64};

@@ -488,6 +488,33 @@ TEST(CpuFusionVector, EveryTargetRunsWholeGraphsLikeRef) {
   });
 }
 
+TEST(CpuFusionVector, ColumnSumsOfWholeRowsAddLikeOneRowAtATime) {
+  // AddRowsIntoSimd keeps column sums in registers over the rows: the same doubles as adding each
+  // row in turn (exact: a double holds the sum of float32 terms of this range exactly), for widths
+  // of vector blocks, single vectors and scalar tails, on every target.
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-4, 4);
+  for (size_t cols : {1, 7, 16, 24, 32, 48, 64, 100, 512}) {
+    const size_t rows = 37;
+    std::vector<float> v(rows * cols);
+    for (float& x : v) x = std::ldexp(std::round(dist(rng) * 256), -8);  // Exactly summable.
+    std::vector<double> want(cols);
+    for (size_t j = 0; j < cols; ++j) want[j] = 0.5 * static_cast<double>(j);
+    for (size_t k = 0; k < rows; ++k)
+      for (size_t j = 0; j < cols; ++j) want[j] += static_cast<double>(v[k * cols + j]);
+    compute::cpu::ForEachFusedSimdTarget([&](const char* target) {
+      SCOPED_TRACE(fmt::format("{} columns on {}", cols, target));
+      std::vector<double> acc(cols);
+      for (size_t j = 0; j < cols; ++j) acc[j] = 0.5 * static_cast<double>(j);
+      compute::cpu::AddRowsIntoSimd(acc.data(), v.data(), rows, cols);
+      EXPECT_EQ(acc, want);
+      // None of the rows: the sums stay.
+      compute::cpu::AddRowsIntoSimd(acc.data(), v.data(), 0, cols);
+      EXPECT_EQ(acc, want);
+    });
+  }
+}
+
 TEST(CpuFusionUlps, SeveralTargetsAreTested) {
   int targets = 0;
   compute::cpu::ForEachFusedSimdTarget([&](const char*) { ++targets; });

@@ -423,17 +423,23 @@ void CpuExecutable::PlanArena(const Module& m, const std::vector<int>& last_use)
   PlanRequest req;
   req.bytes.assign(n, -1);
   req.in_place.resize(n);
+  req.written_at.assign(n, -1);
   req.last_use = last_use;
   for (size_t v = 0; v < n; ++v) {
     const Value& val = values_[v];
     if (val.loc != Loc::kArena) continue;
-    const Node& node = m.nodes[v];
     req.bytes[v] = val.bytes;
-    if (!WritesInPlace(node, OperandShapes(m, node))) continue;
-    for (int o : node.inst.operands) {
+    // An extra result may take the block of an operand of the kernel that writes it (fused
+    // kernels store each piece's results after its loads).
+    const Node& node = m.nodes[v];
+    const bool extra = node.kind == NodeKind::kWrittenBy;
+    const Node& writer = extra ? m.nodes[static_cast<size_t>(node.written_by)] : node;
+    if (extra) req.written_at[v] = node.written_by;
+    if (extra ? !ExtraResultsWriteInPlace(writer) : !WritesInPlace(node, OperandShapes(m, node))) continue;
+    for (int o : writer.inst.operands) {
       const int r = root_[static_cast<size_t>(o)];
       const Value& rv = values_[static_cast<size_t>(r)];
-      if (rv.loc == Loc::kArena && rv.bytes == val.bytes && MayWriteOverRoot(node, r))
+      if (rv.loc == Loc::kArena && rv.bytes == val.bytes && MayWriteOverRoot(writer, r))
         req.in_place[v].push_back(r);
     }
   }

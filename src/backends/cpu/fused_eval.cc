@@ -64,8 +64,12 @@ FusedEvaluator::FusedEvaluator(std::shared_ptr<const FusedSpec> spec, bool simd,
     keep_[static_cast<size_t>(ins.input)] = alone;
   }
   // A multi-output group runs one pass per instruction: its extra results stay in registers of
-  // the whole piece (the vector program keeps only a block of vectors).
-  if (simd_ && spec_->extra.empty()) vprog_ = MakeVProgram(*spec_);
+  // the whole piece (the vector program keeps only a block of vectors). Extra results that are
+  // the result itself (a fused reduction that also stores its operand) need no register.
+  const bool extras_are_result =
+      std::all_of(spec_->extra.begin(), spec_->extra.end(),
+                  [&](const FusedSpec::Extra& e) { return e.reg == spec_->result; });
+  if (simd_ && extras_are_result) vprog_ = MakeVProgram(*spec_);
   if (jit && !vprog_.code.empty()) jit_ = VProgramJit::Compile(vprog_);
   // Short rows: pieces run over the flat result instead, and strided inputs gather (inputs
   // constant over every axis still read one value).
@@ -216,6 +220,7 @@ const float* FusedEvaluator::EvalVector(std::span<const uint8_t* const> in, int6
     Load(i, in[i], start, len, scratch.loads.data() + i * kTile, scratch.filled[i], &scratch.in[i]);
   }
   float* out = direct != nullptr ? direct : scratch.result.data();
+  std::fill(scratch.extras.begin(), scratch.extras.end(), out);  // Each is the result (above).
   const auto n = static_cast<size_t>(len);
   size_t done = 0;
   const float* const* at = scratch.in.data();
@@ -258,6 +263,21 @@ const float* FusedEvaluator::Eval(std::span<const uint8_t* const> in, int64_t st
   }
   for (size_t k = 0; k < s.extra.size(); ++k) scratch.extras[k] = rp[s.extra[k].reg];
   return rp[s.result];
+}
+
+std::vector<std::vector<uint8_t>> CopyInputsWrittenOver(const FusedSpec& spec,
+                                                        std::vector<const uint8_t*>& in,
+                                                        const std::vector<const uint8_t*>& written) {
+  std::vector<std::vector<uint8_t>> copies;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const FInput& fi = spec.inputs[i];
+    if (fi.identity || std::find(written.begin(), written.end(), in[i]) == written.end()) continue;
+    int64_t count = 1;
+    for (size_t k = 0; k < fi.strides.size(); ++k) count = std::max(count, fi.strides[k] * spec.out_dims[k]);
+    copies.emplace_back(in[i], in[i] + count * DTypeBits(fi.dtype) / 8);
+    in[i] = copies.back().data();
+  }
+  return copies;
 }
 
 }  // namespace kiln::compute::cpu

@@ -99,4 +99,12 @@ class FusedEvaluator {
   size_t row_axes_ = 0;                      ///< Axes before the inner run.
 };
 
+/// For a fused kernel whose results may take the buffers of its inputs (in place): copies of the
+/// inputs in `in` that one of the `written` buffers is but that the group does not read element
+/// for element (a broadcast or strided input would be read after a piece wrote over it); `in`
+/// then points at the copies, which the caller keeps until the kernel is done.
+std::vector<std::vector<uint8_t>> CopyInputsWrittenOver(const FusedSpec& spec,
+                                                        std::vector<const uint8_t*>& in,
+                                                        const std::vector<const uint8_t*>& written);
+
 }  // namespace kiln::compute::cpu

@@ -4,7 +4,6 @@
 // results in theirs).
 
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include "backends/cpu/cost_model.h"
@@ -25,16 +24,6 @@ struct FusedRunner {
   int threads = 1;
   int64_t work = 0;  ///< Elements times FusedCost.
 
-  /// Stores `len` float32 values at element `start` of a result of `dtype`.
-  static void Store(DType dtype, const float* v, uint8_t* data, int64_t start, int64_t len) {
-    if (dtype == DType::Float32) {
-      float* dst = reinterpret_cast<float*>(data) + start;
-      if (dst != v) std::memcpy(dst, v, static_cast<size_t>(len) * 4);
-    } else {
-      ConvertFromF32Simd(dtype, v, data + start * DTypeBits(dtype) / 8, static_cast<size_t>(len));
-    }
-  }
-
   /// Pieces [first, last) of the result (pieces are kTile-sized runs inside rows); a
   /// multi-output group's extra results go to `extra` after each piece is computed.
   void Run(std::span<const uint8_t* const> in, uint8_t* out, std::span<uint8_t* const> extra, int64_t first,
@@ -52,8 +41,8 @@ struct FusedRunner {
       const float* r = e.Eval(in, start, len, scratch, direct);
       // Every load of the piece is done: results may overwrite inputs read in place.
       for (size_t k = 0; k < extra.size(); ++k)
-        Store(s.extra[k].dtype, scratch.extras[k], extra[k], start, len);
-      if (r != direct) Store(s.out_dtype, r, out, start, len);
+        StorePieceSimd(s.extra[k].dtype, scratch.extras[k], extra[k], start, len);
+      if (r != direct) StorePieceSimd(s.out_dtype, r, out, start, len);
     }
   }
 
@@ -67,17 +56,9 @@ struct FusedRunner {
     std::vector<uint8_t*> extra;
     for (size_t k = num_in; k < operands.size(); ++k) extra.push_back(const_cast<uint8_t*>(operands[k]));
     // A broadcast input read in place of a result would be overwritten before it is read.
-    std::vector<std::vector<uint8_t>> copies;
-    for (size_t i = 0; i < in.size(); ++i) {
-      const FInput& fi = s.inputs[i];
-      const bool written = in[i] == out || std::find(extra.begin(), extra.end(), in[i]) != extra.end();
-      if (written && !fi.identity) {
-        int64_t count = 1;
-        for (size_t k = 0; k < fi.strides.size(); ++k) count = std::max(count, fi.strides[k] * s.out_dims[k]);
-        copies.emplace_back(in[i], in[i] + count * DTypeBits(fi.dtype) / 8);
-        in[i] = copies.back().data();
-      }
-    }
+    std::vector<const uint8_t*> written(extra.begin(), extra.end());
+    written.push_back(out);
+    const std::vector<std::vector<uint8_t>> copies = CopyInputsWrittenOver(s, in, written);
     const int64_t rows = e.size() / e.inner();
     const int64_t pieces = rows * ((e.inner() + FusedEvaluator::kTile - 1) / FusedEvaluator::kTile);
     SplitAcrossTeam(pieces, threads, work >= kFusedParallelWork,

@@ -1,9 +1,10 @@
 // The kernel of a fused reduction: ReduceSum, ReduceMax or ReduceMin of a fused elementwise
 // group, computing the group's values piece by piece (FusedEvaluator) and folding them into the
-// result without materialising the operand. The operand is viewed as [O, R, I] (kept axes
-// before the reduced block, the reduced block, kept axes after it). Float32 only; sums
-// accumulate in double like the reference. The order of accumulation is fixed by the shapes,
-// never by the thread count, so results do not depend on it.
+// result without materialising the operand (a multi-output group stores its extra results, values
+// of the same shape as the operand, from each piece as it goes). The operand is viewed as [O, R, I] (kept
+// axes before the reduced block, the reduced block, kept axes after it). Float32 only; sums accumulate in
+// double like the reference. The order of accumulation is fixed by the shapes, never by the thread count, so
+// results do not depend on it.
 
 #include <algorithm>
 #include <cmath>
@@ -26,10 +27,19 @@ constexpr int64_t kTile = FusedEvaluator::kTile;
 /// sums and their order do not depend on the thread count).
 constexpr int64_t kBlock = int64_t{1} << 15;
 /// Reduced elements per unit when kept columns are reduced (per column chunk; larger: each unit
-/// keeps a chunk's partial results).
-constexpr int64_t kColumnBlock = int64_t{1} << 18;
+/// keeps a chunk's partial results, and folds a tile of them when its rows are short).
+constexpr int64_t kColumnBlock = int64_t{1} << 16;
+/// Rows of at least this many kept columns are summed whole rows at a time (AddRowsIntoSimd, the
+/// sums in registers); shorter ones a few rows' worth of columns at a time.
+constexpr int64_t kMinVectorRow = 16;
 
 enum class Fold : uint8_t { kSum, kMax, kMin };
+
+/// The kernel's buffers: the group's inputs, and the extra results it writes.
+struct Io {
+  std::span<const uint8_t* const> in;
+  std::span<uint8_t* const> extra;
+};
 
 /// The [O, R, I] view of a reduction; `ok` is false when the reduced axes (of size > 1) are not
 /// one block.
@@ -90,21 +100,28 @@ struct FusedReduce {
   }
 
   /// Calls f(start, len, values) for the operand elements [start, start + count), in pieces
-  /// that stay inside the evaluator's rows.
+  /// that stay inside the evaluator's rows, after storing the piece's extra results.
   template <class F>
-  void ForPieces(std::span<const uint8_t* const> in, int64_t start, int64_t count,
-                 FusedEvaluator::Scratch& regs, F f) const {
+  void ForPieces(const Io& io, int64_t start, int64_t count, FusedEvaluator::Scratch& regs, F f) const {
     const int64_t row = eval->inner();
+    const FusedSpec& s = eval->spec();
     while (count > 0) {
       const int64_t len = std::min({kTile, count, row - start % row});
-      f(start, len, eval->Eval(in, start, len, regs, nullptr));
+      // An extra Float32 result that is the result itself is computed where it is stored.
+      float* direct = io.extra.size() == 1 && s.extra[0].reg == s.result && s.extra[0].dtype == DType::Float32
+                          ? reinterpret_cast<float*>(io.extra[0]) + start
+                          : nullptr;
+      const float* v = eval->Eval(io.in, start, len, regs, direct);
+      for (size_t k = 0; k < io.extra.size(); ++k)
+        StorePieceSimd(s.extra[k].dtype, regs.extras[k], io.extra[k], start, len);
+      f(start, len, v);
       start += len;
       count -= len;
     }
   }
 
   /// Rows of R contiguous elements (I == 1): unit u is block u % blocks of row u / blocks.
-  void RowUnits(std::span<const uint8_t* const> in, int64_t first, int64_t last, int64_t blocks, double* part,
+  void RowUnits(const Io& io, int64_t first, int64_t last, int64_t blocks, double* part,
                 FusedEvaluator::Scratch& regs) const {
     const int64_t r = view.reduced;
     for (int64_t u = first; u < last; ++u) {
@@ -112,7 +129,7 @@ struct FusedReduce {
       const int64_t begin = b * kBlock, count = std::min(kBlock, r - begin);
       double sum = 0;
       float ext = Init();
-      ForPieces(in, o * r + begin, count, regs, [&](int64_t, int64_t len, const float* v) {
+      ForPieces(io, o * r + begin, count, regs, [&](int64_t, int64_t len, const float* v) {
         const auto n = static_cast<size_t>(len);
         if (fold == Fold::kSum) {
           if (simd) {
@@ -129,11 +146,13 @@ struct FusedReduce {
   }
 
   /// Kept inner axes (I > 1), reduced rows [k0, k1) of outer index o, columns [c, c + cols):
-  /// adds each row's piece into acc (doubles for sums, floats for max/min), in order. Short rows
-  /// (I < kMinRow, c == 0, cols == I) are read flat, the accumulator holding `wide` (a multiple
-  /// of I) columns: column j sums at j, j + I, ... (Fold below).
-  void ColumnRows(std::span<const uint8_t* const> in, int64_t o, int64_t k0, int64_t k1, int64_t c,
-                  int64_t cols, int64_t wide, double* acc, float* ext, FusedEvaluator::Scratch& regs) const {
+  /// adds each row's piece into acc (doubles for sums, floats for max/min), in order. Rows of up
+  /// to a tile (c == 0, cols == I) are read flat, a tile's worth of rows per piece, into an
+  /// accumulator of `wide` columns: I itself (whole rows of sums added at once, AddRowsIntoSimd),
+  /// or for short rows a multiple of I, column j then summing at j, j + I, ... (ColumnUnits folds
+  /// them).
+  void ColumnRows(const Io& io, int64_t o, int64_t k0, int64_t k1, int64_t c, int64_t cols, int64_t wide,
+                  double* acc, float* ext, FusedEvaluator::Scratch& regs) const {
     const int64_t r = view.reduced, i_len = view.inner;
     auto add = [&](int64_t at, const float* v, int64_t len) {
       const auto n = static_cast<size_t>(len);
@@ -147,9 +166,17 @@ struct FusedReduce {
     };
     if (wide > 0) {
       const int64_t base = (o * r + k0) * i_len;
-      ForPieces(in, base, (k1 - k0) * i_len, regs, [&](int64_t start, int64_t len, const float* v) {
+      const bool rows_at_once = wide == i_len && fold == Fold::kSum && simd;
+      ForPieces(io, base, (k1 - k0) * i_len, regs, [&](int64_t start, int64_t len, const float* v) {
         int64_t at = (start - base) % wide;
         while (len > 0) {
+          const int64_t whole = at == 0 && rows_at_once ? len / i_len : 0;
+          if (whole > 0) {
+            AddRowsIntoSimd(acc, v, static_cast<size_t>(whole), static_cast<size_t>(i_len));
+            v += whole * i_len;
+            len -= whole * i_len;
+            continue;
+          }
           const int64_t seg = std::min(len, wide - at);
           add(at, v, seg);
           v += seg;
@@ -161,7 +188,7 @@ struct FusedReduce {
     }
     for (int64_t k = k0; k < k1; ++k) {
       const int64_t base = (o * r + k) * i_len + c;
-      ForPieces(in, base, cols, regs,
+      ForPieces(io, base, cols, regs,
                 [&](int64_t start, int64_t len, const float* v) { add(start - base, v, len); });
     }
   }
@@ -170,9 +197,8 @@ struct FusedReduce {
   /// worth, fixed, so that the partial results do not depend on the thread count) of column chunk
   /// ch of outer index o (u = (o * chunks + ch) * blocks + b); its partial sums or extremes go to
   /// part[u * width ...], or, with one block, straight to the result `out`.
-  void ColumnUnits(std::span<const uint8_t* const> in, int64_t first, int64_t last, int64_t width,
-                   int64_t wide, int64_t block_rows, int64_t blocks, double* part, float* out,
-                   FusedEvaluator::Scratch& regs) const {
+  void ColumnUnits(const Io& io, int64_t first, int64_t last, int64_t width, int64_t wide, int64_t block_rows,
+                   int64_t blocks, double* part, float* out, FusedEvaluator::Scratch& regs) const {
     const int64_t r = view.reduced, i_len = view.inner, chunks = (i_len + width - 1) / width;
     const int64_t acc_len = std::max(width, wide);
     std::vector<double> acc(static_cast<size_t>(acc_len));
@@ -183,7 +209,7 @@ struct FusedReduce {
       const int64_t k0 = b * block_rows, k1 = std::min(r, k0 + block_rows);
       std::fill(acc.begin(), acc.end(), 0.0);
       std::fill(ext.begin(), ext.end(), Init());
-      ColumnRows(in, o, k0, k1, c, cols, wide, acc.data(), ext.data(), regs);
+      ColumnRows(io, o, k0, k1, c, cols, wide, acc.data(), ext.data(), regs);
       // Column j of a wide accumulator also sits at j + I, j + 2I, ...
       auto at = [&](int64_t q) {
         return fold == Fold::kSum ? acc[static_cast<size_t>(q)]
@@ -211,8 +237,18 @@ struct FusedReduce {
     });
   }
 
-  void operator()(std::span<const uint8_t* const> in, uint8_t* out_bytes) const {
+  void operator()(std::span<const uint8_t* const> operands, uint8_t* out_bytes) const {
     float* out = reinterpret_cast<float*>(out_bytes);
+    // The group's inputs, then the buffers of its extra results, which may be inputs' buffers
+    // (each piece is stored after its loads; inputs not read element for element are copied).
+    const size_t num_in = eval->spec().inputs.size();
+    std::vector<const uint8_t*> in(operands.begin(), operands.begin() + static_cast<std::ptrdiff_t>(num_in));
+    std::vector<const uint8_t*> written(operands.begin() + static_cast<std::ptrdiff_t>(num_in),
+                                        operands.end());
+    const std::vector<std::vector<uint8_t>> copies = CopyInputsWrittenOver(eval->spec(), in, written);
+    std::vector<uint8_t*> extra;
+    for (const uint8_t* w : written) extra.push_back(const_cast<uint8_t*>(w));
+    const Io io{in, extra};
     const int64_t o_len = view.outer, r = view.reduced, i_len = view.inner;
     if (o_len * i_len == 0) return;
     if (r == 0) {
@@ -224,22 +260,23 @@ struct FusedReduce {
       const int64_t blocks = (r + kBlock - 1) / kBlock, units = o_len * blocks;
       std::vector<double> part(static_cast<size_t>(units));
       Split(units, parallel, [&](int64_t a, int64_t b, FusedEvaluator::Scratch& regs) {
-        RowUnits(in, a, b, blocks, part.data(), regs);
+        RowUnits(io, a, b, blocks, part.data(), regs);
       });
       for (int64_t o = 0; o < o_len; ++o) out[o] = FoldParts(part.data() + o * blocks, blocks, 1);
     } else {
-      // Columns in chunks of a tile; short rows (I < kMinRow) read flat into an accumulator of
-      // `wide` columns. The reduced rows go in blocks of about kColumnBlock elements: outer
+      // Columns in chunks of a tile; rows of up to a tile read flat into an accumulator of `wide`
+      // columns (ColumnRows). The reduced rows go in blocks of about kColumnBlock elements: outer
       // indices, chunks and blocks are the units the team shares (a bias gradient, [N, C] summed
       // over N, is one outer index and one chunk).
       const int64_t width = std::min(i_len, kTile), chunks = (i_len + width - 1) / width;
-      const int64_t wide =
-          i_len < FusedEvaluator::kMinRow ? i_len * ((FusedEvaluator::kMinRow + i_len - 1) / i_len) : 0;
+      const int64_t wide = i_len > kTile            ? 0
+                           : i_len >= kMinVectorRow ? i_len
+                                                    : i_len * ((FusedEvaluator::kMinRow + i_len - 1) / i_len);
       const int64_t block_rows = std::max<int64_t>(1, kColumnBlock / width);
       const int64_t blocks = (r + block_rows - 1) / block_rows, units = o_len * chunks * blocks;
       std::vector<double> part(static_cast<size_t>(blocks > 1 ? units * width : 0));
       Split(units, parallel, [&](int64_t a, int64_t b, FusedEvaluator::Scratch& regs) {
-        ColumnUnits(in, a, b, width, wide, block_rows, blocks, part.data(), out, regs);
+        ColumnUnits(io, a, b, width, wide, block_rows, blocks, part.data(), out, regs);
       });
       for (int64_t o = 0; blocks > 1 && o < o_len; ++o) {
         for (int64_t ch = 0; ch < chunks; ++ch) {

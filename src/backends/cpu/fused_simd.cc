@@ -668,6 +668,41 @@ void AddIntoF64(double* acc, const float* v, size_t n) {
   for (; i < n; ++i) acc[i] += static_cast<double>(v[i]);
 }
 
+/// acc[j] += v[k * cols + j] over the rows k in order, in double: columns in blocks of four
+/// vectors (then one) whose sums stay in registers over all the rows.
+void AddRowsIntoF64(double* acc, const float* v, size_t rows, size_t cols) {
+  const hn::Rebind<float, hn::ScalableTag<double>> dh;
+  const hn::ScalableTag<double> dd;
+  const size_t lanes = hn::Lanes(dd);
+  size_t j = 0;
+  for (; j + 4 * lanes <= cols; j += 4 * lanes) {
+    auto a0 = hn::LoadU(dd, acc + j), a1 = hn::LoadU(dd, acc + j + lanes);
+    auto a2 = hn::LoadU(dd, acc + j + 2 * lanes), a3 = hn::LoadU(dd, acc + j + 3 * lanes);
+    const float* row = v + j;
+    for (size_t k = 0; k < rows; ++k, row += cols) {
+      a0 = hn::Add(a0, hn::PromoteTo(dd, hn::LoadU(dh, row)));
+      a1 = hn::Add(a1, hn::PromoteTo(dd, hn::LoadU(dh, row + lanes)));
+      a2 = hn::Add(a2, hn::PromoteTo(dd, hn::LoadU(dh, row + 2 * lanes)));
+      a3 = hn::Add(a3, hn::PromoteTo(dd, hn::LoadU(dh, row + 3 * lanes)));
+    }
+    hn::StoreU(a0, dd, acc + j);
+    hn::StoreU(a1, dd, acc + j + lanes);
+    hn::StoreU(a2, dd, acc + j + 2 * lanes);
+    hn::StoreU(a3, dd, acc + j + 3 * lanes);
+  }
+  for (; j + lanes <= cols; j += lanes) {
+    auto a = hn::LoadU(dd, acc + j);
+    const float* row = v + j;
+    for (size_t k = 0; k < rows; ++k, row += cols) a = hn::Add(a, hn::PromoteTo(dd, hn::LoadU(dh, row)));
+    hn::StoreU(a, dd, acc + j);
+  }
+  for (; j < cols; ++j) {
+    double a = acc[j];
+    for (size_t k = 0; k < rows; ++k) a += static_cast<double>(v[k * cols + j]);
+    acc[j] = a;
+  }
+}
+
 /// The maximum (or minimum) of `init` and v[0, n), NaN propagating as the reference's MaxOf.
 float ExtremeF32(bool is_max, const float* v, size_t n, float init) {
   const D d;
@@ -729,6 +764,7 @@ HWY_EXPORT(Fill);
 HWY_EXPORT(FromF32);
 HWY_EXPORT(SumF64);
 HWY_EXPORT(AddIntoF64);
+HWY_EXPORT(AddRowsIntoF64);
 HWY_EXPORT(ExtremeF32);
 HWY_EXPORT(ExtremeIntoF32);
 
@@ -759,11 +795,24 @@ void ConvertFromF32Simd(DType dtype, const float* src, uint8_t* dst, size_t n) {
   HWY_DYNAMIC_DISPATCH(FromF32)(dtype, src, dst, n);
 }
 
+void StorePieceSimd(DType dtype, const float* v, uint8_t* data, int64_t start, int64_t len) {
+  if (dtype == DType::Float32) {
+    float* dst = reinterpret_cast<float*>(data) + start;
+    if (dst != v) std::memcpy(dst, v, static_cast<size_t>(len) * 4);
+  } else {
+    ConvertFromF32Simd(dtype, v, data + start * DTypeBits(dtype) / 8, static_cast<size_t>(len));
+  }
+}
+
 void FillSimd(float* dst, float v, size_t n) { HWY_DYNAMIC_DISPATCH(Fill)(dst, v, n); }
 
 double SumSimd(const float* v, size_t n) { return HWY_DYNAMIC_DISPATCH(SumF64)(v, n); }
 
 void AddIntoSimd(double* acc, const float* v, size_t n) { HWY_DYNAMIC_DISPATCH(AddIntoF64)(acc, v, n); }
+
+void AddRowsIntoSimd(double* acc, const float* v, size_t rows, size_t cols) {
+  HWY_DYNAMIC_DISPATCH(AddRowsIntoF64)(acc, v, rows, cols);
+}
 
 float ExtremeSimd(bool is_max, const float* v, size_t n, float init) {
   return HWY_DYNAMIC_DISPATCH(ExtremeF32)(is_max, v, n, init);

@@ -34,12 +34,18 @@ void ConvertToF32Simd(DType dtype, const uint8_t* src, float* dst, size_t n);
 /// dst[i] = src[i] in `dtype` (Float32, Float16 or BFloat16 rounded to nearest even, Bool as
 /// src[i] != 0), as kiln's half types convert (SIMD).
 void ConvertFromF32Simd(DType dtype, const float* src, uint8_t* dst, size_t n);
+/// Stores `len` float32 values v at element `start` of `data`, of `dtype` (a copy, or
+/// ConvertFromF32Simd; nothing when v is already there).
+void StorePieceSimd(DType dtype, const float* v, uint8_t* data, int64_t start, int64_t len);
 /// dst[0, n) = v.
 void FillSimd(float* dst, float v, size_t n);
 /// The sum of v[0, n) accumulated in double (lane-wise partial sums, then added up).
 double SumSimd(const float* v, size_t n);
 /// acc[i] += v[i] in double.
 void AddIntoSimd(double* acc, const float* v, size_t n);
+/// acc[j] += v[k * cols + j] for j < cols, over rows k = 0, 1, ... rows - 1 in order, in double
+/// (the same sums as AddIntoSimd row by row; blocks of columns held in registers over the rows).
+void AddRowsIntoSimd(double* acc, const float* v, size_t rows, size_t cols);
 /// The maximum (is_max) or minimum of init and v[0, n); NaN propagates as in the reference.
 float ExtremeSimd(bool is_max, const float* v, size_t n, float init);
 /// acc[i] = max(acc[i], v[i]) (or min), NaN propagating.

@@ -23,8 +23,6 @@ namespace {
 /// The farthest (in node order) a node may be from the group member that reads it and still
 /// join the group.
 constexpr int kMaxJoinDistance = 256;
-/// Values up to this size between a node and its group cost little to keep alive.
-constexpr int64_t kCheapValueBytes = 4096;
 
 /// Whether a node computes an elementwise value the register machine implements.
 bool IsComputeNode(const Module& m, const Node& node) {

@@ -1,9 +1,13 @@
-// Multi-output fusion for the cpu compiler: a fused group that is a program output and is read
-// only by another group of the same shape, element for element, is computed inside that group,
-// which stores it as an extra result (an optimizer's new moments and its new parameter in one
-// pass over memory).
+// Multi-output fusion for the cpu compiler: a fused group read element for element by another
+// group of the same shape (elementwise, or the operand program of a fused reduction) is computed
+// inside that group, which stores it as an extra result, when it is a program output or its other
+// readers all come later (an optimizer's new moments and its new parameter in one pass over
+// memory; a masked gradient and its bias gradient's sums in one pass).
 
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
 
 #include "backends/cpu/fused_program.h"
 #include "backends/cpu/passes.h"
@@ -12,12 +16,14 @@ namespace kiln::compute::cpu {
 
 namespace {
 
-/// Whether fused node `q` may be computed inside fused node `p` (its only reader, through an
-/// input read element for element): both elementwise over the same dims, q ending on a compute
-/// instruction that writes its result, q not itself multi-output, registers within bounds.
+/// Whether fused node `q` may be computed inside fused node `p` (a reader, through an input read
+/// element for element): both over the same dims (p elementwise or a fused reduction's operand
+/// program), q ending on a compute instruction that writes its result, q not itself
+/// multi-output, registers within bounds.
 bool Mergeable(const Node& q, const Node& p, size_t input) {
   // A merged node has no spec left; a multi-output one (writes) is not merged again.
-  if (q.kind != NodeKind::kFused || p.kind != NodeKind::kFused || !q.writes.empty()) return false;
+  if (q.kind != NodeKind::kFused || !q.writes.empty()) return false;
+  if (p.kind != NodeKind::kFused && p.kind != NodeKind::kFusedReduce) return false;
   const FusedSpec &qs = *q.fused, &ps = *p.fused;
   // Float32 only: a half result would be rounded before p reads it, the register is not.
   if (qs.out_dims != ps.out_dims || qs.code.empty() || qs.out_dtype != DType::Float32) return false;
@@ -98,36 +104,52 @@ FusedSpec MergeSpecs(const FusedSpec& qs, const std::vector<int>& q_operands, co
   return out;
 }
 
+/// Whether q's value may first exist at p's step (q < v): no reader of q before p and, when q has
+/// readers besides p, nothing sizeable computed between them (q's operands then live until p, as
+/// fusion's CloseEnough asks; an output read only by p keeps them alive regardless).
+bool WrittenInTime(const Module& m, const std::set<int>& q_readers, int q, int v) {
+  if (*q_readers.begin() < v) return false;
+  if (q_readers.size() == 1) return true;
+  for (int w = q + 1; w < v; ++w) {
+    const Instruction& inst = m.nodes[static_cast<size_t>(w)].inst;
+    if (inst.IsTuple() || inst.shape.IsDynamic() || inst.shape.ByteSize() > kCheapValueBytes) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 PassReport MergeFusedOutputs(Module& m) {
   const size_t n = m.nodes.size();
-  std::vector<int> uses(n, 0);
+  std::vector<std::set<int>> readers(n);
   std::vector<bool> is_output(n, false);
-  for (const Node& node : m.nodes)
-    for (int o : node.inst.operands) ++uses[static_cast<size_t>(o)];
+  for (size_t v = 0; v < n; ++v)
+    for (int o : m.nodes[v].inst.operands) readers[static_cast<size_t>(o)].insert(static_cast<int>(v));
   for (int o : m.outputs) is_output[static_cast<size_t>(o)] = true;
   PassReport report;
   for (size_t v = 0; v < n; ++v) {
     Node& p = m.nodes[v];
-    if (p.kind != NodeKind::kFused) continue;
-    // Repeatedly: the first operand that is a mergeable group read only here.
+    if (p.kind != NodeKind::kFused && p.kind != NodeKind::kFusedReduce) continue;
+    const int vi = static_cast<int>(v);
+    // Repeatedly: the first operand that is a mergeable group.
     for (bool merged = true; merged;) {
       merged = false;
       for (size_t input = 0; input < p.inst.operands.size(); ++input) {
         const int qi = p.inst.operands[input];
         Node& q = m.nodes[static_cast<size_t>(qi)];
-        // Only outputs: a group read only by p that is no output is in p's group already, unless
-        // CloseEnough kept it apart.
-        if (uses[static_cast<size_t>(qi)] != 1 || !is_output[static_cast<size_t>(qi)] ||
-            !Mergeable(q, p, input))
+        const std::set<int>& q_readers = readers[static_cast<size_t>(qi)];
+        // A group read only by p that is no output is in p's group already, unless CloseEnough
+        // kept it apart; p must read it through this input alone.
+        const bool read_elsewhere = q_readers.size() > 1 || is_output[static_cast<size_t>(qi)];
+        if (!read_elsewhere || std::count(p.inst.operands.begin(), p.inst.operands.end(), qi) != 1 ||
+            !Mergeable(q, p, input) || !WrittenInTime(m, q_readers, qi, vi))
           continue;
         std::vector<int> operands;
         FusedSpec spec = MergeSpecs(*q.fused, q.inst.operands, *p.fused, p.inst.operands, input, operands);
         // p reads its new operands instead of its old ones; q reads nothing.
-        for (int o : p.inst.operands) --uses[static_cast<size_t>(o)];
-        for (int o : operands) ++uses[static_cast<size_t>(o)];
-        for (int o : q.inst.operands) --uses[static_cast<size_t>(o)];
+        for (int o : p.inst.operands) readers[static_cast<size_t>(o)].erase(vi);
+        for (int o : operands) readers[static_cast<size_t>(o)].insert(vi);
+        for (int o : q.inst.operands) readers[static_cast<size_t>(o)].erase(qi);
         report.log +=
             fmt::format("  merged %{} into %{} (written as an extra result): {}\n", qi, v, spec.ToString());
         ++report.count;
@@ -140,7 +162,6 @@ PassReport MergeFusedOutputs(Module& m) {
         q.fused = nullptr;
         q.written_by = static_cast<int>(v);
         q.kind = NodeKind::kWrittenBy;
-        uses[static_cast<size_t>(qi)] = 0;
         merged = true;
         break;
       }

@@ -66,6 +66,10 @@ bool WritesInPlace(const Node& node, const std::vector<Shape>& operands) {
   }
 }
 
+bool ExtraResultsWriteInPlace(const Node& writer) {
+  return writer.kind == NodeKind::kFused || writer.kind == NodeKind::kFusedReduce;
+}
+
 bool MayWriteOver(const Node& node, size_t operand) {
   if (node.kind == NodeKind::kPrimitive && node.inst.op == OpType::DynamicUpdateSlice) return operand == 0;
   return true;

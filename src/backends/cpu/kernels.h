@@ -54,6 +54,10 @@ KernelChoice ChooseKernel(CpuBackend& backend, int threads, const Node& node,
 
 /// Whether the node's result may be written over an operand of the same size at its last use.
 bool WritesInPlace(const Node& node, const std::vector<Shape>& operands);
+/// Whether the extra results a multi-output kernel writes (its `writes`) may take the memory of
+/// its operands of the same size at their last use: fused kernels store a piece's results only
+/// after its loads (and copy first an input read other than element for element).
+bool ExtraResultsWriteInPlace(const Node& writer);
 /// For a node that WritesInPlace: whether its result may take the memory of operand number
 /// `operand` (DynamicUpdateSlice: only the operand it updates, never the update itself).
 bool MayWriteOver(const Node& node, size_t operand);

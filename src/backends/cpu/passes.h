@@ -3,11 +3,17 @@
 // Each returns a PassReport: how many nodes it rewrote and, for the fusion passes, a readable
 // account of its decisions for KILN_CPU_DUMP.
 
+#include <cstdint>
 #include <string>
 
 #include "backends/cpu/ir.h"
 
 namespace kiln::compute::cpu {
+
+/// Values up to this size computed between a fused node and the group it joins (or the group it
+/// is merged into) cost little to keep alive: nodes join only groups close enough by this measure,
+/// so that their inputs do not live much longer.
+inline constexpr int64_t kCheapValueBytes = 4096;
 
 /// What a pass did.
 struct PassReport {

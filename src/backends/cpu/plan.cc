@@ -111,10 +111,11 @@ MemoryPlan MakePlan(const PlanRequest& request) {
       const int64_t size = Align(request.bytes[v]);
       bool placed = false;
       static const std::vector<int> kNone;
+      const int writer = request.written_at.empty() || request.written_at[v] < 0 ? static_cast<int>(v)
+                                                                                 : request.written_at[v];
       for (int c : holder(v) >= 0 ? kNone : request.in_place[v]) {
         const auto ci = static_cast<size_t>(c);
-        if (plan.offset[ci] < 0 || handed_over[ci] || holds[ci] || last_use[ci] != static_cast<int>(v))
-          continue;
+        if (plan.offset[ci] < 0 || handed_over[ci] || holds[ci] || last_use[ci] != writer) continue;
         if (block[ci] < size) continue;
         plan.offset[v] = plan.offset[ci];
         block[v] = block[ci];

@@ -18,6 +18,10 @@ struct PlanRequest {
   /// Per value: arena values whose block it may take over when this step is their last use
   /// (elementwise ops writing over an operand of the same size).
   std::vector<std::vector<int>> in_place;
+  /// Per value (or empty for none): the later step whose kernel writes it (an extra result of a
+  /// multi-output kernel, placed at its own earlier step), or -1 when its own step does. Its
+  /// in_place candidates are values whose last use is that step.
+  std::vector<int> written_at;
   /// Per value (or empty for none): the value whose block holds it, at byte `within_offset` of
   /// that block, or -1 (a block of its own). The holder's block is taken when its first held
   /// value is written and lives until the holder and every value it holds are dead; a held value
