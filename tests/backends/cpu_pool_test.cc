@@ -16,7 +16,9 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/passes.h"
 #include "backends/cpu/pool_kernels.h"
+#include "backends/cpu_test_util.h"
 #include "kiln/graph/gradient.h"
 #include "kiln/kiln.h"
 #include "test_util.h"
@@ -270,6 +272,63 @@ TEST(CpuPool, MaxPoolGradientMatchesRef) {
     CheckMaxPoolGradient(dims, 2, 2, false, channels_first, rng, /*bf16=*/true);
     CheckMaxPoolGradient(dims, 3, 2, true, channels_first, rng, /*bf16=*/true);
   }
+}
+
+TEST(CpuPool, SelectAndScatterComputedInsideItsReaderMatchesRef) {
+  // A channels-last SelectAndScatter without overlapping windows (gaps between windows, padding,
+  // Max and Min, ties, signed zeros and NaNs) read by an elementwise group (a ReLU-style mask)
+  // whose values are also summed over all but the channels: with 16 channels or more the group
+  // computes the scattered values itself (FuseSelectAndScatter), and the reduction the group
+  // (MergeFusedOutputs). The group's values are ref's bit for bit, the sums within rounding.
+  std::mt19937 rng(15);
+  int fused = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const int64_t channels = trial % 6 == 5 ? Pick(rng, 1, 15) : Pick(rng, 16, 40);
+    std::vector<int64_t> dims = {Pick(rng, 1, 3), 0, 0, channels}, window = {1, 1, 1, 1},
+                         strides = {1, 1, 1, 1};
+    std::vector<PadAxis> padding(4);
+    for (size_t a = 1; a < 3; ++a) {
+      window[a] = Pick(rng, 1, 3);
+      strides[a] = window[a] + Pick(rng, 0, 1);
+      padding[a] = PadAxis{Pick(rng, 0, window[a] - 1), Pick(rng, 0, window[a] - 1), 0};
+      dims[a] = Pick(rng, window[a], window[a] + 9);
+    }
+    const Shape shape(DType::Float32, dims);
+    Graph probe;
+    const Shape windows =
+        graph::ReduceWindow(probe.Parameter(shape), ReduceKind::Max, window, strides, padding).shape();
+    Graph g;
+    graph::Node x = g.Parameter(shape), src = g.Parameter(windows), z = g.Parameter(shape);
+    graph::Node scattered = trial % 2 == 0 ? graph::SelectAndScatterMax(x, src, window, strides, padding)
+                                           : graph::SelectAndScatterMin(x, src, window, strides, padding);
+    graph::Node y =
+        graph::Where(graph::GreaterOrEqual(z, graph::ZerosLike(z)), scattered, graph::ZerosLike(z)) * 1.5f +
+        z;
+    std::shared_ptr<const compute::Program> program = g.Build({y, graph::ReduceSum(y, {0, 1, 2})});
+    const std::string what =
+        fmt::format("trial {} dims {} window {} strides {}", trial, dims, window, strides);
+    compute::cpu::Module m = kiln::test::CleanedModule(*program);
+    compute::cpu::FuseElementwise(m);
+    compute::cpu::EliminateDeadCode(m);
+    const int count = compute::cpu::FuseSelectAndScatter(m).count;
+    // Elements per tap: the channels and the spatial axes after the last one windowed.
+    int64_t per_tap = channels;
+    for (size_t a = 2; a >= 1 && window[a] == 1 && strides[a] == 1 && padding[a].low + padding[a].high == 0;
+         --a)
+      per_tap *= dims[a];
+    EXPECT_EQ(count, per_tap >= 16 ? 1 : 0) << what;
+    fused += count;
+    const std::vector<Tensor> inputs = {Ties(shape, rng, trial % 4 == 1), Uniform(windows, rng),
+                                        Ties(shape, rng, false)};
+    const std::vector<Tensor> want = RunProgram(Ref(), program, inputs);
+    for (const compute::BackendPtr* cpu : {&Cpu1(), &Cpu2(), &CpuScalar()}) {
+      const std::vector<Tensor> got = RunProgram(*cpu, program, inputs);
+      ASSERT_EQ(got.size(), 2u);
+      EXPECT_TRUE(SameBits(got[0], want[0])) << what;
+      EXPECT_TRUE(kiln::test::Close(got[1], want[1], dims[0] * dims[1] * dims[2])) << what;
+    }
+  }
+  EXPECT_GT(fused, 40);
 }
 
 TEST(CpuPool, EmptyWindowsHoldTheIdentity) {

@@ -36,6 +36,8 @@ CompiledModule CompileModule(const Program& program, const Options& options) {
     EliminateDeadCode(m);
     fusion += FuseElementwise(m).log;
     EliminateDeadCode(m);
+    fusion += FuseSelectAndScatter(m).log;
+    EliminateDeadCode(m);
     fusion += MergeFusedOutputs(m).log;
   }
   for (Node& n : m.nodes)

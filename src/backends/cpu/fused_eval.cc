@@ -15,8 +15,9 @@
 namespace kiln::compute::cpu {
 
 // The evaluator: the [rows, inner] view and how each input is read within a row.
-FusedEvaluator::FusedEvaluator(std::shared_ptr<const FusedSpec> spec, bool simd, bool jit)
-    : spec_(std::move(spec)), simd_(simd) {
+FusedEvaluator::FusedEvaluator(std::shared_ptr<const FusedSpec> spec, bool simd, bool jit,
+                               ComputedInput computed)
+    : spec_(std::move(spec)), computed_(std::move(computed)), simd_(simd) {
   const std::vector<int64_t>& dims = spec_->out_dims;
   n_ = 1;
   for (int64_t d : dims) n_ *= d;
@@ -178,8 +179,15 @@ void FusedEvaluator::Gather(size_t input, const uint8_t* data, int64_t start, in
 }
 
 // Within a row: a pointer into Float32 data, a vectorised conversion, or one value repeated.
-void FusedEvaluator::Load(size_t input, const uint8_t* data, int64_t start, int64_t len, float* dst,
-                          int64_t& filled, const float** at) const {
+void FusedEvaluator::Load(size_t input, std::span<const uint8_t* const> inputs, int64_t start, int64_t len,
+                          float* dst, int64_t& filled, const float** at) const {
+  if (static_cast<int>(input) == computed_.input) {
+    computed_.fill(inputs, start, len, dst);
+    filled = 0;
+    *at = dst;
+    return;
+  }
+  const uint8_t* data = inputs[input];
   const FInput& in = spec_->inputs[input];
   const int64_t row = start / inner_, col = start % inner_;
   if (read_[input] == Read::kGather || col + len > inner_) {
@@ -217,7 +225,7 @@ const float* FusedEvaluator::EvalVector(std::span<const uint8_t* const> in, int6
   for (const FInstr& ins : spec_->code) {
     if (ins.op != FOp::kInput) continue;
     const auto i = static_cast<size_t>(ins.input);
-    Load(i, in[i], start, len, scratch.loads.data() + i * kTile, scratch.filled[i], &scratch.in[i]);
+    Load(i, in, start, len, scratch.loads.data() + i * kTile, scratch.filled[i], &scratch.in[i]);
   }
   float* out = direct != nullptr ? direct : scratch.result.data();
   std::fill(scratch.extras.begin(), scratch.extras.end(), out);  // Each is the result (above).
@@ -254,7 +262,7 @@ const float* FusedEvaluator::Eval(std::span<const uint8_t* const> in, int64_t st
       rp[ins.dst] = own;
     } else if (ins.op == FOp::kInput) {
       const auto i = static_cast<size_t>(ins.input);
-      Load(i, in[i], start, len, own, scratch.filled[i], &rp[ins.dst]);
+      Load(i, in, start, len, own, scratch.filled[i], &rp[ins.dst]);
     } else {
       float* w = k == last && direct != nullptr && ins.dst == s.result ? direct : own;
       Op(ins.op, rp[ins.a], rp[ins.b], rp[ins.c], w, static_cast<size_t>(len));
@@ -267,11 +275,13 @@ const float* FusedEvaluator::Eval(std::span<const uint8_t* const> in, int64_t st
 
 std::vector<std::vector<uint8_t>> CopyInputsWrittenOver(const FusedSpec& spec,
                                                         std::vector<const uint8_t*>& in,
-                                                        const std::vector<const uint8_t*>& written) {
+                                                        const std::vector<const uint8_t*>& written,
+                                                        int windowed) {
   std::vector<std::vector<uint8_t>> copies;
-  for (size_t i = 0; i < in.size(); ++i) {
+  for (size_t i = 0; i < spec.inputs.size(); ++i) {
     const FInput& fi = spec.inputs[i];
-    if (fi.identity || std::find(written.begin(), written.end(), in[i]) == written.end()) continue;
+    const bool elementwise = fi.identity && static_cast<int>(i) != windowed;
+    if (elementwise || std::find(written.begin(), written.end(), in[i]) == written.end()) continue;
     int64_t count = 1;
     for (size_t k = 0; k < fi.strides.size(); ++k) count = std::max(count, fi.strides[k] * spec.out_dims[k]);
     copies.emplace_back(in[i], in[i] + count * DTypeBits(fi.dtype) / 8);

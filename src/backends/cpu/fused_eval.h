@@ -3,6 +3,7 @@
 // (fused_kernel.cc) and the fused reductions (fused_reduce.cc).
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -11,6 +12,15 @@
 #include "backends/cpu/vprogram_jit.h"
 
 namespace kiln::compute::cpu {
+
+/// An input of a fused program whose values are computed per piece instead of read (a
+/// SelectAndScatter's result, WindowedInput): fill(in, start, len, dst) writes its elements
+/// [start, start + len) to dst, `in` being all the kernel's inputs (the program's, then any the
+/// fill reads after them). `input` -1: none.
+struct ComputedInput {
+  int input = -1;
+  std::function<void(std::span<const uint8_t* const> in, int64_t start, int64_t len, float* dst)> fill;
+};
 
 /// Runs a FusedSpec over pieces of its result (fused_kernel.cc), for the elementwise kernel and
 /// the fused reductions. Result elements are numbered row-major; the result is viewed as
@@ -26,7 +36,7 @@ class FusedEvaluator {
 
   /// `simd`: the SIMD kernels (else their scalar forms); `jit`: the vector program compiled to
   /// machine code where VProgramJit compiles it (else the interpreter runs it).
-  FusedEvaluator(std::shared_ptr<const FusedSpec> spec, bool simd, bool jit);
+  FusedEvaluator(std::shared_ptr<const FusedSpec> spec, bool simd, bool jit, ComputedInput computed = {});
 
   const FusedSpec& spec() const { return *spec_; }
   /// Whether the vector program runs as compiled code (on an AVX-512 target).
@@ -76,9 +86,10 @@ class FusedEvaluator {
  private:
   /// How an input is read within one row.
   enum class Read : uint8_t { kGather, kContiguous, kBroadcast };
-  /// Input `input`'s values at [start, start + len): a pointer into its data, or `dst` filled.
-  void Load(size_t input, const uint8_t* data, int64_t start, int64_t len, float* dst, int64_t& filled,
-            const float** at) const;
+  /// Input `input`'s values at [start, start + len): a pointer into its data, or `dst` filled
+  /// (by the computed input's fill, for that input).
+  void Load(size_t input, std::span<const uint8_t* const> in, int64_t start, int64_t len, float* dst,
+            int64_t& filled, const float** at) const;
   /// The same by an index walk over the input's strides (any piece).
   void Gather(size_t input, const uint8_t* data, int64_t start, int64_t len, float* dst) const;
 
@@ -87,6 +98,7 @@ class FusedEvaluator {
                           float* direct) const;
 
   std::shared_ptr<const FusedSpec> spec_;
+  ComputedInput computed_;
   bool simd_ = true;
   VProgram vprog_;                          ///< Empty when the SIMD path runs the instructions one pass each.
   std::shared_ptr<const VProgramJit> jit_;  ///< vprog_ compiled, or null.
@@ -100,11 +112,20 @@ class FusedEvaluator {
 };
 
 /// For a fused kernel whose results may take the buffers of its inputs (in place): copies of the
-/// inputs in `in` that one of the `written` buffers is but that the group does not read element
-/// for element (a broadcast or strided input would be read after a piece wrote over it); `in`
-/// then points at the copies, which the caller keeps until the kernel is done.
+/// program's inputs in `in` that one of the `written` buffers is but that the group does not read
+/// element for element (a broadcast or strided input, or the `windowed` input computed from a
+/// SelectAndScatter's operand, would be read after a piece wrote over it); `in` then points at
+/// the copies, which the caller keeps until the kernel is done.
 std::vector<std::vector<uint8_t>> CopyInputsWrittenOver(const FusedSpec& spec,
                                                         std::vector<const uint8_t*>& in,
-                                                        const std::vector<const uint8_t*>& written);
+                                                        const std::vector<const uint8_t*>& written,
+                                                        int windowed);
+
+struct Node;
+/// The evaluator of a fused node's program (kFused or kFusedReduce), its windowed input (a fused
+/// SelectAndScatter) computed by the pool kernels' range form (fused_kernel.cc).
+std::shared_ptr<const FusedEvaluator> MakeNodeEvaluator(const Node& node, bool simd, bool jit);
+/// The inputs a fused node's kernel reads: its program's, then a windowed input's source.
+size_t KernelInputs(const Node& node);
 
 }  // namespace kiln::compute::cpu

@@ -10,6 +10,7 @@
 #include "backends/cpu/fused_eval.h"
 #include "backends/cpu/fused_simd.h"
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/pool_kernels.h"
 #include "backends/cpu/team_split.h"
 #include "core/check.h"
 #include "kiln/core/half.h"
@@ -21,6 +22,8 @@ namespace {
 /// The elementwise kernel: the evaluator over the whole result, split across the team.
 struct FusedRunner {
   std::shared_ptr<const FusedEvaluator> eval;
+  size_t num_in = 0;  ///< KernelInputs.
+  int windowed = -1;  ///< The windowed input, or -1.
   int threads = 1;
   int64_t work = 0;  ///< Elements times FusedCost.
 
@@ -50,15 +53,14 @@ struct FusedRunner {
     const FusedEvaluator& e = *eval;
     if (e.size() == 0) return;
     const FusedSpec& s = e.spec();
-    // The operands: the group's inputs, then the buffers of its extra results (written).
-    const size_t num_in = s.inputs.size();
+    // The operands: the kernel's inputs, then the buffers of its extra results (written).
     std::vector<const uint8_t*> in(operands.begin(), operands.begin() + static_cast<std::ptrdiff_t>(num_in));
     std::vector<uint8_t*> extra;
     for (size_t k = num_in; k < operands.size(); ++k) extra.push_back(const_cast<uint8_t*>(operands[k]));
     // A broadcast input read in place of a result would be overwritten before it is read.
     std::vector<const uint8_t*> written(extra.begin(), extra.end());
     written.push_back(out);
-    const std::vector<std::vector<uint8_t>> copies = CopyInputsWrittenOver(s, in, written);
+    const std::vector<std::vector<uint8_t>> copies = CopyInputsWrittenOver(s, in, written, windowed);
     const int64_t rows = e.size() / e.inner();
     const int64_t pieces = rows * ((e.inner() + FusedEvaluator::kTile - 1) / FusedEvaluator::kTile);
     SplitAcrossTeam(pieces, threads, work >= kFusedParallelWork,
@@ -68,12 +70,31 @@ struct FusedRunner {
 
 }  // namespace
 
+size_t KernelInputs(const Node& node) { return node.fused->inputs.size() + (node.windowed ? 1 : 0); }
+
+std::shared_ptr<const FusedEvaluator> MakeNodeEvaluator(const Node& node, bool simd, bool jit) {
+  ComputedInput computed;
+  if (const std::shared_ptr<const WindowedInput>& w = node.windowed) {
+    // The SelectAndScatter's operand is the input's own operand, its source the one after the
+    // program's inputs.
+    const ScatterRangeFn range = MakeScatterRange(w->scatter, w->operands, simd);
+    const size_t input = static_cast<size_t>(w->input), source = node.fused->inputs.size();
+    computed.input = w->input;
+    computed.fill = [range, input, source](std::span<const uint8_t* const> in, int64_t start, int64_t len,
+                                           float* dst) {
+      range(reinterpret_cast<const float*>(in[input]), reinterpret_cast<const float*>(in[source]), start, len,
+            dst);
+    };
+  }
+  return std::make_shared<const FusedEvaluator>(node.fused, simd, jit, std::move(computed));
+}
+
 // Checks the spec against the node and packs what the kernel needs.
 KernelChoice MakeFusedKernel(CpuBackend& backend, int threads, const Node& node,
                              const std::vector<Shape>& operands) {
-  if (operands.size() != node.fused->inputs.size()) {
-    detail::Throw("backend \"cpu\": fused node {} has {} operands, its program reads {} inputs",
-                  OpName(node.inst.op), operands.size(), node.fused->inputs.size());
+  if (operands.size() != KernelInputs(node)) {
+    detail::Throw("backend \"cpu\": fused node {} has {} operands, its kernel reads {} inputs",
+                  OpName(node.inst.op), operands.size(), KernelInputs(node));
   }
   if (node.fused->out_dims.size() > static_cast<size_t>(kMaxFusedRank))
     detail::Throw("backend \"cpu\": fused node of rank {} (at most {})", node.fused->out_dims.size(),
@@ -83,8 +104,9 @@ KernelChoice MakeFusedKernel(CpuBackend& backend, int threads, const Node& node,
                   kMaxFusedRegisters);
   if (node.kind == NodeKind::kFusedReduce) return MakeFusedReduceKernel(backend, threads, node, operands);
   FusedRunner r;
-  r.eval = std::make_shared<const FusedEvaluator>(node.fused, backend.options().simd,
-                                                  CompileVectorPrograms(backend.options()));
+  r.eval = MakeNodeEvaluator(node, backend.options().simd, CompileVectorPrograms(backend.options()));
+  r.num_in = KernelInputs(node);
+  r.windowed = node.windowed ? node.windowed->input : -1;
   r.threads = std::max(1, threads);
   r.work = r.eval->size() * FusedCost(*node.fused);
   std::string name = fmt::format("fused[{}]{}", node.fused->ops.size(), r.eval->FormSuffix());

@@ -24,6 +24,7 @@ bool Mergeable(const Node& q, const Node& p, size_t input) {
   // A merged node has no spec left; a multi-output one (writes) is not merged again.
   if (q.kind != NodeKind::kFused || !q.writes.empty()) return false;
   if (p.kind != NodeKind::kFused && p.kind != NodeKind::kFusedReduce) return false;
+  if (q.windowed && p.windowed) return false;  // One windowed input per node.
   const FusedSpec &qs = *q.fused, &ps = *p.fused;
   // Float32 only: a half result would be rounded before p reads it, the register is not.
   if (qs.out_dims != ps.out_dims || qs.code.empty() || qs.out_dtype != DType::Float32) return false;
@@ -35,26 +36,34 @@ bool Mergeable(const Node& q, const Node& p, size_t input) {
 
 /// p's spec with q's program in front of it: q's inputs join p's (an operand both read element
 /// for element shares one), p's loads of input `input` read q's result register instead, and q's result
-/// is the first extra result. Operands go to `operands`.
-FusedSpec MergeSpecs(const FusedSpec& qs, const std::vector<int>& q_operands, const FusedSpec& ps,
-                     const std::vector<int>& p_operands, size_t input, std::vector<int>& operands) {
+/// is the first extra result. Operands go to `operands` (the program's inputs). The windowed input
+/// of q or p (its index there, or -1) shares with nothing; its index in the result goes to
+/// `windowed`.
+FusedSpec MergeSpecs(const FusedSpec& qs, const std::vector<int>& q_operands, int q_windowed,
+                     const FusedSpec& ps, const std::vector<int>& p_operands, int p_windowed, size_t input,
+                     std::vector<int>& operands, int& windowed) {
   FusedSpec out;
   operands.clear();
+  windowed = -1;
   // Identity inputs only: a broadcast input's register is filled once per row for its one load
   // (FusedEvaluator's keep_ and filled are per input).
-  auto add_input = [&](const FInput& fi, int operand) {
-    for (size_t k = 0; k < operands.size() && fi.identity; ++k) {
+  auto add_input = [&](const FInput& fi, int operand, bool is_windowed) {
+    for (size_t k = 0; k < operands.size() && fi.identity && !is_windowed; ++k) {
       const FInput& have = out.inputs[k];
-      if (operands[k] == operand && have.dtype == fi.dtype && have.identity) return static_cast<int>(k);
+      if (operands[k] == operand && have.dtype == fi.dtype && have.identity &&
+          static_cast<int>(k) != windowed)
+        return static_cast<int>(k);
     }
     out.inputs.push_back(fi);
     operands.push_back(operand);
+    if (is_windowed) windowed = static_cast<int>(operands.size()) - 1;
     return static_cast<int>(operands.size()) - 1;
   };
   std::vector<int> q_in(qs.inputs.size()), p_in(ps.inputs.size(), -1);
-  for (size_t k = 0; k < qs.inputs.size(); ++k) q_in[k] = add_input(qs.inputs[k], q_operands[k]);
+  for (size_t k = 0; k < qs.inputs.size(); ++k)
+    q_in[k] = add_input(qs.inputs[k], q_operands[k], static_cast<int>(k) == q_windowed);
   for (size_t k = 0; k < ps.inputs.size(); ++k)
-    if (k != input) p_in[k] = add_input(ps.inputs[k], p_operands[k]);
+    if (k != input) p_in[k] = add_input(ps.inputs[k], p_operands[k], static_cast<int>(k) == p_windowed);
   const auto shift = static_cast<uint16_t>(qs.num_regs);
   // Immediates first (their registers are filled once per scratch), then q's code, then p's.
   for (const FInstr& ins : qs.code)
@@ -109,12 +118,7 @@ FusedSpec MergeSpecs(const FusedSpec& qs, const std::vector<int>& q_operands, co
 /// fusion's CloseEnough asks; an output read only by p keeps them alive regardless).
 bool WrittenInTime(const Module& m, const std::set<int>& q_readers, int q, int v) {
   if (*q_readers.begin() < v) return false;
-  if (q_readers.size() == 1) return true;
-  for (int w = q + 1; w < v; ++w) {
-    const Instruction& inst = m.nodes[static_cast<size_t>(w)].inst;
-    if (inst.IsTuple() || inst.shape.IsDynamic() || inst.shape.ByteSize() > kCheapValueBytes) return false;
-  }
-  return true;
+  return q_readers.size() == 1 || CheapBetween(m, q, v);
 }
 
 }  // namespace
@@ -134,7 +138,7 @@ PassReport MergeFusedOutputs(Module& m) {
     // Repeatedly: the first operand that is a mergeable group.
     for (bool merged = true; merged;) {
       merged = false;
-      for (size_t input = 0; input < p.inst.operands.size(); ++input) {
+      for (size_t input = 0; input < p.fused->inputs.size(); ++input) {
         const int qi = p.inst.operands[input];
         Node& q = m.nodes[static_cast<size_t>(qi)];
         const std::set<int>& q_readers = readers[static_cast<size_t>(qi)];
@@ -145,7 +149,18 @@ PassReport MergeFusedOutputs(Module& m) {
             !Mergeable(q, p, input) || !WrittenInTime(m, q_readers, qi, vi))
           continue;
         std::vector<int> operands;
-        FusedSpec spec = MergeSpecs(*q.fused, q.inst.operands, *p.fused, p.inst.operands, input, operands);
+        int windowed = -1;
+        FusedSpec spec =
+            MergeSpecs(*q.fused, q.inst.operands, q.windowed ? q.windowed->input : -1, *p.fused,
+                       p.inst.operands, p.windowed ? p.windowed->input : -1, input, operands, windowed);
+        // A windowed input keeps its SelectAndScatter, whose source comes after the inputs.
+        std::shared_ptr<const WindowedInput> window;
+        if (const Node* w = q.windowed ? &q : p.windowed ? &p : nullptr) {
+          auto moved = std::make_shared<WindowedInput>(*w->windowed);
+          moved->input = windowed;
+          operands.push_back(w->inst.operands[w->fused->inputs.size()]);
+          window = std::move(moved);
+        }
         // p reads its new operands instead of its old ones; q reads nothing.
         for (int o : p.inst.operands) readers[static_cast<size_t>(o)].erase(vi);
         for (int o : operands) readers[static_cast<size_t>(o)].insert(vi);
@@ -158,8 +173,10 @@ PassReport MergeFusedOutputs(Module& m) {
         p.writes = std::move(writes);
         p.inst.operands = std::move(operands);
         p.fused = std::make_shared<const FusedSpec>(std::move(spec));
+        p.windowed = std::move(window);
         q.inst.operands.clear();
         q.fused = nullptr;
+        q.windowed = nullptr;
         q.written_by = static_cast<int>(v);
         q.kind = NodeKind::kWrittenBy;
         merged = true;

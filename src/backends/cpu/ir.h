@@ -42,6 +42,15 @@ struct RowNorm {
   std::string ToString() const;
 };
 
+/// A SelectAndScatter whose result a fused node computes piece by piece for one of its inputs
+/// instead of reading it (FuseSelectAndScatter, fusion_scatter.cc): the node's operand `input` is
+/// the SelectAndScatter's operand, and its source comes after the fused program's inputs.
+struct WindowedInput {
+  int input = -1;
+  Instruction scatter;          ///< The SelectAndScatter (attributes and shape; no operands).
+  std::vector<Shape> operands;  ///< The shapes of its operand and source.
+};
+
 /// What a node stands for; the fields that go with each kind are set with it.
 enum class NodeKind : uint8_t {
   kPrimitive,    ///< One instruction (a contraction may carry an `epilogue`).
@@ -68,6 +77,8 @@ struct Node {
   std::vector<int> writes = {};
   int written_by = -1;                                ///< kWrittenBy: the node whose kernel writes it.
   std::shared_ptr<const RowNorm> row_norm = nullptr;  ///< kRowNorm: what it computes.
+  /// kFused or kFusedReduce: the input it computes from a SelectAndScatter's operands, or null.
+  std::shared_ptr<const WindowedInput> windowed = nullptr;
   NodeKind kind = NodeKind::kPrimitive;
   /// A ConvGeneral whose kernel (operand 1) is a Constant (set at the end of CompileModule): its
   /// kernel reorders the weights into oneDNN's layout once, not on every call.

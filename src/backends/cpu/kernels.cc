@@ -72,6 +72,9 @@ bool ExtraResultsWriteInPlace(const Node& writer) {
 
 bool MayWriteOver(const Node& node, size_t operand) {
   if (node.kind == NodeKind::kPrimitive && node.inst.op == OpType::DynamicUpdateSlice) return operand == 0;
+  // A fused SelectAndScatter reads its operand through windows (and its source) all along.
+  if (node.windowed)
+    return operand != static_cast<size_t>(node.windowed->input) && operand < node.fused->inputs.size();
   return true;
 }
 

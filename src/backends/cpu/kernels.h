@@ -59,7 +59,8 @@ bool WritesInPlace(const Node& node, const std::vector<Shape>& operands);
 /// after its loads (and copy first an input read other than element for element).
 bool ExtraResultsWriteInPlace(const Node& writer);
 /// For a node that WritesInPlace: whether its result may take the memory of operand number
-/// `operand` (DynamicUpdateSlice: only the operand it updates, never the update itself).
+/// `operand` (DynamicUpdateSlice: only the operand it updates, never the update itself; a fused
+/// node with a windowed input: neither the SelectAndScatter's operand nor its source).
 bool MayWriteOver(const Node& node, size_t operand);
 
 /// A compiled tuple op (While, If, OptimizationBarrier, Composite): operand buffers in, fresh

@@ -29,7 +29,8 @@ std::string Module::ToString() const {
     const std::string epilogue =
         nodes[i].epilogue                  ? fmt::format("+Epilogue[{}]", nodes[i].epilogue->ToString())
         : nodes[i].collective_divisor != 0 ? fmt::format("+Div[{}]", nodes[i].collective_divisor)
-                                           : "";
+        : nodes[i].windowed ? fmt::format("+SelectAndScatter[input {}]", nodes[i].windowed->input)
+                            : "";
     const std::string what =
         nodes[i].kind == NodeKind::kRowNorm
             ? "RowNorm:" + nodes[i].row_norm->ToString()
@@ -86,6 +87,14 @@ void RebuildModule(Module& m, const NodeRewrite& rewrite) {
   }
   for (int& o : m.outputs) o = to[static_cast<size_t>(o)];
   m.nodes = std::move(nodes);
+}
+
+bool CheapBetween(const Module& m, int a, int b) {
+  for (int w = a + 1; w < b; ++w) {
+    const Instruction& inst = m.nodes[static_cast<size_t>(w)].inst;
+    if (inst.IsTuple() || inst.shape.IsDynamic() || inst.shape.ByteSize() > kCheapValueBytes) return false;
+  }
+  return true;
 }
 
 PassReport EliminateDeadCode(Module& m) {

@@ -15,6 +15,10 @@ namespace kiln::compute::cpu {
 /// so that their inputs do not live much longer.
 inline constexpr int64_t kCheapValueBytes = 4096;
 
+/// Whether every node strictly between a and b computes at most kCheapValueBytes (no tuple, no
+/// dynamic shape): a value used at b instead of a then lives little longer.
+bool CheapBetween(const Module& m, int a, int b);
+
 /// What a pass did.
 struct PassReport {
   int count = 0;    ///< Nodes rewritten, merged or dropped.
@@ -75,12 +79,20 @@ PassReport FuseEpilogues(Module& m);
 /// are in cache, as Div would. Returns a readable account.
 PassReport FoldMeanIntoAllReduce(Module& m);
 
-/// Multi-output fusion (fusion_merge.cc): a fused elementwise group whose result is a program output
-/// and is otherwise read only by another fused group of the same shape (element for element)
-/// is computed inside that group, which stores it as an extra result: an optimizer's new moments
-/// and its new parameter in one pass over memory. Runs last (no pass renumbers nodes after it).
-/// Returns a readable account.
+/// Multi-output fusion (fusion_merge.cc): a fused elementwise group read element for element by
+/// another fused group of the same shape or by a fused reduction, when it is a program output or
+/// its other readers all come later, is computed inside that reader, which stores it as an extra
+/// result: an optimizer's new moments and its new parameter in one pass over memory; a ReLU
+/// gradient and its bias gradient's sums. Runs last (no pass renumbers nodes after it). Returns a
+/// readable account.
 PassReport MergeFusedOutputs(Module& m);
+/// A SelectAndScatter read only by a fused node (elementwise or a fused reduction's program),
+/// element for element, that the pool kernels can compute by runs (ScatterRunsByRange) becomes
+/// that node's windowed input (fusion_scatter.cc): the node reads the SelectAndScatter's operand
+/// and source and computes the scattered values piece by piece, so they are never written out (a
+/// max-pool's gradient, its ReLU mask and its bias gradient in one pass). Runs after
+/// FuseElementwise and before MergeFusedOutputs; leaves the SelectAndScatter dead.
+PassReport FuseSelectAndScatter(Module& m);
 
 /// Elementwise fusion (fusion_group.cc, its programs from fusion_codegen.cc): replaces chains of elementwise
 /// ops (with their broadcasts and conversions) by fused nodes. Returns a readable account of the decisions

@@ -40,6 +40,7 @@
 #include "backends/cpu/buffer_pool.h"
 #include "backends/cpu/pool_kernels.h"
 #include "backends/cpu/team_split.h"
+#include "core/check.h"
 #include "hwy/highway.h"
 
 #ifndef KILN_POOL_KERNELS_SCALAR_
@@ -86,6 +87,18 @@ inline float Wide(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t
 /// max, a min, a selected value plus 0), whose lower halves are zero, so nothing rounds.
 inline void Narrow(float v, float& out) { out = v; }
 inline void Narrow(float v, uint16_t& out) { out = static_cast<uint16_t>(std::bit_cast<uint32_t>(v) >> 16); }
+
+/// What the range form of a SelectAndScatter without overlapping windows reads (ScatterRange):
+/// per operand position of a lead block (a run of `inner` elements), the window holding it (-1:
+/// none) and its tap there; each window's taps (`taps`, from `start[m]` to `start[m + 1]`).
+struct RangeTables {
+  const int32_t* window = nullptr;
+  const int32_t* tap = nullptr;
+  const int64_t* start = nullptr;
+  const int64_t* taps = nullptr;
+  int64_t positions = 0, lead_in = 0, middle = 0, inner = 0;
+  bool max = true, simd = true;
+};
 
 }  // namespace kiln::compute::cpu::pool_detail
 #endif  // KILN_POOL_KERNELS_SCALAR_
@@ -165,6 +178,34 @@ void ExtremeWindowBF16(bool max, const uint16_t* base, const int64_t* taps, int6
   ExtremeWindowOf(max, base, taps, n, out, inner, simd);
 }
 
+/// For lanes [c, c + lanes) of a window (base, taps[0..n)): the index of the tap holding each
+/// lane's first extreme, as the reference's Selects take it.
+template <typename T, class D>
+HWY_INLINE hn::Vec<hn::RebindToSigned<D>> WindowSelection(D d, bool max, const T* base, const int64_t* taps,
+                                                          int64_t n, int64_t c) {
+  const hn::RebindToSigned<D> di;
+  auto best = LoadWide(d, base + taps[0] + c);
+  auto sel = hn::Zero(di);
+  for (int64_t j = 1; j < n; ++j) {
+    const auto v = LoadWide(d, base + taps[j] + c);
+    const auto better = max ? hn::Gt(v, best) : hn::Lt(v, best);
+    const auto take = hn::AndNot(hn::IsNaN(best), hn::Or(hn::IsNaN(v), better));
+    best = hn::IfThenElse(take, v, best);
+    sel = hn::IfThenElse(hn::RebindMask(di, take), hn::Set(di, static_cast<int32_t>(j)), sel);
+  }
+  return sel;
+}
+
+/// The same for lane c alone.
+template <typename T>
+HWY_INLINE int64_t WindowSelectionScalar(bool max, const T* base, const int64_t* taps, int64_t n, int64_t c) {
+  int64_t sel = 0;
+  for (int64_t j = 1; j < n; ++j)
+    if (pool_detail::Takes(max, pool_detail::Wide(base[taps[j] + c]), pool_detail::Wide(base[taps[sel] + c])))
+      sel = j;
+  return sel;
+}
+
 /// One window of SelectAndScatter whose taps no other window shares: for each c < inner, the
 /// first extreme tap of base[taps[j] + c] gets s[c] (s + 0, as the reference's 0.0 + s rounds),
 /// the window's other taps 0; the selection stays in registers.
@@ -177,15 +218,7 @@ HWY_INLINE void SelectScatterWindowOf(bool max, const T* base, const int64_t* ta
   const auto zero = hn::Zero(d);
   int64_t c = 0;
   for (; simd && c + lanes <= inner; c += lanes) {
-    auto best = LoadWide(d, base + taps[0] + c);
-    auto sel = hn::Zero(di);
-    for (int64_t j = 1; j < n; ++j) {
-      const auto v = LoadWide(d, base + taps[j] + c);
-      const auto better = max ? hn::Gt(v, best) : hn::Lt(v, best);
-      const auto take = hn::AndNot(hn::IsNaN(best), hn::Or(hn::IsNaN(v), better));
-      best = hn::IfThenElse(take, v, best);
-      sel = hn::IfThenElse(hn::RebindMask(di, take), hn::Set(di, static_cast<int32_t>(j)), sel);
-    }
+    const auto sel = WindowSelection(d, max, base, taps, n, c);
     const auto value = hn::Add(LoadWide(d, s + c), zero);
     for (int64_t j = 0; j < n; ++j) {
       const auto mine = hn::RebindMask(d, hn::Eq(sel, hn::Set(di, static_cast<int32_t>(j))));
@@ -193,13 +226,55 @@ HWY_INLINE void SelectScatterWindowOf(bool max, const T* base, const int64_t* ta
     }
   }
   for (; c < inner; ++c) {
-    int64_t sel = 0;
-    for (int64_t j = 1; j < n; ++j)
-      if (pool_detail::Takes(max, pool_detail::Wide(base[taps[j] + c]),
-                             pool_detail::Wide(base[taps[sel] + c])))
-        sel = j;
+    const int64_t sel = WindowSelectionScalar(max, base, taps, n, c);
     for (int64_t j = 0; j < n; ++j)
       pool_detail::Narrow(j == sel ? pool_detail::Wide(s[c]) + 0.0f : 0.0f, out[taps[j] + c]);
+  }
+}
+
+/// Result elements [first, first + len) of a SelectAndScatter without overlapping windows, into
+/// dst: each position's run of inner elements gets s + 0 where its tap holds the lane's first
+/// extreme, else 0 (SelectScatterWindow's values there). Consecutive positions of one window
+/// wholly inside the range share one selection.
+void ScatterRange(const pool_detail::RangeTables& t, const float* x, const float* source, int64_t first,
+                  int64_t len, float* dst) {
+  const hn::ScalableTag<float> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d)), inner = t.inner;
+  const auto zero = hn::Zero(d);
+  while (len > 0) {
+    const int64_t l = first / t.lead_in, at = first % t.lead_in, pos = at / inner, c0 = at % inner;
+    const int64_t run = std::min(len, inner - c0);
+    const int32_t m = t.window[pos];
+    int64_t group = 1;  // Positions sharing the selection (whole runs only).
+    while (c0 == 0 && (group + 1) * inner <= len && pos + group < t.positions && t.window[pos + group] == m)
+      ++group;
+    if (m < 0) {
+      std::fill(dst, dst + group * run, 0.0f);
+    } else {
+      const float* base = x + l * t.lead_in;
+      const int64_t* taps = t.taps + t.start[m];
+      const int64_t n = t.start[m + 1] - t.start[m];
+      const float* s = source + (l * t.middle + m) * inner;
+      const int32_t* tap = t.tap + pos;
+      int64_t c = c0;
+      for (; t.simd && c + lanes <= c0 + run; c += lanes) {
+        const auto sel = WindowSelection(d, t.max, base, taps, n, c);
+        const auto value = hn::Add(hn::LoadU(d, s + c), zero);
+        for (int64_t k = 0; k < group; ++k) {
+          const auto mine = hn::RebindMask(d, hn::Eq(sel, hn::Set(di, tap[k])));
+          hn::StoreU(hn::IfThenElse(mine, value, zero), d, dst + k * inner + (c - c0));
+        }
+      }
+      for (; c < c0 + run; ++c) {
+        const int64_t sel = WindowSelectionScalar(t.max, base, taps, n, c);
+        for (int64_t k = 0; k < group; ++k) dst[k * inner + (c - c0)] = sel == tap[k] ? s[c] + 0.0f : 0.0f;
+      }
+    }
+    const int64_t done = (group - 1) * inner + run;
+    dst += done;
+    first += done;
+    len -= done;
   }
 }
 
@@ -241,6 +316,7 @@ HWY_EXPORT(SelectStep);
 HWY_EXPORT(SelectScatterWindow);
 HWY_EXPORT(ExtremeWindowBF16);
 HWY_EXPORT(SelectScatterWindowBF16);
+HWY_EXPORT(ScatterRange);
 
 namespace {
 
@@ -380,6 +456,14 @@ void SelectScatterWindows(const PoolPlan& p, bool max, const T* x, const T* sour
   });
 }
 
+/// A SelectAndScatter computed over runs of its result (ScatterRunsByRange): its plan, and per
+/// operand position of a lead block the window holding it (-1: none) and its tap there.
+struct RangePlan {
+  PoolPlan plan;
+  std::vector<int32_t> window, tap;
+  pool_detail::RangeTables tables;  ///< Pointing into the two above and the plan's taps.
+};
+
 /// Finds, for each lane of inner chunk [c0, c0 + len) of window (base, taps[0..n)), the index
 /// of the tap holding its first extreme.
 inline void Select(const PoolPlan& p, bool max, const float* base, const int64_t* taps, int64_t n, int64_t c0,
@@ -438,7 +522,59 @@ bool Overlaps(const std::vector<ref::WindowAxis>& axes) {
   return false;
 }
 
+/// Untouched trailing elements per tap below which a SelectAndScatter is not computed by runs
+/// (a run shorter than a vector spends its time in the scalar tail).
+constexpr int64_t kMinRangeInner = 16;
+
 }  // namespace
+
+bool ScatterRunsByRange(const Instruction& inst, const std::vector<Shape>& operands) {
+  if (inst.op != OpType::SelectAndScatter || operands.size() != 2) return false;
+  if (inst.attrs.reduce_kind != ReduceKind::Max && inst.attrs.reduce_kind != ReduceKind::Min) return false;
+  for (const Shape& s : operands)
+    if (s.dtype() != DType::Float32 || s.IsDynamic()) return false;
+  const std::vector<ref::WindowAxis> axes = ref::WindowAxesOf(inst, operands);
+  if (Overlaps(axes) || !TableFits(axes)) return false;
+  const auto [first, last] = WindowedRange(axes);
+  int64_t inner = 1;
+  for (size_t a = last; a < axes.size(); ++a) inner *= axes[a].out;
+  return inner >= kMinRangeInner;
+}
+
+ScatterRangeFn MakeScatterRange(const Instruction& inst, const std::vector<Shape>& operands, bool simd) {
+  if (!ScatterRunsByRange(inst, operands))
+    detail::Throw("backend \"cpu\": this SelectAndScatter cannot be computed piece by piece");
+  auto r = std::make_shared<RangePlan>();
+  if (!MakePlan(ref::WindowAxesOf(inst, operands), operands[0].Size(), r->plan))
+    detail::Throw("backend \"cpu\": SelectAndScatter window table too large");
+  r->plan.simd = simd;
+  const PoolPlan& p = r->plan;
+  const auto positions = static_cast<size_t>(p.inner > 0 ? p.lead_in / p.inner : 0);
+  r->window.assign(positions, -1);
+  r->tap.assign(positions, 0);
+  for (int64_t m = 0; m < p.middle; ++m) {
+    for (int64_t t = p.taps.start[static_cast<size_t>(m)]; t < p.taps.start[static_cast<size_t>(m) + 1];
+         ++t) {
+      const auto pos = static_cast<size_t>(p.taps.in[static_cast<size_t>(t)] / p.inner);
+      r->window[pos] = static_cast<int32_t>(m);
+      r->tap[pos] = static_cast<int32_t>(t - p.taps.start[static_cast<size_t>(m)]);
+    }
+  }
+  pool_detail::RangeTables& t = r->tables;
+  t.window = r->window.data();
+  t.tap = r->tap.data();
+  t.start = p.taps.start.data();
+  t.taps = p.taps.in.data();
+  t.positions = static_cast<int64_t>(positions);
+  t.lead_in = p.lead_in;
+  t.middle = p.middle;
+  t.inner = p.inner;
+  t.max = inst.attrs.reduce_kind == ReduceKind::Max;
+  t.simd = simd;
+  return [r](const float* operand, const float* source, int64_t start, int64_t len, float* dst) {
+    HWY_DYNAMIC_DISPATCH(ScatterRange)(r->tables, operand, source, start, len, dst);
+  };
+}
 
 bool PoolKernelRunsBFloat16(const Instruction& inst, const std::vector<Shape>& operands) {
   if (inst.op != OpType::ReduceWindow && inst.op != OpType::SelectAndScatter) return false;

@@ -3,6 +3,8 @@
 // SelectAndScatter (Max, Min) on Float32, and their Max/Min forms on BFloat16, bit-identical to the
 // reference kernels.
 
+#include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "backends/cpu/kernels.h"
@@ -20,5 +22,18 @@ bool PoolKernelRunsBFloat16(const Instruction& inst, const std::vector<Shape>& o
 
 KernelChoice TryPoolKernel(CpuBackend& backend, int threads, const Node& node,
                            const std::vector<Shape>& operands);
+
+/// Whether a fused kernel may compute this SelectAndScatter's result piece by piece instead of
+/// reading it whole (fusion_scatter.cc): Max or Min on Float32 whose windows do not overlap, with
+/// at least 16 elements per tap that the window leaves alone (the channels of a channels-last
+/// pooling).
+bool ScatterRunsByRange(const Instruction& inst, const std::vector<Shape>& operands);
+
+/// Computes result elements [start, start + len) of such a SelectAndScatter into dst from its
+/// operand and source: the values its pool kernel writes there (each window's selection taken
+/// again for each of its taps).
+using ScatterRangeFn =
+    std::function<void(const float* operand, const float* source, int64_t start, int64_t len, float* dst)>;
+ScatterRangeFn MakeScatterRange(const Instruction& inst, const std::vector<Shape>& operands, bool simd);
 
 }  // namespace kiln::compute::cpu
