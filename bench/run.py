@@ -6,7 +6,9 @@
 For each case it runs kiln (DIR/bench/kiln_bench, one case per process, JSON output) and PyTorch
 (bench/torch_bench.py, OMP_WAIT_POLICY=PASSIVE, 2 threads, OpenBLAS's best kernels for this CPU
 as bench/torch_peer.py chooses them: the environment's OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE are
-dropped for the PyTorch process alone) interleaved A B A B for N repetitions,
+dropped for the PyTorch process alone; with --peer-keep-memory also glibc keeping freed memory,
+so that no PyTorch process page-faults its activations in at every step) interleaved A B A B for
+N repetitions,
 plus the case's yardstick where it has one (oneDNN called directly, the hand-fused loop, the FMA
 peak). A run is repeated (up to --max-retries times) when other processes used more than 5% of
 the CPU during it (from /proc/stat and the run's own CPU time). It prints the medians as a table
@@ -127,6 +129,8 @@ class Runner:
         self.python = None  # the interpreter that runs torch_bench.py
         # PyTorch's process alone gets OpenBLAS's best kernels (bench/torch_peer.py).
         self.torch_env, self.peer = torch_peer.torch_env(self.env)
+        if args.peer_keep_memory:
+            self.torch_env["GLIBC_TUNABLES"] = KEEP_MEMORY
         self.peer_line = None  # the peer as the PyTorch process reports it (describe_peer)
 
     def describe_peer(self):
@@ -140,7 +144,10 @@ class Runner:
             else:
                 self.peer_line = (f"Peer: PyTorch {d['torch']} ({d['threads']} threads, eager), matrix kernels "
                                   f"from OpenBLAS core {d['core']} as loaded in the PyTorch process. {d['peer']}")
-        return self.peer_line or torch_peer.describe(self.peer)
+        line = self.peer_line or torch_peer.describe(self.peer)
+        if self.args.peer_keep_memory:
+            line += f" glibc keeps freed memory in the PyTorch process (GLIBC_TUNABLES={KEEP_MEMORY})."
+        return line
 
     def measured(self, case, cmd, env=None):
         """Runs cmd, again while contended (at most --max-retries times); returns its stdout."""
@@ -175,6 +182,11 @@ class Runner:
             raise RuntimeError(f"torch_bench.py has no case {case}")
         return lines[0]["value"]
 
+
+# --peer-keep-memory: glibc's malloc serves large blocks from its heap and keeps what is freed, so
+# eager PyTorch's per-step activations are not handed back and faulted in again (its CNN rows move
+# 1.4-1.9x between processes otherwise, docs/performance.md "The peers").
+KEEP_MEMORY = "glibc.malloc.mmap_threshold=268435456:glibc.malloc.trim_threshold=1073741824"
 
 TIME_SCALE = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
@@ -245,6 +257,9 @@ def main():
     parser.add_argument("--max-retries", type=int, default=3, help="reruns of a contended run (default 3)")
     parser.add_argument("--python", default=None, help="Python with torch (default: this one, else /usr/bin/python3)")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per process (default 900)")
+    parser.add_argument("--peer-keep-memory", action="store_true",
+                        help="PyTorch with glibc keeping freed memory (GLIBC_TUNABLES raising the mmap and trim "
+                             "thresholds): no page faults per step in any of its processes; not the default peer")
     args = parser.parse_args()
     runner = Runner(args)
     if not os.access(runner.binary, os.X_OK):
