@@ -1,7 +1,7 @@
 #pragma once
-// The SIMD primitives of the fused machine (fused_simd.cc, Highway with dynamic dispatch): one op
-// over a piece, a whole vector program per block of vectors, conversions, fills and the
-// reductions' folds.
+// The SIMD primitives of the fused machine (Highway with dynamic dispatch): one op over a piece,
+// a whole vector program per block of vectors, conversions and fills (fused_simd.cc), and the
+// reductions' folds (fused_fold_simd.cc).
 
 #include <cstddef>
 #include <cstdint>

@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 
-
 #include "backends/cpu/fused_program.h"
 #include "backends/cpu/passes.h"
 #include "backends/cpu/pool_kernels.h"
