@@ -273,14 +273,13 @@ const float* FusedEvaluator::Eval(std::span<const uint8_t* const> in, int64_t st
   return rp[s.result];
 }
 
-std::vector<std::vector<uint8_t>> CopyInputsWrittenOver(const FusedSpec& spec,
-                                                        std::vector<const uint8_t*>& in,
-                                                        const std::vector<const uint8_t*>& written,
-                                                        int windowed) {
+std::vector<std::vector<uint8_t>> FusedEvaluator::CopyInputsWrittenOver(
+    std::vector<const uint8_t*>& in, const std::vector<const uint8_t*>& written) const {
+  const FusedSpec& spec = *spec_;
   std::vector<std::vector<uint8_t>> copies;
   for (size_t i = 0; i < spec.inputs.size(); ++i) {
     const FInput& fi = spec.inputs[i];
-    const bool elementwise = fi.identity && static_cast<int>(i) != windowed;
+    const bool elementwise = fi.identity && static_cast<int>(i) != computed_.input;
     if (elementwise || std::find(written.begin(), written.end(), in[i]) == written.end()) continue;
     int64_t count = 1;
     for (size_t k = 0; k < fi.strides.size(); ++k) count = std::max(count, fi.strides[k] * spec.out_dims[k]);

@@ -16,9 +16,10 @@ namespace kiln::compute::cpu {
 /// An input of a fused program whose values are computed per piece instead of read (a
 /// SelectAndScatter's result, WindowedInput): fill(in, start, len, dst) writes its elements
 /// [start, start + len) to dst, `in` being all the kernel's inputs (the program's, then any the
-/// fill reads after them). `input` -1: none.
+/// fill reads after them, `reads_after` of those). `input` -1: none.
 struct ComputedInput {
   int input = -1;
+  size_t reads_after = 0;
   std::function<void(std::span<const uint8_t* const> in, int64_t start, int64_t len, float* dst)> fill;
 };
 
@@ -46,6 +47,15 @@ class FusedEvaluator {
   const char* FormSuffix() const { return !simd_ ? ".scalar" : compiled() ? ".jit" : ""; }
   /// Result elements.
   int64_t size() const { return n_; }
+  /// The kernel's inputs: the program's, then those its computed input reads after them.
+  size_t num_inputs() const { return spec_->inputs.size() + computed_.reads_after; }
+  /// For a kernel whose results may take the buffers of its inputs (in place): copies of the
+  /// program's inputs in `in` that one of the `written` buffers is but that the program does not
+  /// read element for element (a broadcast or strided input, or the computed input's operand read
+  /// through windows, would be read after a piece wrote over it); `in` then points at the copies,
+  /// which the caller keeps until the kernel is done.
+  std::vector<std::vector<uint8_t>> CopyInputsWrittenOver(std::vector<const uint8_t*>& in,
+                                                          const std::vector<const uint8_t*>& written) const;
   /// The row length of the [rows, inner] view.
   int64_t inner() const { return inner_; }
   /// One thread's working memory: the register file (a piece of floats per register,
@@ -111,21 +121,9 @@ class FusedEvaluator {
   size_t row_axes_ = 0;                      ///< Axes before the inner run.
 };
 
-/// For a fused kernel whose results may take the buffers of its inputs (in place): copies of the
-/// program's inputs in `in` that one of the `written` buffers is but that the group does not read
-/// element for element (a broadcast or strided input, or the `windowed` input computed from a
-/// SelectAndScatter's operand, would be read after a piece wrote over it); `in` then points at
-/// the copies, which the caller keeps until the kernel is done.
-std::vector<std::vector<uint8_t>> CopyInputsWrittenOver(const FusedSpec& spec,
-                                                        std::vector<const uint8_t*>& in,
-                                                        const std::vector<const uint8_t*>& written,
-                                                        int windowed);
-
 struct Node;
 /// The evaluator of a fused node's program (kFused or kFusedReduce), its windowed input (a fused
 /// SelectAndScatter) computed by the pool kernels' range form (fused_kernel.cc).
 std::shared_ptr<const FusedEvaluator> MakeNodeEvaluator(const Node& node, bool simd, bool jit);
-/// The inputs a fused node's kernel reads: its program's, then a windowed input's source.
-size_t KernelInputs(const Node& node);
 
 }  // namespace kiln::compute::cpu

@@ -22,8 +22,6 @@ namespace {
 /// The elementwise kernel: the evaluator over the whole result, split across the team.
 struct FusedRunner {
   std::shared_ptr<const FusedEvaluator> eval;
-  size_t num_in = 0;  ///< KernelInputs.
-  int windowed = -1;  ///< The windowed input, or -1.
   int threads = 1;
   int64_t work = 0;  ///< Elements times FusedCost.
 
@@ -52,15 +50,15 @@ struct FusedRunner {
   void operator()(std::span<const uint8_t* const> operands, uint8_t* out) const {
     const FusedEvaluator& e = *eval;
     if (e.size() == 0) return;
-    const FusedSpec& s = e.spec();
     // The operands: the kernel's inputs, then the buffers of its extra results (written).
+    const size_t num_in = e.num_inputs();
     std::vector<const uint8_t*> in(operands.begin(), operands.begin() + static_cast<std::ptrdiff_t>(num_in));
     std::vector<uint8_t*> extra;
     for (size_t k = num_in; k < operands.size(); ++k) extra.push_back(const_cast<uint8_t*>(operands[k]));
     // A broadcast input read in place of a result would be overwritten before it is read.
     std::vector<const uint8_t*> written(extra.begin(), extra.end());
     written.push_back(out);
-    const std::vector<std::vector<uint8_t>> copies = CopyInputsWrittenOver(s, in, written, windowed);
+    const std::vector<std::vector<uint8_t>> copies = e.CopyInputsWrittenOver(in, written);
     const int64_t rows = e.size() / e.inner();
     const int64_t pieces = rows * ((e.inner() + FusedEvaluator::kTile - 1) / FusedEvaluator::kTile);
     SplitAcrossTeam(pieces, threads, work >= kFusedParallelWork,
@@ -70,8 +68,6 @@ struct FusedRunner {
 
 }  // namespace
 
-size_t KernelInputs(const Node& node) { return node.fused->inputs.size() + (node.windowed ? 1 : 0); }
-
 std::shared_ptr<const FusedEvaluator> MakeNodeEvaluator(const Node& node, bool simd, bool jit) {
   ComputedInput computed;
   if (const std::shared_ptr<const WindowedInput>& w = node.windowed) {
@@ -80,6 +76,7 @@ std::shared_ptr<const FusedEvaluator> MakeNodeEvaluator(const Node& node, bool s
     const ScatterRangeFn range = MakeScatterRange(w->scatter, w->operands, simd);
     const size_t input = static_cast<size_t>(w->input), source = node.fused->inputs.size();
     computed.input = w->input;
+    computed.reads_after = 1;
     computed.fill = [range, input, source](std::span<const uint8_t* const> in, int64_t start, int64_t len,
                                            float* dst) {
       range(reinterpret_cast<const float*>(in[input]), reinterpret_cast<const float*>(in[source]), start, len,
@@ -92,9 +89,11 @@ std::shared_ptr<const FusedEvaluator> MakeNodeEvaluator(const Node& node, bool s
 // Checks the spec against the node and packs what the kernel needs.
 KernelChoice MakeFusedKernel(CpuBackend& backend, int threads, const Node& node,
                              const std::vector<Shape>& operands) {
-  if (operands.size() != KernelInputs(node)) {
+  // The program's inputs, then a windowed input's source.
+  const size_t inputs = node.fused->inputs.size() + (node.windowed ? 1 : 0);
+  if (operands.size() != inputs) {
     detail::Throw("backend \"cpu\": fused node {} has {} operands, its kernel reads {} inputs",
-                  OpName(node.inst.op), operands.size(), KernelInputs(node));
+                  OpName(node.inst.op), operands.size(), inputs);
   }
   if (node.fused->out_dims.size() > static_cast<size_t>(kMaxFusedRank))
     detail::Throw("backend \"cpu\": fused node of rank {} (at most {})", node.fused->out_dims.size(),
@@ -105,8 +104,6 @@ KernelChoice MakeFusedKernel(CpuBackend& backend, int threads, const Node& node,
   if (node.kind == NodeKind::kFusedReduce) return MakeFusedReduceKernel(backend, threads, node, operands);
   FusedRunner r;
   r.eval = MakeNodeEvaluator(node, backend.options().simd, CompileVectorPrograms(backend.options()));
-  r.num_in = KernelInputs(node);
-  r.windowed = node.windowed ? node.windowed->input : -1;
   r.threads = std::max(1, threads);
   r.work = r.eval->size() * FusedCost(*node.fused);
   std::string name = fmt::format("fused[{}]{}", node.fused->ops.size(), r.eval->FormSuffix());

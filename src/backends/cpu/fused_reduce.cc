@@ -74,8 +74,6 @@ ReduceView ViewOf(const std::vector<int64_t>& dims, const std::vector<int64_t>& 
 
 struct FusedReduce {
   std::shared_ptr<const FusedEvaluator> eval;
-  size_t num_in = 0;  ///< KernelInputs: the program's inputs, then a windowed input's source.
-  int windowed = -1;  ///< The windowed input, or -1.
   Fold fold = Fold::kSum;
   ReduceView view;
   bool simd = true;
@@ -243,11 +241,11 @@ struct FusedReduce {
     float* out = reinterpret_cast<float*>(out_bytes);
     // The group's inputs, then the buffers of its extra results, which may be inputs' buffers
     // (each piece is stored after its loads; inputs not read element for element are copied).
+    const size_t num_in = eval->num_inputs();
     std::vector<const uint8_t*> in(operands.begin(), operands.begin() + static_cast<std::ptrdiff_t>(num_in));
     std::vector<const uint8_t*> written(operands.begin() + static_cast<std::ptrdiff_t>(num_in),
                                         operands.end());
-    const std::vector<std::vector<uint8_t>> copies =
-        CopyInputsWrittenOver(eval->spec(), in, written, windowed);
+    const std::vector<std::vector<uint8_t>> copies = eval->CopyInputsWrittenOver(in, written);
     std::vector<uint8_t*> extra;
     for (const uint8_t* w : written) extra.push_back(const_cast<uint8_t*>(w));
     const Io io{in, extra};
@@ -314,8 +312,6 @@ KernelChoice MakeFusedReduceKernel(CpuBackend& backend, int threads, const Node&
   k.simd = backend.options().simd;
   k.threads = std::max(1, threads);
   k.eval = MakeNodeEvaluator(node, k.simd, CompileVectorPrograms(backend.options()));
-  k.num_in = KernelInputs(node);
-  k.windowed = node.windowed ? node.windowed->input : -1;
   std::string name =
       fmt::format("fused[{}]+{}{}", spec.ops.size(), OpName(node.inst.op), k.eval->FormSuffix());
   return {Kernel(std::move(k)), std::move(name)};
