@@ -481,8 +481,9 @@ TEST(CpuTeam, ConcurrentExecutionsEachLeadTheirOwnTeam) {
 }
 
 TEST(CpuTeam, ProgramsWithKernelsOnThreadsOfTheirOwnRunWithoutATeam) {
-  // Two-thread convolutions are oneDNN calls over OpenMP threads of their own: a program of two
-  // keeps today's regions. With team=false no program uses a team, two products neither. (Both
+  // Two-thread convolutions are oneDNN calls over OpenMP threads of their own (winograd=false:
+  // the second would run as Winograd's, split through kiln): a program of two keeps today's
+  // regions. With team=false no program uses a team, two products neither. (Both
   // programs have two sizeable kernels, so each would run on a team otherwise.)
   const Fn convs = [](const std::vector<Node>& p) {
     Node h = Relu(graph::Convolve(p[0], p[1]).PadSame().Done());
@@ -491,7 +492,7 @@ TEST(CpuTeam, ProgramsWithKernelsOnThreadsOfTheirOwnRunWithoutATeam) {
   const std::vector<Tensor> in = {RandomUniform({16, 28, 28, 8}, 6), RandomUniform({5, 5, 8, 16}, 7),
                                   RandomUniform({5, 5, 16, 16}, 8)};
   std::vector<Tensor> got;
-  std::string dump = DumpOf("cpu:threads=2,serial_work=0", convs, in, &got);
+  std::string dump = DumpOf("cpu:threads=2,serial_work=0,winograd=false", convs, in, &got);
   EXPECT_NE(dump.find("2 threads\n"), std::string::npos) << dump;
   EXPECT_TRUE(Close(got[0], graph::NewExec(kiln::test::Backend("ref"), convs).Call(in)[0], 400));
   const Fn dense = [](const std::vector<Node>& p) {

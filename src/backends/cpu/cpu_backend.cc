@@ -200,6 +200,11 @@ BackendInfo CpuBackendInfo() {
             "(default {}, at most {}; 0: they sleep at once and each kernel wakes them): longer keeps "
             "them ready across gaps between executions, shorter gives the cores back sooner",
             cpu::kDefaultTeamSpinMicros, cpu::kMaxTeamSpinMicros)},
+       {"winograd",
+        "true (default) or false: 2-D Float32 convolutions with 5x5 kernels, unit strides and features in "
+        "multiples of 16 (and their gradients) run as Winograd's F(2x2, 5x5), a third of the multiply-adds "
+        "of a direct convolution; false runs them on oneDNN's direct kernels (results differ by rounding; "
+        "a NaN or infinity in the input reaches the 2x2 block of results around it)"},
        {"int8_activations",
         "true (default) or false: quantized products (Int8 weights, ggml Q4_0 and Q8_0) at few rows of x "
         "quantize x to int8 in blocks of 32, as ggml does, and run integer dot products; false keeps x in "
@@ -240,6 +245,7 @@ BackendPtr NewCpuBackend(BackendOptions& options) {
   if (o.team_spin_us < 0 || o.team_spin_us > cpu::kMaxTeamSpinMicros)
     detail::Throw("backend \"cpu\": team_spin={} must be between 0 and {} microseconds", o.team_spin_us,
                   cpu::kMaxTeamSpinMicros);
+  o.winograd = options.TakeBool("winograd", true);
   o.int8_activations = options.TakeBool("int8_activations", true);
   o.dynamic_cache = options.TakeInt("dynamic_cache", kDefaultDynamicCache);
   if (o.dynamic_cache < 1)

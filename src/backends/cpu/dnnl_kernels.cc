@@ -171,10 +171,14 @@ void ReluInPlace(float* x, int64_t n, int threads) {
                   [&](int64_t first, int64_t last) { ReluRange(x + first, last - first); });
 }
 
-KernelChoice TryDnnlKernel(int threads, int team, const Node& node, const std::vector<Shape>& operands) {
+KernelChoice TryDnnlKernel(int threads, int team, const Node& node, const std::vector<Shape>& operands,
+                           bool winograd) {
   if (node.kind != NodeKind::kPrimitive || node.inst.IsTuple()) return {};
   if (node.inst.op == OpType::Transpose) return MakeDnnlTranspose(threads, node.inst, operands.at(0));
   const Epilogue* e = node.epilogue.get();
+  if (winograd && node.inst.op == OpType::ConvGeneral) {
+    if (KernelChoice w = MakeWinogradConv(threads, node.inst, operands, e); w.kernel) return w;
+  }
   // Float32 contractions, and the BFloat16 ones the widening pass left (widen.cc).
   KernelChoice k = MakeDnnlContraction(threads, team, node.inst, operands, e, node.constant_kernel);
   if (k.kernel || e == nullptr) return k;

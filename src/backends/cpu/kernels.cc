@@ -86,7 +86,8 @@ KernelChoice ChooseKernel(CpuBackend& backend, int threads, const Node& node,
   if (node.collective_divisor != 0)
     return {ref::MakeCollectiveKernel(node.inst, operands, node.collective_divisor), "ref+div"};
   if (KernelChoice p = TryPoolKernel(backend, threads, node, operands); p.kernel) return p;
-  if (KernelChoice d = TryDnnlKernel(threads, TeamThreads(backend.options()), node, operands); d.kernel)
+  const Options& o = backend.options();
+  if (KernelChoice d = TryDnnlKernel(threads, TeamThreads(o), node, operands, o.winograd && o.simd); d.kernel)
     return d;
   const Instruction& inst = node.inst;
   Kernel k = ref::MakeKernel(inst, operands);

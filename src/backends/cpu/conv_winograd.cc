@@ -1,0 +1,256 @@
+// ConvGeneral as Winograd's F(2x2, 5x5) (conv_winograd.h): 2-D Float32 convolutions with 5x5
+// kernels, unit strides and dilations, no groups, and input and output features in multiples of
+// 16, contiguous in the data. Two forms: the forward one (a layer's result, and its input
+// gradient, which autodiff writes as a forward convolution with the reversed kernel), and the
+// kernel gradient (autodiff's form whose result is the 5x5 kernel). The transforms and products
+// of a block of tiles (WinogradRows) run in a core's L2; blocks split across the team. oneDNN's
+// direct kernels for the CNN benchmark's second layer ([128, 14, 14, 32] by 5x5 to 64 features,
+// 2.57 GFLOP in each of the three) run at about the fp32 peak; this does a third of their
+// multiply-adds (docs/performance.md, "Winograd convolutions").
+
+#include "backends/cpu/conv_winograd.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <thread>
+
+#include "backends/cpu/cost_model.h"
+#include "backends/cpu/dnnl_common.h"
+#include "backends/cpu/dnnl_kernels.h"
+#include "backends/cpu/team_split.h"
+
+namespace kiln::compute::cpu {
+
+namespace {
+
+using namespace dnnl_util;
+
+constexpr int64_t kTaps = 5;
+/// Features come in vectors of 16 (AVX-512's; two of AVX2's).
+constexpr int64_t kFeatureStep = 16;
+/// The transformed kernel ([36][cin][cout]) is at most this many floats (256 by 256 features,
+/// 9.4 MB); larger convolutions stay on oneDNN.
+constexpr int64_t kMaxPointFloats = 36 * 256 * 256;
+/// The kernel gradient's tiles are split into this many chunks (fewer for small convolutions),
+/// each summing into its own partial sums, which are then added in order: the result has the same
+/// bits on any number of threads.
+constexpr int64_t kGradientChunks = 4;
+
+/// Everything one call needs.
+struct WinogradPlan {
+  WinogradShape s;
+  bool kernel_gradient = false;
+  /// Forward: the kernel's strides; kernel gradient: the result's. Tap row, tap column, input
+  /// feature, output feature.
+  int64_t w_row = 0, w_col = 0, w_in = 0, w_out = 0;
+  bool bias = false, relu = false;
+  int threads = 1;
+  bool parallel = false;
+};
+
+bool AllOne(const std::vector<int64_t>& v) {
+  return std::all_of(v.begin(), v.end(), [](int64_t e) { return e == 1; });
+}
+
+int64_t At(const std::vector<int64_t>& strides, int64_t axis) { return strides[static_cast<size_t>(axis)]; }
+
+/// The padding of spatial axis i: low, high.
+std::pair<int64_t, int64_t> Padding(const OpAttributes& at, size_t i) {
+  if (at.padding.empty()) return {0, 0};
+  return {at.padding[i].low, at.padding[i].high};
+}
+
+/// Fills the input's part of s: rows and columns read, low padding, strides (image axis
+/// `image`, features contiguous).
+void MapInput(const OpAttributes& at, const Shape& x, int64_t image, WinogradShape& s) {
+  const std::vector<int64_t> xs = DenseStrides(x.Dimensions());
+  const ConvDims& c = at.conv;
+  const auto [top, bottom] = Padding(at, 0);
+  const auto [left, right] = Padding(at, 1);
+  s.in_h = Dim(x, c.input_spatial[0]) + std::min<int64_t>(bottom, 0);
+  s.in_w = Dim(x, c.input_spatial[1]) + std::min<int64_t>(right, 0);
+  s.pad_top = top;
+  s.pad_left = left;
+  s.x_image = At(xs, image);
+  s.x_row = At(xs, c.input_spatial[0]);
+  s.x_col = At(xs, c.input_spatial[1]);
+}
+
+bool FeaturesFit(int64_t cin, int64_t cout) {
+  return cin > 0 && cout > 0 && cin % kFeatureStep == 0 && cout % kFeatureStep == 0 &&
+         36 * cin * cout <= kMaxPointFloats;
+}
+
+/// The forward form: a 5x5 kernel, features last in the input and the result.
+bool MapForward(const OpAttributes& at, const Shape& x, const Shape& k, const Shape& y,
+                const Epilogue* epilogue, WinogradPlan& p) {
+  const ConvDims& c = at.conv;
+  if (Dim(k, c.kernel_spatial[0]) != kTaps || Dim(k, c.kernel_spatial[1]) != kTaps) return false;
+  const std::vector<int64_t> xs = DenseStrides(x.Dimensions()), ks = DenseStrides(k.Dimensions()),
+                             ys = DenseStrides(y.Dimensions());
+  if (At(xs, c.input_feature) != 1 || At(ys, c.output_feature) != 1) return false;
+  WinogradShape& s = p.s;
+  s.batch = Dim(x, c.input_batch);
+  s.cin = Dim(x, c.input_feature);
+  s.cout = Dim(k, c.kernel_output_feature);
+  if (!FeaturesFit(s.cin, s.cout)) return false;
+  MapInput(at, x, c.input_batch, s);
+  s.out_h = Dim(y, c.output_spatial[0]);
+  s.out_w = Dim(y, c.output_spatial[1]);
+  s.y_image = At(ys, c.output_batch);
+  s.y_row = At(ys, c.output_spatial[0]);
+  s.y_col = At(ys, c.output_spatial[1]);
+  p.w_row = At(ks, c.kernel_spatial[0]);
+  p.w_col = At(ks, c.kernel_spatial[1]);
+  p.w_in = At(ks, c.kernel_input_feature);
+  p.w_out = At(ks, c.kernel_output_feature);
+  if (epilogue != nullptr) {
+    if (epilogue->bias && epilogue->axis != c.output_feature) return false;
+    if (epilogue->activation != Activation::kNone && epilogue->activation != Activation::kRelu) return false;
+    p.bias = epilogue->bias;
+    p.relu = epilogue->activation == Activation::kRelu;
+  }
+  return true;
+}
+
+/// The kernel-gradient form: the result is a 5x5 kernel ([taps, taps] by the input's batch axis,
+/// which holds the features, and the result's feature axis); the op's kernel is the result
+/// gradient, its input feature axis the images. Features last in both operands.
+bool MapKernelGradient(const OpAttributes& at, const Shape& x, const Shape& dy, const Shape& y,
+                       WinogradPlan& p) {
+  const ConvDims& c = at.conv;
+  if (Dim(y, c.output_spatial[0]) != kTaps || Dim(y, c.output_spatial[1]) != kTaps) return false;
+  if (Dim(dy, c.kernel_spatial[0]) * Dim(dy, c.kernel_spatial[1]) <= kTaps * kTaps) return false;
+  const std::vector<int64_t> xs = DenseStrides(x.Dimensions()), ds = DenseStrides(dy.Dimensions()),
+                             ys = DenseStrides(y.Dimensions());
+  if (At(xs, c.input_batch) != 1 || At(ds, c.kernel_output_feature) != 1) return false;
+  WinogradShape& s = p.s;
+  s.batch = Dim(x, c.input_feature);
+  s.cin = Dim(x, c.input_batch);
+  s.cout = Dim(dy, c.kernel_output_feature);
+  if (!FeaturesFit(s.cin, s.cout)) return false;
+  MapInput(at, x, c.input_feature, s);
+  s.out_h = Dim(dy, c.kernel_spatial[0]);
+  s.out_w = Dim(dy, c.kernel_spatial[1]);
+  s.y_image = At(ds, c.kernel_input_feature);
+  s.y_row = At(ds, c.kernel_spatial[0]);
+  s.y_col = At(ds, c.kernel_spatial[1]);
+  p.w_row = At(ys, c.output_spatial[0]);
+  p.w_col = At(ys, c.output_spatial[1]);
+  p.w_in = At(ys, c.output_batch);
+  p.w_out = At(ys, c.output_feature);
+  p.kernel_gradient = true;
+  return true;
+}
+
+/// The work space of one block on the calling thread: `own` (carved out of the caller's scratch
+/// before the split) on the thread that made the call, the thread's own scratch on a helper.
+float* BlockWork(std::thread::id caller, float* own, const WinogradShape& s) {
+  if (std::this_thread::get_id() == caller) return own;
+  return reinterpret_cast<float*>(Scratch(sizeof(float) * static_cast<size_t>(WinogradWorkFloats(s))));
+}
+
+void RunForward(const WinogradPlan& p, ref::Operands in, uint8_t* out) {
+  const WinogradShape& s = p.s;
+  const size_t plane = static_cast<size_t>(s.cin * s.cout);
+  ScratchLayout layout;
+  const size_t g_at = layout.Add(sizeof(float) * kTaps * kTaps * plane);
+  const size_t u_at = layout.Add(sizeof(float) * 36 * plane);
+  const size_t work_at = layout.Add(sizeof(float) * static_cast<size_t>(WinogradWorkFloats(s)));
+  uint8_t* scratch = Scratch(layout.total);
+  auto* g = reinterpret_cast<float*>(scratch + g_at);
+  auto* u = reinterpret_cast<float*>(scratch + u_at);
+  auto* own_work = reinterpret_cast<float*>(scratch + work_at);
+  StridedCopy(in[1], {kTaps, kTaps, s.cin, s.cout}, {p.w_row, p.w_col, p.w_in, p.w_out},
+              dnnl::memory::data_type::f32, reinterpret_cast<uint8_t*>(g));
+  WinogradTransformKernel(s, g, u);
+  const auto* x = reinterpret_cast<const float*>(in[0]);
+  const float* bias = p.bias ? reinterpret_cast<const float*>(in[2]) : nullptr;
+  auto* y = reinterpret_cast<float*>(out);
+  const int64_t tiles = s.Tiles(), blocks = (tiles + s.rows - 1) / s.rows;
+  const std::thread::id caller = std::this_thread::get_id();
+  SplitAcrossTeam(blocks, p.threads, p.parallel, [&](int64_t first, int64_t last) {
+    float* work = BlockWork(caller, own_work, s);
+    for (int64_t b = first; b < last; ++b) {
+      const int64_t t0 = b * s.rows;
+      WinogradForwardTiles(s, x, u, bias, p.relu, t0, std::min(s.rows, tiles - t0), work, y);
+    }
+  });
+}
+
+void RunKernelGradient(const WinogradPlan& p, ref::Operands in, uint8_t* out) {
+  const WinogradShape& s = p.s;
+  const int64_t plane = s.cin * s.cout, points = 36 * plane;
+  const int64_t tiles = s.Tiles(), blocks = (tiles + s.rows - 1) / s.rows;
+  const int64_t chunks = std::min(blocks, kGradientChunks);
+  ScratchLayout layout;
+  const size_t sums_at = layout.Add(sizeof(float) * static_cast<size_t>(chunks * points));
+  const size_t dg_at = layout.Add(sizeof(float) * static_cast<size_t>(kTaps * kTaps * plane));
+  const size_t work_at = layout.Add(sizeof(float) * static_cast<size_t>(WinogradWorkFloats(s)));
+  uint8_t* scratch = Scratch(layout.total);
+  auto* sums = reinterpret_cast<float*>(scratch + sums_at);
+  auto* dg = reinterpret_cast<float*>(scratch + dg_at);
+  auto* own_work = reinterpret_cast<float*>(scratch + work_at);
+  const auto* x = reinterpret_cast<const float*>(in[0]);
+  const auto* dy = reinterpret_cast<const float*>(in[1]);
+  const std::thread::id caller = std::this_thread::get_id();
+  SplitAcrossTeam(chunks, p.threads, p.parallel, [&](int64_t first, int64_t last) {
+    float* work = BlockWork(caller, own_work, s);
+    for (int64_t chunk = first; chunk < last; ++chunk) {
+      float* part = sums + chunk * points;
+      std::memset(part, 0, sizeof(float) * static_cast<size_t>(points));
+      for (int64_t b = blocks * chunk / chunks; b < blocks * (chunk + 1) / chunks; ++b) {
+        const int64_t t0 = b * s.rows;
+        WinogradKernelGradientTiles(s, x, dy, t0, std::min(s.rows, tiles - t0), work, part);
+      }
+    }
+  });
+  for (int64_t chunk = 1; chunk < chunks; ++chunk) {
+    const float* part = sums + chunk * points;
+    for (int64_t i = 0; i < points; ++i) sums[i] += part[i];
+  }
+  WinogradFinishKernelGradient(s, sums, dg);
+  auto* y = reinterpret_cast<float*>(out);
+  for (int64_t a = 0; a < kTaps; ++a) {
+    for (int64_t b = 0; b < kTaps; ++b) {
+      for (int64_t i = 0; i < s.cin; ++i) {
+        const float* from = dg + ((a * kTaps + b) * s.cin + i) * s.cout;
+        float* to = y + a * p.w_row + b * p.w_col + i * p.w_in;
+        for (int64_t o = 0; o < s.cout; ++o) to[o * p.w_out] = from[o];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+KernelChoice MakeWinogradConv(int threads, const Instruction& inst, const std::vector<Shape>& operands,
+                              const Epilogue* epilogue) {
+  const OpAttributes& at = inst.attrs;
+  const ConvDims& c = at.conv;
+  const Shape &x = operands.at(0), &k = operands.at(1), &y = inst.shape;
+  if (c.input_spatial.size() != 2 || at.feature_groups != 1 || at.batch_groups != 1) return {};
+  if (x.dtype() != DType::Float32 || k.dtype() != DType::Float32 || y.dtype() != DType::Float32) return {};
+  if (!AllOne(at.strides) || !AllOne(at.input_dilations) || !AllOne(at.kernel_dilations)) return {};
+  if (y.Size() == 0 || x.Size() == 0 || k.Size() == 0) return {};
+  auto plan = std::make_shared<WinogradPlan>();
+  WinogradPlan& p = *plan;
+  if (!MapForward(at, x, k, y, epilogue, p)) {
+    p = WinogradPlan();
+    if (epilogue != nullptr || !MapKernelGradient(at, x, k, y, p)) return {};
+  }
+  p.s.rows = WinogradRows(p.s.cin, p.s.cout);
+  const WinogradShape& s = p.s;
+  if (s.Tiles() == 0) return {};
+  const int64_t macs = s.batch * s.out_h * s.out_w * s.cin * s.cout * kTaps * kTaps;
+  p.threads = threads;
+  p.parallel = threads > 1 && macs > SingleThreadMacs();
+  std::string name = p.kernel_gradient ? "conv.winograd_kernel_gradient" : "conv.winograd";
+  if (epilogue != nullptr) name += "+post[" + epilogue->ToString() + "]";
+  if (p.kernel_gradient)
+    return {[plan](ref::Operands in, uint8_t* out) { RunKernelGradient(*plan, in, out); }, std::move(name)};
+  return {[plan](ref::Operands in, uint8_t* out) { RunForward(*plan, in, out); }, std::move(name)};
+}
+
+}  // namespace kiln::compute::cpu

@@ -1,0 +1,79 @@
+#pragma once
+// Winograd's minimal filtering F(2x2, 5x5) for 2-D Float32 convolutions with 5x5 kernels and
+// features in multiples of 16 (conv_winograd.cc plans the calls, conv_winograd_simd.cc holds the
+// Highway kernels). Each 2x2 block of results ("tile") comes from a 6x6 patch of the input d and
+// the kernel g as A^T [(G g G^T) . (B^T d B)] A: the kernel and the patch are taken to 36 points,
+// where a tile's sums over input features are 36 independent matrix products (one per point) of
+// 36 multiply-adds per 4 results instead of 25 per result, and back. The points 0, 1, -1, 2, -2
+// and infinity keep the transforms to small integers and the kernel's to fractions of 24:
+//
+//   B^T = [4  0 -5  0 1 0]   G = [ 1/4     0     0     0    0]   A^T = [1 1  1 1  1 0]
+//         [0 -4 -4  1 1 0]       [-1/6  -1/6  -1/6  -1/6 -1/6]         [0 1 -1 2 -2 1]
+//         [0  4 -4 -1 1 0]       [-1/6   1/6  -1/6   1/6 -1/6]
+//         [0 -2 -1  2 1 0]       [1/24  1/12   1/6   1/3  2/3]
+//         [0  2 -1 -2 1 0]       [1/24 -1/12   1/6  -1/3  2/3]
+//         [0  4  0 -5 0 1]       [   0     0     0     0    1]
+//
+// The kernel's gradient is the same products' adjoint: G^T [sum over tiles (B^T d B) . (A dY A^T)] G.
+// Results differ from a direct convolution's by rounding (a few units in the last place of the
+// largest product in a patch), and a NaN or infinity in a patch reaches all four results of its
+// tile, not only those whose window holds it.
+
+#include <cstdint>
+
+namespace kiln::compute::cpu {
+
+/// Tiles per block come in multiples of this (every register block's rows divide it).
+inline constexpr int64_t kWinogradRowStep = 24;
+
+/// Tiles per block for `cin` input and `cout` output features: 48 while a block's transformed
+/// patches ([36][rows][cin]) and products ([36][rows][cout]) take at most 768 KiB of a core's L2,
+/// else 24. 32 to 64 features, 2 threads: the kernel gradient 2.51-2.55 ms at 48 against
+/// 2.73-2.75 at 24 and 2.71 at 96; the forward ones alike at 24 and 48, slower at 96.
+inline int64_t WinogradRows(int64_t cin, int64_t cout) {
+  return 36 * 48 * (cin + cout) * 4 <= 768 * 1024 ? 2 * kWinogradRowStep : kWinogradRowStep;
+}
+
+/// A convolution's geometry as the Winograd kernels read it. Features are contiguous in the
+/// input, in the result (forward) and in the result's gradient (kernel gradient).
+struct WinogradShape {
+  int64_t batch = 0, cin = 0, cout = 0;
+  /// Input rows and columns the convolution reads (a negative high padding shortens them).
+  int64_t in_h = 0, in_w = 0;
+  /// Positions of the result (forward) or of the result's gradient (kernel gradient).
+  int64_t out_h = 0, out_w = 0;
+  /// The low padding: result position (0, 0) reads input position (-pad_top, -pad_left) first.
+  int64_t pad_top = 0, pad_left = 0;
+  /// Input strides (elements): image, row, column.
+  int64_t x_image = 0, x_row = 0, x_col = 0;
+  /// The result's (or the result gradient's) strides: image, row, column.
+  int64_t y_image = 0, y_row = 0, y_col = 0;
+  /// Tiles per block (WinogradRows).
+  int64_t rows = kWinogradRowStep;
+
+  int64_t TilesHigh() const { return (out_h + 1) / 2; }
+  int64_t TilesWide() const { return (out_w + 1) / 2; }
+  int64_t Tiles() const { return batch * TilesHigh() * TilesWide(); }
+};
+
+/// The kernel g ([5][5][cin][cout], dense) at the 36 points: u = G g G^T ([36][cin][cout]).
+void WinogradTransformKernel(const WinogradShape& s, const float* g, float* u);
+
+/// Tiles [first, first + count) (count <= s.rows) of the forward convolution of x by the
+/// transformed kernel u, plus `bias` (cout values, or null), clamped at zero when `relu`, written
+/// to y. `work` holds WinogradWorkFloats(s) floats.
+void WinogradForwardTiles(const WinogradShape& s, const float* x, const float* u, const float* bias,
+                          bool relu, int64_t first, int64_t count, float* work, float* y);
+
+/// Adds the kernel gradient's sums at the 36 points ([36][cin][cout]) over tiles [first, first +
+/// count) (count <= s.rows): input x, result gradient dy (at s's y strides).
+void WinogradKernelGradientTiles(const WinogradShape& s, const float* x, const float* dy, int64_t first,
+                                 int64_t count, float* work, float* sums);
+
+/// The kernel gradient ([5][5][cin][cout], dense) from its sums at the 36 points: G^T sums G.
+void WinogradFinishKernelGradient(const WinogradShape& s, const float* sums, float* dg);
+
+/// Floats of per-block work space the tile functions take.
+int64_t WinogradWorkFloats(const WinogradShape& s);
+
+}  // namespace kiln::compute::cpu
