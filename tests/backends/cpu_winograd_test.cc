@@ -13,6 +13,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
@@ -344,6 +345,54 @@ TEST(CpuWinograd, TheEpilogueRunsInTheKernelUnlessItIsNotReLU) {
       EXPECT_NE(dump.find("kernel dnnl.conv"), std::string::npos) << dump;
     }
   }
+}
+
+TEST(CpuWinograd, ConstantKernelsAreTransformedOnceAndStayRight) {
+  // A constant kernel is taken to the 36 points on the first call (the kernel's name says so);
+  // later calls on other inputs, from several threads at once, still match ref. The second
+  // kernel is a constant in another layout ([out, in, 5, 5], copied before its transform).
+  std::mt19937 rng(73);
+  Graph g;
+  const Shape xs(DType::Float32, {2, 9, 8, 16});
+  graph::Node x = g.Parameter(xs);
+  graph::Node k = graph::Const(g, Random(Shape(DType::Float32, {5, 5, 16, 32}), rng));
+  graph::Node k2 = graph::Const(g, Random(Shape(DType::Float32, {16, 32, 5, 5}), rng));
+  graph::Node y = graph::Convolve(x, k).PadSame().Done();
+  OpAttributes oihw;
+  oihw.conv = {0, 3, {1, 2}, 1, 0, {2, 3}, 0, 3, {1, 2}};
+  oihw.padding = {{2, 2, 0}, {2, 2, 0}};
+  graph::Node z = g.AddOp(OpType::ConvGeneral, {y, k2}, oihw);
+  std::shared_ptr<const compute::Program> program = g.Build({z});
+  setenv("KILN_CPU_DUMP", "1", 1);
+  const compute::BackendPtr dumping = compute::NewWithConfig("cpu:threads=2,serial_work=0");
+  unsetenv("KILN_CPU_DUMP");
+  ::testing::internal::CaptureStderr();
+  std::unique_ptr<compute::Executable> exe = dumping->Compile(program);
+  const std::string dump = ::testing::internal::GetCapturedStderr();
+  size_t kept = 0;
+  for (size_t at = dump.find("kernel conv.winograd(kernel kept)"); at != std::string::npos;
+       at = dump.find("kernel conv.winograd(kernel kept)", at + 1))
+    ++kept;
+  EXPECT_EQ(kept, 2u) << dump;
+  std::vector<Tensor> inputs;
+  for (int i = 0; i < 4; ++i) inputs.push_back(Random(xs, rng));
+  std::vector<Tensor> want;
+  for (const Tensor& in : inputs) want.push_back(RunProgram(Ref(), program, {in})[0]);
+  std::vector<std::thread> threads;
+  std::vector<int> failures(3, 0);
+  for (size_t t = 0; t < failures.size(); ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 12; ++i) {
+        const size_t which = (t + static_cast<size_t>(i)) % inputs.size();
+        std::vector<compute::BufferPtr> out =
+            exe->Execute({inputs[which].DeviceBuffer(dumping, 0)}, std::vector<bool>(1, false), 0);
+        const Tensor got = Tensor::FromBuffer(dumping, 0, program->OutputShape(0), out[0]);
+        if (!Close(got, want[which], 25 * 32 * 25 * 16)) ++failures[t];
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int f : failures) EXPECT_EQ(f, 0);
 }
 
 TEST(CpuWinograd, ANaNReachesNoResultOutsideTheTilesWhosePatchesHoldIt) {

@@ -11,8 +11,11 @@
 #include "backends/cpu/conv_winograd.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <new>
 #include <thread>
 
 #include "backends/cpu/cost_model.h"
@@ -37,6 +40,14 @@ constexpr int64_t kMaxPointFloats = 36 * 256 * 256;
 /// bits on any number of threads.
 constexpr int64_t kGradientChunks = 4;
 
+/// A constant kernel's transform ([36][cin][cout]), made on the first call (and again only if
+/// the constant's buffer moves).
+struct KernelCache {
+  std::mutex mu;
+  const void* source = nullptr;
+  std::unique_ptr<float, decltype(&std::free)> data{nullptr, &std::free};
+};
+
 /// Everything one call needs.
 struct WinogradPlan {
   WinogradShape s;
@@ -47,7 +58,15 @@ struct WinogradPlan {
   bool bias = false, relu = false;
   int threads = 1;
   bool parallel = false;
+  /// Set for a forward convolution whose kernel is a constant.
+  std::shared_ptr<KernelCache> kernel_cache;
 };
+
+/// Tiles [first, last) of block b of `blocks` over `tiles`: blocks of equal size (to a tile),
+/// each at most s.rows (a batch of one 14x14 image: 25 and 24 tiles, not 48 and 1).
+std::pair<int64_t, int64_t> BlockTiles(int64_t b, int64_t blocks, int64_t tiles) {
+  return {tiles * b / blocks, tiles * (b + 1) / blocks};
+}
 
 bool AllOne(const std::vector<int64_t>& v) {
   return std::all_of(v.begin(), v.end(), [](int64_t e) { return e == 1; });
@@ -151,20 +170,55 @@ float* BlockWork(std::thread::id caller, float* own, const WinogradShape& s) {
   return reinterpret_cast<float*>(Scratch(sizeof(float) * static_cast<size_t>(WinogradWorkFloats(s))));
 }
 
+/// The kernel (operand `w`, at the plan's strides) at the 36 points in `u`; `g` takes a dense
+/// copy of it unless it is dense already ([5][5][cin][cout]).
+void TransformKernel(const WinogradPlan& p, const uint8_t* w, float* g, float* u) {
+  const WinogradShape& s = p.s;
+  const bool dense =
+      p.w_out == 1 && p.w_in == s.cout && p.w_col == s.cin * s.cout && p.w_row == kTaps * p.w_col;
+  if (dense) {
+    WinogradTransformKernel(s, reinterpret_cast<const float*>(w), u);
+    return;
+  }
+  StridedCopy(w, {kTaps, kTaps, s.cin, s.cout}, {p.w_row, p.w_col, p.w_in, p.w_out},
+              dnnl::memory::data_type::f32, reinterpret_cast<uint8_t*>(g));
+  WinogradTransformKernel(s, g, u);
+}
+
+/// The constant kernel `w` at the 36 points, from the plan's cache (transformed now if not yet).
+const float* CachedKernel(const WinogradPlan& p, const uint8_t* w, float* g) {
+  KernelCache& cache = *p.kernel_cache;
+  std::lock_guard<std::mutex> lock(cache.mu);
+  if (cache.source != w) {
+    if (!cache.data) {
+      const size_t bytes = (sizeof(float) * static_cast<size_t>(36 * p.s.cin * p.s.cout) + 63) / 64 * 64;
+      cache.data.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
+      if (!cache.data) throw std::bad_alloc();
+    }
+    TransformKernel(p, w, g, cache.data.get());
+    cache.source = w;
+  }
+  return cache.data.get();
+}
+
 void RunForward(const WinogradPlan& p, ref::Operands in, uint8_t* out) {
   const WinogradShape& s = p.s;
   const size_t plane = static_cast<size_t>(s.cin * s.cout);
   ScratchLayout layout;
   const size_t g_at = layout.Add(sizeof(float) * kTaps * kTaps * plane);
-  const size_t u_at = layout.Add(sizeof(float) * 36 * plane);
+  const size_t u_at = p.kernel_cache ? 0 : layout.Add(sizeof(float) * 36 * plane);
   const size_t work_at = layout.Add(sizeof(float) * static_cast<size_t>(WinogradWorkFloats(s)));
   uint8_t* scratch = Scratch(layout.total);
   auto* g = reinterpret_cast<float*>(scratch + g_at);
-  auto* u = reinterpret_cast<float*>(scratch + u_at);
   auto* own_work = reinterpret_cast<float*>(scratch + work_at);
-  StridedCopy(in[1], {kTaps, kTaps, s.cin, s.cout}, {p.w_row, p.w_col, p.w_in, p.w_out},
-              dnnl::memory::data_type::f32, reinterpret_cast<uint8_t*>(g));
-  WinogradTransformKernel(s, g, u);
+  const float* u = nullptr;
+  if (p.kernel_cache) {
+    u = CachedKernel(p, in[1], g);
+  } else {
+    auto* fresh = reinterpret_cast<float*>(scratch + u_at);
+    TransformKernel(p, in[1], g, fresh);
+    u = fresh;
+  }
   const auto* x = reinterpret_cast<const float*>(in[0]);
   const float* bias = p.bias ? reinterpret_cast<const float*>(in[2]) : nullptr;
   auto* y = reinterpret_cast<float*>(out);
@@ -173,8 +227,8 @@ void RunForward(const WinogradPlan& p, ref::Operands in, uint8_t* out) {
   SplitAcrossTeam(blocks, p.threads, p.parallel, [&](int64_t first, int64_t last) {
     float* work = BlockWork(caller, own_work, s);
     for (int64_t b = first; b < last; ++b) {
-      const int64_t t0 = b * s.rows;
-      WinogradForwardTiles(s, x, u, bias, p.relu, t0, std::min(s.rows, tiles - t0), work, y);
+      const auto [t0, t1] = BlockTiles(b, blocks, tiles);
+      WinogradForwardTiles(s, x, u, bias, p.relu, t0, t1 - t0, work, y);
     }
   });
 }
@@ -201,8 +255,8 @@ void RunKernelGradient(const WinogradPlan& p, ref::Operands in, uint8_t* out) {
       float* part = sums + chunk * points;
       std::memset(part, 0, sizeof(float) * static_cast<size_t>(points));
       for (int64_t b = blocks * chunk / chunks; b < blocks * (chunk + 1) / chunks; ++b) {
-        const int64_t t0 = b * s.rows;
-        WinogradKernelGradientTiles(s, x, dy, t0, std::min(s.rows, tiles - t0), work, part);
+        const auto [t0, t1] = BlockTiles(b, blocks, tiles);
+        WinogradKernelGradientTiles(s, x, dy, t0, t1 - t0, work, part);
       }
     }
   });
@@ -226,7 +280,7 @@ void RunKernelGradient(const WinogradPlan& p, ref::Operands in, uint8_t* out) {
 }  // namespace
 
 KernelChoice MakeWinogradConv(int threads, const Instruction& inst, const std::vector<Shape>& operands,
-                              const Epilogue* epilogue) {
+                              const Epilogue* epilogue, bool constant_kernel) {
   const OpAttributes& at = inst.attrs;
   const ConvDims& c = at.conv;
   const Shape &x = operands.at(0), &k = operands.at(1), &y = inst.shape;
@@ -246,7 +300,9 @@ KernelChoice MakeWinogradConv(int threads, const Instruction& inst, const std::v
   const int64_t macs = s.batch * s.out_h * s.out_w * s.cin * s.cout * kTaps * kTaps;
   p.threads = threads;
   p.parallel = threads > 1 && macs > SingleThreadMacs();
+  if (constant_kernel && !p.kernel_gradient) p.kernel_cache = std::make_shared<KernelCache>();
   std::string name = p.kernel_gradient ? "conv.winograd_kernel_gradient" : "conv.winograd";
+  if (p.kernel_cache) name += "(kernel kept)";
   if (epilogue != nullptr) name += "+post[" + epilogue->ToString() + "]";
   if (p.kernel_gradient)
     return {[plan](ref::Operands in, uint8_t* out) { RunKernelGradient(*plan, in, out); }, std::move(name)};

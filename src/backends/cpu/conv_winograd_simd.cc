@@ -36,14 +36,6 @@ constexpr int kAccumulators = 12;
 /// gradient's transforms).
 HWY_INLINE int64_t PointStride(const WinogradShape& s, int64_t features) { return s.rows * features + 16; }
 
-/// The kernel's transform G at the 36 points (conv_winograd.h).
-constexpr float kG[6][5] = {{0.25f, 0, 0, 0, 0},
-                            {-1 / 6.0f, -1 / 6.0f, -1 / 6.0f, -1 / 6.0f, -1 / 6.0f},
-                            {-1 / 6.0f, 1 / 6.0f, -1 / 6.0f, 1 / 6.0f, -1 / 6.0f},
-                            {1 / 24.0f, 1 / 12.0f, 1 / 6.0f, 1 / 3.0f, 2 / 3.0f},
-                            {1 / 24.0f, -1 / 12.0f, 1 / 6.0f, -1 / 3.0f, 2 / 3.0f},
-                            {0, 0, 0, 0, 1}};
-
 /// B^T applied to six vectors (one line of a patch).
 HWY_INLINE void InputLine(D d, const V* in, V* out) {
   const V four = hn::Set(d, 4.0f), five = hn::Set(d, 5.0f), two = hn::Set(d, 2.0f);
@@ -88,8 +80,16 @@ HWY_INLINE TilePlace PlaceOf(const WinogradShape& s, int64_t tile) {
   return {tile / per_image, rem / wide * 2, rem % wide * 2};
 }
 
+/// The rows the products run over come in multiples of this.
+constexpr int64_t kRowStep = 8;
+static_assert(kWinogradRowStep % kRowStep == 0, "blocks of tiles hold whole steps of rows");
+
+/// Rows of a block the products run over: `count` rounded up to kRowStep (the rows past `count`
+/// are zero).
+HWY_INLINE int64_t RowsUsed(int64_t count) { return (count + kRowStep - 1) / kRowStep * kRowStep; }
+
 /// Patches of tiles [first, first + count) at the 36 points into v ([36][s.rows][cin]);
-/// rows from count on are zero.
+/// rows from count to RowsUsed(count) are zero.
 void TransformPatches(const WinogradShape& s, const float* x, int64_t first, int64_t count, float* v) {
   const D d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
@@ -129,7 +129,7 @@ void TransformPatches(const WinogradShape& s, const float* x, int64_t first, int
   }
   for (int p = 0; p < 36; ++p) {
     std::memset(v + p * point_stride + count * s.cin, 0,
-                sizeof(float) * static_cast<size_t>((s.rows - count) * s.cin));
+                sizeof(float) * static_cast<size_t>((RowsUsed(count) - count) * s.cin));
   }
 }
 
@@ -161,14 +161,14 @@ HWY_INLINE void MultiplyBlock(D d, const float* v, const float* u, int64_t cin, 
   }
 }
 
-/// Rows of a register block of NV vectors of output features: AVX-512's 6 by 4 vectors ran the
-/// [128, 14, 14, 32] to 64 products at 4 by 4's speed, and 8 by 2 vectors (32 features, the input
-/// gradient's) 1.2 times as fast as 12 by 2 (24 accumulators; 2.58 against 3.08 ms for the whole
-/// convolution).
+/// Rows of a register block of NV vectors of output features (they divide kRowStep): AVX-512's
+/// 4 by 4 vectors ran the [128, 14, 14, 32] to 64 products at 6 by 4's speed, and 8 by 2 vectors
+/// (32 features, the input gradient's) 1.2 times as fast as 12 by 2 (24 accumulators; 2.58
+/// against 3.08 ms for the whole convolution).
 template <int NV>
 constexpr int BlockRows() {
-  if (kAccumulators >= 24) return NV == 4 ? 6 : 8;
-  return NV == 2 ? 6 : 8;
+  if (kAccumulators >= 24) return NV == 4 ? 4 : 8;
+  return NV == 2 ? 4 : 8;
 }
 
 /// All `rows` rows of the NV vectors of features from `o` on, in blocks of R rows.
@@ -176,12 +176,12 @@ template <int NV>
 HWY_INLINE void MultiplyColumns(D d, int64_t rows, const float* v, const float* u, int64_t cin, int64_t cout,
                                 float* m) {
   constexpr int R = BlockRows<NV>();
-  static_assert(kWinogradRowStep % R == 0, "row blocks divide a block of tiles");
+  static_assert(kRowStep % R == 0, "register blocks divide the rows a block's products run over");
   for (int64_t t = 0; t < rows; t += R) MultiplyBlock<R, NV>(d, v + t * cin, u, cin, cout, m + t * cout);
 }
 
-/// The products at the 36 points: m[p] ([s.rows][cout]) = v[p] . u[p].
-void MultiplyPoints(const WinogradShape& s, const float* v, const float* u, float* m) {
+/// The products at the 36 points: m[p] ([rows][cout]) = v[p] . u[p].
+void MultiplyPoints(const WinogradShape& s, int64_t rows, const float* v, const float* u, float* m) {
   const D d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   constexpr int kWide = kAccumulators >= 24 ? 4 : 2;
@@ -191,14 +191,14 @@ void MultiplyPoints(const WinogradShape& s, const float* v, const float* u, floa
     float* mp = m + p * PointStride(s, s.cout);
     int64_t o = 0;
     for (; o + kWide * lanes <= s.cout; o += kWide * lanes)
-      MultiplyColumns<kWide>(d, s.rows, vp, up + o, s.cin, s.cout, mp + o);
+      MultiplyColumns<kWide>(d, rows, vp, up + o, s.cin, s.cout, mp + o);
     const int64_t left = (s.cout - o) / lanes;
     if (kWide == 4 && left == 3) {
-      MultiplyColumns<3>(d, s.rows, vp, up + o, s.cin, s.cout, mp + o);
+      MultiplyColumns<3>(d, rows, vp, up + o, s.cin, s.cout, mp + o);
     } else if (kWide == 4 && left == 2) {
-      MultiplyColumns<2>(d, s.rows, vp, up + o, s.cin, s.cout, mp + o);
+      MultiplyColumns<2>(d, rows, vp, up + o, s.cin, s.cout, mp + o);
     } else if (left == 1) {
-      MultiplyColumns<1>(d, s.rows, vp, up + o, s.cin, s.cout, mp + o);
+      MultiplyColumns<1>(d, rows, vp, up + o, s.cin, s.cout, mp + o);
     }
   }
 }
@@ -242,13 +242,13 @@ void ForwardTiles(const WinogradShape& s, const float* x, const float* u, const 
   float* v = work;
   float* m = work + 36 * PointStride(s, s.cin);
   TransformPatches(s, x, first, count, v);
-  MultiplyPoints(s, v, u, m);
+  MultiplyPoints(s, RowsUsed(count), v, u, m);
   StoreResults(s, m, first, count, bias, relu, y);
 }
 
 /// The result gradient's tiles [first, first + count) at the 36 points into w
-/// ([36][s.rows][cout]): A dY A^T, positions past the gradient's edge zero; rows from
-/// count on are zero.
+/// ([36][s.rows][cout]): A dY A^T, positions past the gradient's edge zero; rows from count to
+/// RowsUsed(count) are zero.
 void TransformGradients(const WinogradShape& s, const float* dy, int64_t first, int64_t count, float* w) {
   const D d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
@@ -280,7 +280,7 @@ void TransformGradients(const WinogradShape& s, const float* dy, int64_t first, 
   }
   for (int p = 0; p < 36; ++p) {
     std::memset(w + p * point_stride + count * s.cout, 0,
-                sizeof(float) * static_cast<size_t>((s.rows - count) * s.cout));
+                sizeof(float) * static_cast<size_t>((RowsUsed(count) - count) * s.cout));
   }
 }
 
@@ -322,6 +322,7 @@ void KernelGradientTiles(const WinogradShape& s, const float* x, const float* dy
   float* w = work + 36 * PointStride(s, s.cin);
   TransformPatches(s, x, first, count, v);
   TransformGradients(s, dy, first, count, w);
+  const int64_t rows = RowsUsed(count);
   // Blocks of R input features (cin is a multiple of 16) by 2 or 1 vectors of output features.
   constexpr int R = 4;
   for (int p = 0; p < 36; ++p) {
@@ -331,52 +332,77 @@ void KernelGradientTiles(const WinogradShape& s, const float* x, const float* dy
     for (int64_t i = 0; i < s.cin; i += R) {
       int64_t o = 0;
       for (; o + 4 * lanes <= s.cout; o += 4 * lanes)
-        AccumulateBlock<R, 4>(d, s.rows, vp + i, wp + o, s.cin, s.cout, sp + i * s.cout + o);
+        AccumulateBlock<R, 4>(d, rows, vp + i, wp + o, s.cin, s.cout, sp + i * s.cout + o);
       for (; o + 2 * lanes <= s.cout; o += 2 * lanes)
-        AccumulateBlock<R, 2>(d, s.rows, vp + i, wp + o, s.cin, s.cout, sp + i * s.cout + o);
-      if (o < s.cout) AccumulateBlock<R, 1>(d, s.rows, vp + i, wp + o, s.cin, s.cout, sp + i * s.cout + o);
+        AccumulateBlock<R, 2>(d, rows, vp + i, wp + o, s.cin, s.cout, sp + i * s.cout + o);
+      if (o < s.cout) AccumulateBlock<R, 1>(d, rows, vp + i, wp + o, s.cin, s.cout, sp + i * s.cout + o);
     }
   }
 }
 
-/// out[a][b] = sum over i, j of left[a][i] in[i][j] right[b][j] on vectors of output features:
-/// G g G^T (5x5 to 6x6, left = right = G) or G^T S G (6x6 to 5x5, both G transposed).
-template <int kIn, int kOut, bool kTransposed>
-HWY_INLINE void Sandwich(D d, const float* in, int64_t in_stride, float* out, int64_t out_stride) {
-  const auto coef = [](int a, int i) { return kTransposed ? kG[i][a] : kG[a][i]; };
+/// G applied to five vectors (one line of the kernel): six. With e = g0 + g2 + g4, o = g1 + g3,
+/// a = g0/24 + g2/6 + 2 g4/3 and b = g1/12 + g3/3: g0/4, -(e + o)/6, -(e - o)/6, a + b, a - b, g4.
+HWY_INLINE void KernelLine(D d, const V* g, V* u) {
+  const V e = hn::Add(hn::Add(g[0], g[2]), g[4]), o = hn::Add(g[1], g[3]);
+  const V sixth = hn::Set(d, -1 / 6.0f);
+  const V a = hn::MulAdd(hn::Set(d, 1 / 24.0f), g[0],
+                         hn::MulAdd(hn::Set(d, 1 / 6.0f), g[2], hn::Mul(hn::Set(d, 2 / 3.0f), g[4])));
+  const V b = hn::MulAdd(hn::Set(d, 1 / 12.0f), g[1], hn::Mul(hn::Set(d, 1 / 3.0f), g[3]));
+  u[0] = hn::Mul(hn::Set(d, 0.25f), g[0]);
+  u[1] = hn::Mul(sixth, hn::Add(e, o));
+  u[2] = hn::Mul(sixth, hn::Sub(e, o));
+  u[3] = hn::Add(a, b);
+  u[4] = hn::Sub(a, b);
+  u[5] = g[4];
+}
+
+/// G^T applied to six vectors (the adjoint of KernelLine): five. With p = s1 + s2, m = s1 - s2,
+/// q = s3 + s4, n = s3 - s4: s0/4 - p/6 + q/24, -m/6 + n/12, (q - p)/6, -m/6 + n/3,
+/// -p/6 + 2q/3 + s5.
+HWY_INLINE void KernelGradientLine(D d, const V* s, V* g) {
+  const V p = hn::Add(s[1], s[2]), m = hn::Sub(s[1], s[2]), q = hn::Add(s[3], s[4]), n = hn::Sub(s[3], s[4]);
+  const V sixth = hn::Set(d, 1 / 6.0f);
+  const V mp = hn::Mul(sixth, p), mm = hn::Mul(sixth, m);
+  g[0] = hn::MulAdd(hn::Set(d, 1 / 24.0f), q, hn::MulSub(hn::Set(d, 0.25f), s[0], mp));
+  g[1] = hn::MulSub(hn::Set(d, 1 / 12.0f), n, mm);
+  g[2] = hn::Mul(sixth, hn::Sub(q, p));
+  g[3] = hn::MulSub(hn::Set(d, 1 / 3.0f), n, mm);
+  g[4] = hn::Add(hn::MulSub(hn::Set(d, 2 / 3.0f), q, mp), s[5]);
+}
+
+/// Both axes of a kIn x kIn block of vectors (at `in`, stride in_stride) through Line into
+/// kOut x kOut (at `out`, stride out_stride): down each column, then along each row.
+template <int kIn, int kOut, class Line>
+HWY_INLINE void BothAxes(D d, const float* in, int64_t in_stride, float* out, int64_t out_stride, Line line) {
   V half[kOut][kIn];
-  for (int a = 0; a < kOut; ++a) {
-    for (int j = 0; j < kIn; ++j) half[a][j] = hn::Zero(d);
-  }
-  for (int i = 0; i < kIn; ++i) {
-    for (int j = 0; j < kIn; ++j) {
-      const V x = hn::LoadU(d, in + (i * kIn + j) * in_stride);
-      for (int a = 0; a < kOut; ++a) {
-        if (coef(a, i) != 0.0f) half[a][j] = hn::MulAdd(hn::Set(d, coef(a, i)), x, half[a][j]);
-      }
-    }
+  for (int j = 0; j < kIn; ++j) {
+    V column[kIn], done[kOut];
+    for (int i = 0; i < kIn; ++i) column[i] = hn::LoadU(d, in + (i * kIn + j) * in_stride);
+    line(d, column, done);
+    for (int a = 0; a < kOut; ++a) half[a][j] = done[a];
   }
   for (int a = 0; a < kOut; ++a) {
-    for (int b = 0; b < kOut; ++b) {
-      V sum = hn::Zero(d);
-      for (int j = 0; j < kIn; ++j) {
-        if (coef(b, j) != 0.0f) sum = hn::MulAdd(hn::Set(d, coef(b, j)), half[a][j], sum);
-      }
-      hn::StoreU(sum, d, out + (a * kOut + b) * out_stride);
-    }
+    V done[kOut];
+    line(d, half[a], done);
+    for (int b = 0; b < kOut; ++b) hn::StoreU(done[b], d, out + (a * kOut + b) * out_stride);
   }
 }
 
 void TransformKernel(const WinogradShape& s, const float* g, float* u) {
   const D d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d)), plane = s.cin * s.cout;
-  for (int64_t i = 0; i < plane; i += lanes) Sandwich<5, 6, false>(d, g + i, plane, u + i, plane);
+  for (int64_t i = 0; i < plane; i += lanes) {
+    BothAxes<5, 6>(d, g + i, plane, u + i, plane, [](D dd, const V* in, V* out) { KernelLine(dd, in, out); });
+  }
 }
 
 void FinishKernelGradient(const WinogradShape& s, const float* sums, float* dg) {
   const D d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d)), plane = s.cin * s.cout;
-  for (int64_t i = 0; i < plane; i += lanes) Sandwich<6, 5, true>(d, sums + i, plane, dg + i, plane);
+  for (int64_t i = 0; i < plane; i += lanes) {
+    BothAxes<6, 5>(d, sums + i, plane, dg + i, plane,
+                   [](D dd, const V* in, V* out) { KernelGradientLine(dd, in, out); });
+  }
 }
 
 }  // namespace HWY_NAMESPACE

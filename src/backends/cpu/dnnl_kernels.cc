@@ -177,7 +177,8 @@ KernelChoice TryDnnlKernel(int threads, int team, const Node& node, const std::v
   if (node.inst.op == OpType::Transpose) return MakeDnnlTranspose(threads, node.inst, operands.at(0));
   const Epilogue* e = node.epilogue.get();
   if (winograd && node.inst.op == OpType::ConvGeneral) {
-    if (KernelChoice w = MakeWinogradConv(threads, node.inst, operands, e); w.kernel) return w;
+    if (KernelChoice w = MakeWinogradConv(threads, node.inst, operands, e, node.constant_kernel); w.kernel)
+      return w;
   }
   // Float32 contractions, and the BFloat16 ones the widening pass left (widen.cc).
   KernelChoice k = MakeDnnlContraction(threads, team, node.inst, operands, e, node.constant_kernel);

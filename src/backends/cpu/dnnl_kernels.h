@@ -55,9 +55,9 @@ KernelChoice MakeShiftConv(int threads, const Instruction& inst, const std::vect
 /// is the 5x5 kernel), unit strides and dilations, no groups, and input and output features in
 /// multiples of 16 (at most 256 by 256), contiguous in the data, as Winograd's F(2x2, 5x5)
 /// (conv_winograd.cc); `epilogue` (when not null): a bias along the output features and ReLU or
-/// none. Empty for any other convolution.
+/// none. With `constant_kernel` the kernel is transformed once. Empty for any other convolution.
 KernelChoice MakeWinogradConv(int threads, const Instruction& inst, const std::vector<Shape>& operands,
-                              const Epilogue* epilogue);
+                              const Epilogue* epilogue, bool constant_kernel = false);
 
 /// Whether a convolution of `in` to `out` features runs faster as a product and a shift-add than
 /// on oneDNN, which pads the output features to a vector of 16: at most 4 output features from
