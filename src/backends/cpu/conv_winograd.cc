@@ -10,6 +10,8 @@
 
 #include "backends/cpu/conv_winograd.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -32,15 +34,15 @@ using namespace dnnl_util;
 constexpr int64_t kTaps = 5;
 /// Features come in vectors of 16 (AVX-512's; two of AVX2's).
 constexpr int64_t kFeatureStep = 16;
-/// The transformed kernel ([36][cin][cout]) is at most this many floats (256 by 256 features,
-/// 9.4 MB); larger convolutions stay on oneDNN.
-constexpr int64_t kMaxPointFloats = 36 * 256 * 256;
+/// The transformed kernel ([64][cin][cout]) is at most this many floats (256 by 256 features,
+/// 16.8 MB); larger convolutions stay on oneDNN.
+constexpr int64_t kMaxPointFloats = 64 * 256 * 256;
 /// The kernel gradient's tiles are split into this many chunks (fewer for small convolutions),
 /// each summing into its own partial sums, which are then added in order: the result has the same
 /// bits on any number of threads.
 constexpr int64_t kGradientChunks = 4;
 
-/// A constant kernel's transform ([36][cin][cout]), made on the first call (and again only if
+/// A constant kernel's transform ([points][cin][cout]), made on the first call (and again only if
 /// the constant's buffer moves).
 struct KernelCache {
   std::mutex mu;
@@ -61,6 +63,17 @@ struct WinogradPlan {
   /// Set for a forward convolution whose kernel is a constant.
   std::shared_ptr<KernelCache> kernel_cache;
 };
+
+/// The tile size that does fewer products: 4 (64 points per 4x4 results) unless 2 (36 points per
+/// 2x2) covers the result with fewer points (results of 1 or 2 positions along an axis), 2 on a
+/// tie (its rounding is the smaller: conv_winograd.h).
+int64_t TileFor(WinogradShape s) {
+  s.tile = 2;
+  const int64_t small = s.Points() * s.TilesHigh() * s.TilesWide();
+  s.tile = 4;
+  const int64_t large = s.Points() * s.TilesHigh() * s.TilesWide();
+  return large < small ? 4 : 2;
+}
 
 /// Tiles [first, last) of block b of `blocks` over `tiles`: blocks of equal size (to a tile),
 /// each at most s.rows (a batch of one 14x14 image: 25 and 24 tiles, not 48 and 1).
@@ -98,7 +111,7 @@ void MapInput(const OpAttributes& at, const Shape& x, int64_t image, WinogradSha
 
 bool FeaturesFit(int64_t cin, int64_t cout) {
   return cin > 0 && cout > 0 && cin % kFeatureStep == 0 && cout % kFeatureStep == 0 &&
-         36 * cin * cout <= kMaxPointFloats;
+         64 * cin * cout <= kMaxPointFloats;
 }
 
 /// The forward form: a 5x5 kernel, features last in the input and the result.
@@ -170,7 +183,7 @@ float* BlockWork(std::thread::id caller, float* own, const WinogradShape& s) {
   return reinterpret_cast<float*>(Scratch(sizeof(float) * static_cast<size_t>(WinogradWorkFloats(s))));
 }
 
-/// The kernel (operand `w`, at the plan's strides) at the 36 points in `u`; `g` takes a dense
+/// The kernel (operand `w`, at the plan's strides) at the points in `u`; `g` takes a dense
 /// copy of it unless it is dense already ([5][5][cin][cout]).
 void TransformKernel(const WinogradPlan& p, const uint8_t* w, float* g, float* u) {
   const WinogradShape& s = p.s;
@@ -185,13 +198,14 @@ void TransformKernel(const WinogradPlan& p, const uint8_t* w, float* g, float* u
   WinogradTransformKernel(s, g, u);
 }
 
-/// The constant kernel `w` at the 36 points, from the plan's cache (transformed now if not yet).
+/// The constant kernel `w` at the points, from the plan's cache (transformed now if not yet).
 const float* CachedKernel(const WinogradPlan& p, const uint8_t* w, float* g) {
   KernelCache& cache = *p.kernel_cache;
   std::lock_guard<std::mutex> lock(cache.mu);
   if (cache.source != w) {
     if (!cache.data) {
-      const size_t bytes = (sizeof(float) * static_cast<size_t>(36 * p.s.cin * p.s.cout) + 63) / 64 * 64;
+      const size_t bytes =
+          (sizeof(float) * static_cast<size_t>(p.s.Points() * p.s.PointPlane()) + 63) / 64 * 64;
       cache.data.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
       if (!cache.data) throw std::bad_alloc();
     }
@@ -206,7 +220,8 @@ void RunForward(const WinogradPlan& p, ref::Operands in, uint8_t* out) {
   const size_t plane = static_cast<size_t>(s.cin * s.cout);
   ScratchLayout layout;
   const size_t g_at = layout.Add(sizeof(float) * kTaps * kTaps * plane);
-  const size_t u_at = p.kernel_cache ? 0 : layout.Add(sizeof(float) * 36 * plane);
+  const size_t u_at =
+      p.kernel_cache ? 0 : layout.Add(sizeof(float) * static_cast<size_t>(s.Points() * s.PointPlane()));
   const size_t work_at = layout.Add(sizeof(float) * static_cast<size_t>(WinogradWorkFloats(s)));
   uint8_t* scratch = Scratch(layout.total);
   auto* g = reinterpret_cast<float*>(scratch + g_at);
@@ -235,7 +250,7 @@ void RunForward(const WinogradPlan& p, ref::Operands in, uint8_t* out) {
 
 void RunKernelGradient(const WinogradPlan& p, ref::Operands in, uint8_t* out) {
   const WinogradShape& s = p.s;
-  const int64_t plane = s.cin * s.cout, points = 36 * plane;
+  const int64_t plane = s.cin * s.cout, points = s.Points() * s.PointPlane();
   const int64_t tiles = s.Tiles(), blocks = (tiles + s.rows - 1) / s.rows;
   const int64_t chunks = std::min(blocks, kGradientChunks);
   ScratchLayout layout;
@@ -294,7 +309,8 @@ KernelChoice MakeWinogradConv(int threads, const Instruction& inst, const std::v
     p = WinogradPlan();
     if (epilogue != nullptr || !MapKernelGradient(at, x, k, y, p)) return {};
   }
-  p.s.rows = WinogradRows(p.s.cin, p.s.cout);
+  p.s.tile = TileFor(p.s);
+  p.s.rows = WinogradRows(p.s.Points(), p.s.cin, p.s.cout);
   const WinogradShape& s = p.s;
   if (s.Tiles() == 0) return {};
   const int64_t macs = s.batch * s.out_h * s.out_w * s.cin * s.cout * kTaps * kTaps;
@@ -302,6 +318,7 @@ KernelChoice MakeWinogradConv(int threads, const Instruction& inst, const std::v
   p.parallel = threads > 1 && macs > SingleThreadMacs();
   if (constant_kernel && !p.kernel_gradient) p.kernel_cache = std::make_shared<KernelCache>();
   std::string name = p.kernel_gradient ? "conv.winograd_kernel_gradient" : "conv.winograd";
+  name += fmt::format("({0}x{0} tiles)", s.tile);
   if (p.kernel_cache) name += "(kernel kept)";
   if (epilogue != nullptr) name += "+post[" + epilogue->ToString() + "]";
   if (p.kernel_gradient)

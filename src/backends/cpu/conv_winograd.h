@@ -24,14 +24,18 @@
 namespace kiln::compute::cpu {
 
 /// Tiles per block come in multiples of this (every register block's rows divide it).
-inline constexpr int64_t kWinogradRowStep = 24;
+inline constexpr int64_t kWinogradRowStep = 8;
 
-/// Tiles per block for `cin` input and `cout` output features: 48 while a block's transformed
-/// patches ([36][rows][cin]) and products ([36][rows][cout]) take at most 768 KiB of a core's L2,
-/// else 24. 32 to 64 features, 2 threads: the kernel gradient 2.51-2.55 ms at 48 against
-/// 2.73-2.75 at 24 and 2.71 at 96; the forward ones alike at 24 and 48, slower at 96.
-inline int64_t WinogradRows(int64_t cin, int64_t cout) {
-  return 36 * 48 * (cin + cout) * 4 <= 768 * 1024 ? 2 * kWinogradRowStep : kWinogradRowStep;
+/// Tiles per block for `points` (36 or 64), `cin` input and `cout` output features: the most of
+/// 48, 24, 16 and 8 whose transformed patches ([points][rows][cin]) and products
+/// ([points][rows][cout]) take at most 768 KiB of a core's L2 (8 if none). F(2x2, 5x5), 32 to 64
+/// features, 2 threads: the kernel gradient 2.51-2.55 ms at 48 tiles against 2.73-2.75 at 24 and
+/// 2.71 at 96; the forward ones alike at 24 and 48, slower at 96.
+inline int64_t WinogradRows(int64_t points, int64_t cin, int64_t cout) {
+  for (int64_t rows : {48, 24, 16}) {
+    if (points * rows * (cin + cout) * 4 <= 768 * 1024) return rows;
+  }
+  return 8;
 }
 
 /// A convolution's geometry as the Winograd kernels read it. Features are contiguous in the
@@ -48,15 +52,24 @@ struct WinogradShape {
   int64_t x_image = 0, x_row = 0, x_col = 0;
   /// The result's (or the result gradient's) strides: image, row, column.
   int64_t y_image = 0, y_row = 0, y_col = 0;
+  /// Results per tile along each axis: 2 (F(2x2, 5x5), 36 points) or 4 (F(4x4, 5x5), 64).
+  int64_t tile = 4;
   /// Tiles per block (WinogradRows).
   int64_t rows = kWinogradRowStep;
 
-  int64_t TilesHigh() const { return (out_h + 1) / 2; }
-  int64_t TilesWide() const { return (out_w + 1) / 2; }
+  int64_t Patch() const { return tile + 4; }
+  /// Floats from one point's [cin][cout] matrix (of the transformed kernel, or of the kernel
+  /// gradient's sums) to the next: a cache line more than the matrix, whose 8 KiB (32 by 64
+  /// features) would put every point's store of a transform in one set of L1.
+  int64_t PointPlane() const { return cin * cout + 16; }
+  int64_t Points() const { return Patch() * Patch(); }
+  int64_t TilesHigh() const { return (out_h + tile - 1) / tile; }
+  int64_t TilesWide() const { return (out_w + tile - 1) / tile; }
   int64_t Tiles() const { return batch * TilesHigh() * TilesWide(); }
 };
 
-/// The kernel g ([5][5][cin][cout], dense) at the 36 points: u = G g G^T ([36][cin][cout]).
+/// The kernel g ([5][5][cin][cout], dense) at the points: u = G g G^T ([points][cin][cout], points
+/// PointPlane() floats apart).
 void WinogradTransformKernel(const WinogradShape& s, const float* g, float* u);
 
 /// Tiles [first, first + count) (count <= s.rows) of the forward convolution of x by the
@@ -65,12 +78,12 @@ void WinogradTransformKernel(const WinogradShape& s, const float* g, float* u);
 void WinogradForwardTiles(const WinogradShape& s, const float* x, const float* u, const float* bias,
                           bool relu, int64_t first, int64_t count, float* work, float* y);
 
-/// Adds the kernel gradient's sums at the 36 points ([36][cin][cout]) over tiles [first, first +
-/// count) (count <= s.rows): input x, result gradient dy (at s's y strides).
+/// Adds the kernel gradient's sums at the points ([points][cin][cout], PointPlane() apart) over tiles [first,
+/// first + count) (count <= s.rows): input x, result gradient dy (at s's y strides).
 void WinogradKernelGradientTiles(const WinogradShape& s, const float* x, const float* dy, int64_t first,
                                  int64_t count, float* work, float* sums);
 
-/// The kernel gradient ([5][5][cin][cout], dense) from its sums at the 36 points: G^T sums G.
+/// The kernel gradient ([5][5][cin][cout], dense) from its sums at the points: G^T sums G.
 void WinogradFinishKernelGradient(const WinogradShape& s, const float* sums, float* dg);
 
 /// Floats of per-block work space the tile functions take.

@@ -1,6 +1,7 @@
-// The Highway kernels of the F(2x2, 5x5) Winograd convolution (conv_winograd.h): the transforms
-// run on vectors of features, the products at the 36 points on register blocks of tiles by output
-// features (AVX-512: 6 tiles by 4 vectors). Dynamic dispatch, as fused_simd.cc.
+// The Highway kernels of the F(2x2, 5x5) and F(4x4, 5x5) Winograd convolutions (conv_winograd.h):
+// the transforms (winograd_lines-inl.h) run on vectors of features, the products at the 36 or 64
+// points on register blocks of tiles by output features (AVX-512: 4 tiles by 4 vectors). Dynamic
+// dispatch, as fused_simd.cc.
 
 #include "backends/cpu/hwy_targets.h"  // IWYU pragma: keep
 
@@ -8,9 +9,11 @@
 #define HWY_TARGET_INCLUDE "backends/cpu/conv_winograd_simd.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 // clang-format: the includes below must follow foreach_target.h.
+#include <algorithm>
 #include <cstring>
 
 #include "backends/cpu/conv_winograd.h"
+#include "backends/cpu/winograd_lines-inl.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -18,8 +21,9 @@ namespace kiln::compute::cpu {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-using D = hn::ScalableTag<float>;
-using V = hn::Vec<D>;
+using winograd::D;
+using winograd::Lines;
+using winograd::V;
 
 /// Accumulators a register block of the products may hold: AVX-512 has 32 vector registers,
 /// the other targets 16 or fewer.
@@ -36,39 +40,6 @@ constexpr int kAccumulators = 12;
 /// gradient's transforms).
 HWY_INLINE int64_t PointStride(const WinogradShape& s, int64_t features) { return s.rows * features + 16; }
 
-/// B^T applied to six vectors (one line of a patch).
-HWY_INLINE void InputLine(D d, const V* in, V* out) {
-  const V four = hn::Set(d, 4.0f), five = hn::Set(d, 5.0f), two = hn::Set(d, 2.0f);
-  out[0] = hn::NegMulAdd(five, in[2], hn::MulAdd(four, in[0], in[4]));
-  const V s12 = hn::Add(in[1], in[2]), d12 = hn::Sub(in[1], in[2]);
-  const V s34 = hn::Add(in[3], in[4]), d43 = hn::Sub(in[4], in[3]);
-  out[1] = hn::NegMulAdd(four, s12, s34);
-  out[2] = hn::MulAdd(four, d12, d43);
-  const V d31 = hn::Sub(in[3], in[1]), d42 = hn::Sub(in[4], in[2]);
-  out[3] = hn::MulAdd(two, d31, d42);
-  out[4] = hn::NegMulAdd(two, d31, d42);
-  out[5] = hn::NegMulAdd(five, in[3], hn::MulAdd(four, in[1], in[5]));
-}
-
-/// A^T applied to six vectors: the two results of a line.
-HWY_INLINE void OutputLine(D d, const V* m, V& y0, V& y1) {
-  const V a12 = hn::Add(m[1], m[2]), d12 = hn::Sub(m[1], m[2]);
-  const V a34 = hn::Add(m[3], m[4]), d34 = hn::Sub(m[3], m[4]);
-  y0 = hn::Add(hn::Add(m[0], a12), a34);
-  y1 = hn::Add(hn::MulAdd(hn::Set(d, 2.0f), d34, d12), m[5]);
-}
-
-/// A applied to two vectors (the adjoint of OutputLine): six.
-HWY_INLINE void GradientLine(D d, V y0, V y1, V* w) {
-  const V two = hn::Set(d, 2.0f);
-  w[0] = y0;
-  w[1] = hn::Add(y0, y1);
-  w[2] = hn::Sub(y0, y1);
-  w[3] = hn::MulAdd(two, y1, y0);
-  w[4] = hn::NegMulAdd(two, y1, y0);
-  w[5] = y1;
-}
-
 /// The image and first row and column (of the result, or of the gradient) of tile `tile`.
 struct TilePlace {
   int64_t image, row, col;
@@ -77,7 +48,7 @@ struct TilePlace {
 HWY_INLINE TilePlace PlaceOf(const WinogradShape& s, int64_t tile) {
   const int64_t wide = s.TilesWide(), per_image = s.TilesHigh() * wide;
   const int64_t rem = tile % per_image;
-  return {tile / per_image, rem / wide * 2, rem % wide * 2};
+  return {tile / per_image, rem / wide * s.tile, rem % wide * s.tile};
 }
 
 /// The rows the products run over come in multiples of this.
@@ -88,12 +59,14 @@ static_assert(kWinogradRowStep % kRowStep == 0, "blocks of tiles hold whole step
 /// are zero).
 HWY_INLINE int64_t RowsUsed(int64_t count) { return (count + kRowStep - 1) / kRowStep * kRowStep; }
 
-/// Patches of tiles [first, first + count) at the 36 points into v ([36][s.rows][cin]);
-/// rows from count to RowsUsed(count) are zero.
+/// Patches of tiles [first, first + count) at the points into v ([points][s.rows][cin]); rows
+/// from count to RowsUsed(count) are zero.
+template <int M>
 void TransformPatches(const WinogradShape& s, const float* x, int64_t first, int64_t count, float* v) {
+  constexpr int P = Lines<M>::kPatch;
   const D d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
-  HWY_ALIGN float line[36 * hn::MaxLanes(d)];
+  HWY_ALIGN float line[P * P * hn::MaxLanes(d)];
   const int64_t point_stride = PointStride(s, s.cin);
   for (int64_t t = 0; t < count; ++t) {
     const TilePlace at = PlaceOf(s, first + t);
@@ -101,33 +74,33 @@ void TransformPatches(const WinogradShape& s, const float* x, int64_t first, int
     const float* image = x + at.image * s.x_image;
     for (int64_t c = 0; c < s.cin; c += lanes) {
       // Down each column of the patch, then along each transformed row.
-#pragma GCC unroll 6
-      for (int j = 0; j < 6; ++j) {
-        V in[6], out[6];
+#pragma GCC unroll 8
+      for (int j = 0; j < P; ++j) {
+        V in[P], out[P];
         const int64_t ix = ix0 + j;
         const bool inside = ix >= 0 && ix < s.in_w;
-#pragma GCC unroll 6
-        for (int i = 0; i < 6; ++i) {
+#pragma GCC unroll 8
+        for (int i = 0; i < P; ++i) {
           const int64_t iy = iy0 + i;
           in[i] = inside && iy >= 0 && iy < s.in_h ? hn::LoadU(d, image + iy * s.x_row + ix * s.x_col + c)
                                                    : hn::Zero(d);
         }
-        InputLine(d, in, out);
-#pragma GCC unroll 6
-        for (int i = 0; i < 6; ++i) hn::Store(out[i], d, line + (i * 6 + j) * lanes);
+        Lines<M>::Input(d, in, out);
+#pragma GCC unroll 8
+        for (int i = 0; i < P; ++i) hn::Store(out[i], d, line + (i * P + j) * lanes);
       }
-#pragma GCC unroll 6
-      for (int i = 0; i < 6; ++i) {
-        V in[6], out[6];
-#pragma GCC unroll 6
-        for (int j = 0; j < 6; ++j) in[j] = hn::Load(d, line + (i * 6 + j) * lanes);
-        InputLine(d, in, out);
-#pragma GCC unroll 6
-        for (int j = 0; j < 6; ++j) hn::StoreU(out[j], d, v + (i * 6 + j) * point_stride + t * s.cin + c);
+#pragma GCC unroll 8
+      for (int i = 0; i < P; ++i) {
+        V in[P], out[P];
+#pragma GCC unroll 8
+        for (int j = 0; j < P; ++j) in[j] = hn::Load(d, line + (i * P + j) * lanes);
+        Lines<M>::Input(d, in, out);
+#pragma GCC unroll 8
+        for (int j = 0; j < P; ++j) hn::StoreU(out[j], d, v + (i * P + j) * point_stride + t * s.cin + c);
       }
     }
   }
-  for (int p = 0; p < 36; ++p) {
+  for (int p = 0; p < P * P; ++p) {
     std::memset(v + p * point_stride + count * s.cin, 0,
                 sizeof(float) * static_cast<size_t>((RowsUsed(count) - count) * s.cin));
   }
@@ -180,14 +153,14 @@ HWY_INLINE void MultiplyColumns(D d, int64_t rows, const float* v, const float* 
   for (int64_t t = 0; t < rows; t += R) MultiplyBlock<R, NV>(d, v + t * cin, u, cin, cout, m + t * cout);
 }
 
-/// The products at the 36 points: m[p] ([rows][cout]) = v[p] . u[p].
+/// The products at the points: m[p] ([rows][cout]) = v[p] . u[p].
 void MultiplyPoints(const WinogradShape& s, int64_t rows, const float* v, const float* u, float* m) {
   const D d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   constexpr int kWide = kAccumulators >= 24 ? 4 : 2;
-  for (int p = 0; p < 36; ++p) {
+  for (int64_t p = 0; p < s.Points(); ++p) {
     const float* vp = v + p * PointStride(s, s.cin);
-    const float* up = u + p * s.cin * s.cout;
+    const float* up = u + p * s.PointPlane();
     float* mp = m + p * PointStride(s, s.cout);
     int64_t o = 0;
     for (; o + kWide * lanes <= s.cout; o += kWide * lanes)
@@ -204,31 +177,35 @@ void MultiplyPoints(const WinogradShape& s, int64_t rows, const float* v, const 
 }
 
 /// The results of tiles [first, first + count) from their products m, plus bias, clamped.
+template <int M>
 void StoreResults(const WinogradShape& s, const float* m, int64_t first, int64_t count, const float* bias,
                   bool relu, float* y) {
+  constexpr int P = Lines<M>::kPatch;
   const D d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   const int64_t point_stride = PointStride(s, s.cout);
   for (int64_t t = 0; t < count; ++t) {
     const TilePlace at = PlaceOf(s, first + t);
     float* image = y + at.image * s.y_image;
-    const bool full_rows = at.row + 1 < s.out_h, full_cols = at.col + 1 < s.out_w;
+    const int rows = static_cast<int>(std::min<int64_t>(M, s.out_h - at.row));
+    const int cols = static_cast<int>(std::min<int64_t>(M, s.out_w - at.col));
     for (int64_t c = 0; c < s.cout; c += lanes) {
-      V low[6], high[6];
-#pragma GCC unroll 6
-      for (int j = 0; j < 6; ++j) {
-        V col[6];
-#pragma GCC unroll 6
-        for (int i = 0; i < 6; ++i) col[i] = hn::LoadU(d, m + (i * 6 + j) * point_stride + t * s.cout + c);
-        OutputLine(d, col, low[j], high[j]);
+      V half[M][P];
+#pragma GCC unroll 8
+      for (int j = 0; j < P; ++j) {
+        V col[P], out[M];
+#pragma GCC unroll 8
+        for (int i = 0; i < P; ++i) col[i] = hn::LoadU(d, m + (i * P + j) * point_stride + t * s.cout + c);
+        Lines<M>::Output(d, col, out);
+#pragma GCC unroll 4
+        for (int a = 0; a < M; ++a) half[a][j] = out[a];
       }
-      V out[2][2];
-      OutputLine(d, low, out[0][0], out[0][1]);
-      OutputLine(d, high, out[1][0], out[1][1]);
       const V b = bias != nullptr ? hn::LoadU(d, bias + c) : hn::Zero(d);
-      for (int a = 0; a < (full_rows ? 2 : 1); ++a) {
-        for (int e = 0; e < (full_cols ? 2 : 1); ++e) {
-          V r = hn::Add(out[a][e], b);
+      for (int a = 0; a < rows; ++a) {
+        V out[M];
+        Lines<M>::Output(d, half[a], out);
+        for (int e = 0; e < cols; ++e) {
+          V r = hn::Add(out[e], b);
           if (relu) r = hn::Max(r, hn::Zero(d));
           hn::StoreU(r, d, image + (at.row + a) * s.y_row + (at.col + e) * s.y_col + c);
         }
@@ -237,48 +214,64 @@ void StoreResults(const WinogradShape& s, const float* m, int64_t first, int64_t
   }
 }
 
-void ForwardTiles(const WinogradShape& s, const float* x, const float* u, const float* bias, bool relu,
-                  int64_t first, int64_t count, float* work, float* y) {
+template <int M>
+void ForwardTilesOf(const WinogradShape& s, const float* x, const float* u, const float* bias, bool relu,
+                    int64_t first, int64_t count, float* work, float* y) {
   float* v = work;
-  float* m = work + 36 * PointStride(s, s.cin);
-  TransformPatches(s, x, first, count, v);
+  float* m = work + s.Points() * PointStride(s, s.cin);
+  TransformPatches<M>(s, x, first, count, v);
   MultiplyPoints(s, RowsUsed(count), v, u, m);
-  StoreResults(s, m, first, count, bias, relu, y);
+  StoreResults<M>(s, m, first, count, bias, relu, y);
 }
 
-/// The result gradient's tiles [first, first + count) at the 36 points into w
-/// ([36][s.rows][cout]): A dY A^T, positions past the gradient's edge zero; rows from count to
-/// RowsUsed(count) are zero.
+void ForwardTiles(const WinogradShape& s, const float* x, const float* u, const float* bias, bool relu,
+                  int64_t first, int64_t count, float* work, float* y) {
+  if (s.tile == 4) {
+    ForwardTilesOf<4>(s, x, u, bias, relu, first, count, work, y);
+  } else {
+    ForwardTilesOf<2>(s, x, u, bias, relu, first, count, work, y);
+  }
+}
+
+/// The result gradient's tiles [first, first + count) at the points into w
+/// ([points][s.rows][cout]): A dY A^T, positions past the gradient's edge zero; rows from count
+/// to RowsUsed(count) are zero.
+template <int M>
 void TransformGradients(const WinogradShape& s, const float* dy, int64_t first, int64_t count, float* w) {
+  constexpr int P = Lines<M>::kPatch;
   const D d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   const int64_t point_stride = PointStride(s, s.cout);
   for (int64_t t = 0; t < count; ++t) {
     const TilePlace at = PlaceOf(s, first + t);
     const float* image = dy + at.image * s.y_image;
-    const bool full_rows = at.row + 1 < s.out_h, full_cols = at.col + 1 < s.out_w;
+    const int64_t rows = std::min<int64_t>(M, s.out_h - at.row),
+                  cols = std::min<int64_t>(M, s.out_w - at.col);
     for (int64_t c = 0; c < s.cout; c += lanes) {
-      V g[2][2];
-      for (int a = 0; a < 2; ++a) {
-        for (int e = 0; e < 2; ++e) {
-          const bool inside = (a == 0 || full_rows) && (e == 0 || full_cols);
-          g[a][e] = inside ? hn::LoadU(d, image + (at.row + a) * s.y_row + (at.col + e) * s.y_col + c)
-                           : hn::Zero(d);
+      V half[M][P];
+#pragma GCC unroll 4
+      for (int a = 0; a < M; ++a) {
+        V g[M];
+#pragma GCC unroll 4
+        for (int e = 0; e < M; ++e) {
+          g[e] = a < rows && e < cols
+                     ? hn::LoadU(d, image + (at.row + a) * s.y_row + (at.col + e) * s.y_col + c)
+                     : hn::Zero(d);
         }
+        Lines<M>::Gradient(d, g, half[a]);
       }
-      V rows[2][6];
-      GradientLine(d, g[0][0], g[0][1], rows[0]);
-      GradientLine(d, g[1][0], g[1][1], rows[1]);
-#pragma GCC unroll 6
-      for (int j = 0; j < 6; ++j) {
-        V col[6];
-        GradientLine(d, rows[0][j], rows[1][j], col);
-#pragma GCC unroll 6
-        for (int i = 0; i < 6; ++i) hn::StoreU(col[i], d, w + (i * 6 + j) * point_stride + t * s.cout + c);
+#pragma GCC unroll 8
+      for (int j = 0; j < P; ++j) {
+        V col[M], out[P];
+#pragma GCC unroll 4
+        for (int a = 0; a < M; ++a) col[a] = half[a][j];
+        Lines<M>::Gradient(d, col, out);
+#pragma GCC unroll 8
+        for (int i = 0; i < P; ++i) hn::StoreU(out[i], d, w + (i * P + j) * point_stride + t * s.cout + c);
       }
     }
   }
-  for (int p = 0; p < 36; ++p) {
+  for (int p = 0; p < P * P; ++p) {
     std::memset(w + p * point_stride + count * s.cout, 0,
                 sizeof(float) * static_cast<size_t>((RowsUsed(count) - count) * s.cout));
   }
@@ -314,21 +307,22 @@ HWY_INLINE void AccumulateBlock(D d, int64_t rows, const float* v, const float* 
   }
 }
 
-void KernelGradientTiles(const WinogradShape& s, const float* x, const float* dy, int64_t first,
-                         int64_t count, float* work, float* sums) {
+template <int M>
+void KernelGradientTilesOf(const WinogradShape& s, const float* x, const float* dy, int64_t first,
+                           int64_t count, float* work, float* sums) {
   const D d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   float* v = work;
-  float* w = work + 36 * PointStride(s, s.cin);
-  TransformPatches(s, x, first, count, v);
-  TransformGradients(s, dy, first, count, w);
+  float* w = work + s.Points() * PointStride(s, s.cin);
+  TransformPatches<M>(s, x, first, count, v);
+  TransformGradients<M>(s, dy, first, count, w);
   const int64_t rows = RowsUsed(count);
   // Blocks of R input features (cin is a multiple of 16) by 2 or 1 vectors of output features.
   constexpr int R = 4;
-  for (int p = 0; p < 36; ++p) {
+  for (int64_t p = 0; p < s.Points(); ++p) {
     const float* vp = v + p * PointStride(s, s.cin);
     const float* wp = w + p * PointStride(s, s.cout);
-    float* sp = sums + p * s.cin * s.cout;
+    float* sp = sums + p * s.PointPlane();
     for (int64_t i = 0; i < s.cin; i += R) {
       int64_t o = 0;
       for (; o + 4 * lanes <= s.cout; o += 4 * lanes)
@@ -340,34 +334,13 @@ void KernelGradientTiles(const WinogradShape& s, const float* x, const float* dy
   }
 }
 
-/// G applied to five vectors (one line of the kernel): six. With e = g0 + g2 + g4, o = g1 + g3,
-/// a = g0/24 + g2/6 + 2 g4/3 and b = g1/12 + g3/3: g0/4, -(e + o)/6, -(e - o)/6, a + b, a - b, g4.
-HWY_INLINE void KernelLine(D d, const V* g, V* u) {
-  const V e = hn::Add(hn::Add(g[0], g[2]), g[4]), o = hn::Add(g[1], g[3]);
-  const V sixth = hn::Set(d, -1 / 6.0f);
-  const V a = hn::MulAdd(hn::Set(d, 1 / 24.0f), g[0],
-                         hn::MulAdd(hn::Set(d, 1 / 6.0f), g[2], hn::Mul(hn::Set(d, 2 / 3.0f), g[4])));
-  const V b = hn::MulAdd(hn::Set(d, 1 / 12.0f), g[1], hn::Mul(hn::Set(d, 1 / 3.0f), g[3]));
-  u[0] = hn::Mul(hn::Set(d, 0.25f), g[0]);
-  u[1] = hn::Mul(sixth, hn::Add(e, o));
-  u[2] = hn::Mul(sixth, hn::Sub(e, o));
-  u[3] = hn::Add(a, b);
-  u[4] = hn::Sub(a, b);
-  u[5] = g[4];
-}
-
-/// G^T applied to six vectors (the adjoint of KernelLine): five. With p = s1 + s2, m = s1 - s2,
-/// q = s3 + s4, n = s3 - s4: s0/4 - p/6 + q/24, -m/6 + n/12, (q - p)/6, -m/6 + n/3,
-/// -p/6 + 2q/3 + s5.
-HWY_INLINE void KernelGradientLine(D d, const V* s, V* g) {
-  const V p = hn::Add(s[1], s[2]), m = hn::Sub(s[1], s[2]), q = hn::Add(s[3], s[4]), n = hn::Sub(s[3], s[4]);
-  const V sixth = hn::Set(d, 1 / 6.0f);
-  const V mp = hn::Mul(sixth, p), mm = hn::Mul(sixth, m);
-  g[0] = hn::MulAdd(hn::Set(d, 1 / 24.0f), q, hn::MulSub(hn::Set(d, 0.25f), s[0], mp));
-  g[1] = hn::MulSub(hn::Set(d, 1 / 12.0f), n, mm);
-  g[2] = hn::Mul(sixth, hn::Sub(q, p));
-  g[3] = hn::MulSub(hn::Set(d, 1 / 3.0f), n, mm);
-  g[4] = hn::Add(hn::MulSub(hn::Set(d, 2 / 3.0f), q, mp), s[5]);
+void KernelGradientTiles(const WinogradShape& s, const float* x, const float* dy, int64_t first,
+                         int64_t count, float* work, float* sums) {
+  if (s.tile == 4) {
+    KernelGradientTilesOf<4>(s, x, dy, first, count, work, sums);
+  } else {
+    KernelGradientTilesOf<2>(s, x, dy, first, count, work, sums);
+  }
 }
 
 /// Both axes of a kIn x kIn block of vectors (at `in`, stride in_stride) through Line into
@@ -388,20 +361,39 @@ HWY_INLINE void BothAxes(D d, const float* in, int64_t in_stride, float* out, in
   }
 }
 
-void TransformKernel(const WinogradShape& s, const float* g, float* u) {
+template <int M>
+void TransformKernelOf(const WinogradShape& s, const float* g, float* u) {
   const D d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d)), plane = s.cin * s.cout;
   for (int64_t i = 0; i < plane; i += lanes) {
-    BothAxes<5, 6>(d, g + i, plane, u + i, plane, [](D dd, const V* in, V* out) { KernelLine(dd, in, out); });
+    BothAxes<5, Lines<M>::kPatch>(d, g + i, plane, u + i, s.PointPlane(),
+                                  [](D dd, const V* in, V* out) { Lines<M>::Kernel(dd, in, out); });
+  }
+}
+
+void TransformKernel(const WinogradShape& s, const float* g, float* u) {
+  if (s.tile == 4) {
+    TransformKernelOf<4>(s, g, u);
+  } else {
+    TransformKernelOf<2>(s, g, u);
+  }
+}
+
+template <int M>
+void FinishKernelGradientOf(const WinogradShape& s, const float* sums, float* dg) {
+  const D d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d)), plane = s.cin * s.cout;
+  for (int64_t i = 0; i < plane; i += lanes) {
+    BothAxes<Lines<M>::kPatch, 5>(d, sums + i, s.PointPlane(), dg + i, plane,
+                                  [](D dd, const V* in, V* out) { Lines<M>::KernelGradient(dd, in, out); });
   }
 }
 
 void FinishKernelGradient(const WinogradShape& s, const float* sums, float* dg) {
-  const D d;
-  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d)), plane = s.cin * s.cout;
-  for (int64_t i = 0; i < plane; i += lanes) {
-    BothAxes<6, 5>(d, sums + i, plane, dg + i, plane,
-                   [](D dd, const V* in, V* out) { KernelGradientLine(dd, in, out); });
+  if (s.tile == 4) {
+    FinishKernelGradientOf<4>(s, sums, dg);
+  } else {
+    FinishKernelGradientOf<2>(s, sums, dg);
   }
 }
 
@@ -435,7 +427,7 @@ void WinogradFinishKernelGradient(const WinogradShape& s, const float* sums, flo
   HWY_DYNAMIC_DISPATCH(FinishKernelGradient)(s, sums, dg);
 }
 
-int64_t WinogradWorkFloats(const WinogradShape& s) { return 36 * (s.rows * (s.cin + s.cout) + 32); }
+int64_t WinogradWorkFloats(const WinogradShape& s) { return s.Points() * (s.rows * (s.cin + s.cout) + 32); }
 
 }  // namespace kiln::compute::cpu
 #endif  // HWY_ONCE
