@@ -1,12 +1,13 @@
-// ConvGeneral as Winograd's F(2x2, 5x5) (conv_winograd.h): 2-D Float32 convolutions with 5x5
-// kernels, unit strides and dilations, no groups, and input and output features in multiples of
-// 16, contiguous in the data. Two forms: the forward one (a layer's result, and its input
-// gradient, which autodiff writes as a forward convolution with the reversed kernel), and the
-// kernel gradient (autodiff's form whose result is the 5x5 kernel). The transforms and products
-// of a block of tiles (WinogradRows) run in a core's L2; blocks split across the team. oneDNN's
-// direct kernels for the CNN benchmark's second layer ([128, 14, 14, 32] by 5x5 to 64 features,
-// 2.57 GFLOP in each of the three) run at about the fp32 peak; this does a third of their
-// multiply-adds (docs/performance.md, "Winograd convolutions").
+// ConvGeneral as Winograd's F(4x4, 5x5) or F(2x2, 5x5) (conv_winograd.h): 2-D Float32
+// convolutions with 5x5 kernels, unit strides and dilations, no groups, and input and output
+// features in multiples of 16, contiguous in the data. Two forms: the forward one (a layer's
+// result, and its input gradient, which autodiff writes as a forward convolution with the
+// reversed kernel), and the kernel gradient (autodiff's form whose result is the 5x5 kernel).
+// The transforms and products of a block of tiles (WinogradRows) run in a core's L2; blocks
+// split across the team. oneDNN's direct kernels for the CNN benchmark's second layer ([128, 14,
+// 14, 32] by 5x5 to 64 features, 2.57 GFLOP in each of the three) run at about the fp32 peak;
+// with 4x4 tiles this does a fifth of their multiply-adds (docs/performance.md, "Winograd
+// convolutions").
 
 #include "backends/cpu/conv_winograd.h"
 

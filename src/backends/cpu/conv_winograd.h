@@ -1,11 +1,13 @@
 #pragma once
-// Winograd's minimal filtering F(2x2, 5x5) for 2-D Float32 convolutions with 5x5 kernels and
-// features in multiples of 16 (conv_winograd.cc plans the calls, conv_winograd_simd.cc holds the
-// Highway kernels). Each 2x2 block of results ("tile") comes from a 6x6 patch of the input d and
-// the kernel g as A^T [(G g G^T) . (B^T d B)] A: the kernel and the patch are taken to 36 points,
-// where a tile's sums over input features are 36 independent matrix products (one per point) of
-// 36 multiply-adds per 4 results instead of 25 per result, and back. The points 0, 1, -1, 2, -2
-// and infinity keep the transforms to small integers and the kernel's to fractions of 24:
+// Winograd's minimal filtering F(4x4, 5x5) and F(2x2, 5x5) for 2-D Float32 convolutions with 5x5
+// kernels and features in multiples of 16 (conv_winograd.cc plans the calls, conv_winograd_simd.cc
+// holds the Highway kernels, winograd_lines-inl.h the transforms). Each m x m block of results (a
+// "tile", m = 4 or 2) comes from an (m + 4) x (m + 4) patch of the input d and the kernel g as
+// A^T [(G g G^T) . (B^T d B)] A: the kernel and the patch are taken to 64 (or 36) points, where a
+// tile's sums over input features are independent matrix products, one per point: 64
+// multiply-adds per 16 results (36 per 4) instead of 25 per result, and back. The points 0, 1,
+// -1, 2, -2, 1/2, -1/2 (F(4, 5); the first five for F(2, 5)) and infinity keep the data's
+// transforms to small fractions. F(2, 5)'s matrices, for instance:
 //
 //   B^T = [4  0 -5  0 1 0]   G = [ 1/4     0     0     0    0]   A^T = [1 1  1 1  1 0]
 //         [0 -4 -4  1 1 0]       [-1/6  -1/6  -1/6  -1/6 -1/6]         [0 1 -1 2 -2 1]
@@ -15,9 +17,10 @@
 //         [0  4  0 -5 0 1]       [   0     0     0     0    1]
 //
 // The kernel's gradient is the same products' adjoint: G^T [sum over tiles (B^T d B) . (A dY A^T)] G.
-// Results differ from a direct convolution's by rounding (a few units in the last place of the
-// largest product in a patch), and a NaN or infinity in a patch reaches all four results of its
-// tile, not only those whose window holds it.
+// Results differ from a direct convolution's by rounding (against Float64, the CNN's second layer:
+// an RMS error of 2.3e-6 of the results' RMS with 4x4 tiles, 1.4e-6 with 2x2, 4.7e-7 for oneDNN's
+// direct sums), and a NaN or infinity in a patch can reach the other results of its tile, not
+// only those whose window holds it.
 
 #include <cstdint>
 

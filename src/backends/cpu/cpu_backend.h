@@ -30,7 +30,7 @@ struct Options {
   /// Fused elementwise kernels' vector programs compiled to machine code on AVX-512
   /// (vprogram_jit.h; `jit=false`: the interpreter runs every program).
   bool jit = true;
-  /// 2-D convolutions with 5x5 kernels and features in multiples of 16 run as Winograd's F(2x2,
+  /// 2-D convolutions with 5x5 kernels and features in multiples of 16 run as Winograd's F(4x4,
   /// 5x5) (conv_winograd.h; `winograd=false`: oneDNN's direct convolutions, which round each
   /// result's sum of products as a direct sum).
   bool winograd = true;
