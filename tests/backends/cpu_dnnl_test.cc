@@ -194,12 +194,33 @@ TEST(CpuDnnl, MatmulPathsByShape) {
   EXPECT_NE(name.find("(1 thread)"), std::string::npos) << name;
   name = CheckOp(OpType::DotGeneral, f32({64, 300}), f32({64, 200}), lhs_t, 64, rng, "dW 300x200");
   EXPECT_EQ(name, "dnnl.sgemm(2 row blocks)");
-  // A transposed right side (an input gradient) stays with the primitive on the team.
+  // A transposed right side (an input gradient) stays with the primitive on the team, split into
+  // blocks of result columns (each thread packs its half of the right side).
   OpAttributes rhs_t;
   rhs_t.lhs_contracting = {1};
   rhs_t.rhs_contracting = {1};
   name = CheckOp(OpType::DotGeneral, f32({64, 200}), f32({300, 200}), rhs_t, 200, rng, "dX 64x300");
   EXPECT_EQ(name.rfind("dnnl.matmul[", 0), 0u) << name;
+  EXPECT_NE(name.find("(2 column blocks)"), std::string::npos) << name;
+  // With odd columns, a bias and a ReLU (ONNX's Gemm with transB): each block's own bias and
+  // columns, ref's values.
+  {
+    Graph g;
+    graph::Node x = g.Parameter(f32({48, 96})), w = g.Parameter(f32({301, 96})), b = g.Parameter(f32({301}));
+    graph::Node y =
+        graph::MaxScalar(graph::DotGeneral(x, {1}, {}, w, {1}, {}) + graph::Reshape(b, {1, 301}), 0.0f);
+    std::shared_ptr<const compute::Program> program = g.Build({y});
+    const std::vector<Tensor> inputs = {Random(f32({48, 96}), rng), Random(f32({301, 96}), rng),
+                                        Random(f32({301}), rng)};
+    setenv("KILN_CPU_DUMP", "1", 1);
+    const compute::BackendPtr dumping = compute::NewWithConfig("cpu:threads=2,serial_work=0");
+    unsetenv("KILN_CPU_DUMP");
+    ::testing::internal::CaptureStderr();
+    const std::vector<Tensor> got = RunProgram(dumping, program, inputs);
+    const std::string dump = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(dump.find("(2 column blocks)+post[bias(axis 1), Relu]"), std::string::npos) << dump;
+    EXPECT_TRUE(Close(got[0], RunProgram(Ref(), program, inputs)[0], 96));
+  }
   // Small products run on the calling thread, large ones on the team (Cpu() has two threads).
   OpAttributes plain;
   plain.lhs_contracting = {1};

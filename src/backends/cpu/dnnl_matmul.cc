@@ -96,11 +96,14 @@ std::vector<int64_t> DescStrides(const OperandView& v) {
 /// Whether the view is already dense row-major (a copy would change nothing).
 bool IsDense(const OperandView& v) { return DescStrides(v) == DenseStrides(v.dims3); }
 
-/// One thread's block of result rows on a program team: rows [first, first + rows) of the M axis.
+/// One thread's block of the result on a program team: rows [first, first + rows) of the M axis,
+/// or (a column block) columns [first_col, first_col + cols) of every row.
 struct MatmulPart {
   int64_t first = 0, rows = 0;
+  int64_t first_col = 0, cols = 0;
   dnnl::matmul primitive;  ///< Single-threaded, over the block (not for sgemm plans).
   dnnl::memory::desc src, dst, scratchpad;
+  dnnl::memory::desc weights, bias;  ///< A column block's own views of them.
 };
 
 /// A block of rows is at least this long (fewer rows: the product is not split by row blocks).
@@ -120,8 +123,9 @@ struct MatmulPlan {
   bool sgemm = false;
   char trans_a = 'N', trans_b = 'N';
   int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0;
-  /// One block of rows per thread of a team of `threads` (see AddParts), or none.
+  /// One block of rows (or of columns) per thread of a team of `threads` (see AddParts), or none.
   std::vector<MatmulPart> parts;
+  bool column_parts = false;
   /// Contraction blocks for a program team of this many threads (see AddContractionBlocks), or 0.
   int k_blocks = 0;
 };
@@ -220,13 +224,16 @@ std::vector<int64_t> FreeAxes(int64_t rank, const std::vector<int64_t>& batch,
 /// The primitive of `p` (its weights, bias and post-ops) from `src` to `dst`: the whole product's
 /// or a block of its rows.
 dnnl::matmul::primitive_desc DescribeFor(const MatmulPlan& p, const dnnl::memory::desc& src,
-                                         const dnnl::memory::desc& dst) {
+                                         const dnnl::memory::desc& dst,
+                                         const dnnl::memory::desc* weights = nullptr,
+                                         const dnnl::memory::desc* bias = nullptr) {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   attr.set_post_ops(ActivationPostOps(p.epilogue));
-  if (!p.epilogue.bias)
-    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, p.weights, dst), attr, Engine());
-  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, p.weights, p.bias, dst), attr, Engine());
+  const dnnl::memory::desc& w = weights != nullptr ? *weights : p.weights;
+  if (!p.epilogue.bias) return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, w, dst), attr, Engine());
+  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, w, bias != nullptr ? *bias : p.bias, dst), attr,
+                                      Engine());
 }
 
 /// Creates the primitive for the plan's current copy decisions.
@@ -244,7 +251,12 @@ dnnl::matmul::primitive_desc Describe(MatmulPlan& p) {
 
 /// Splits the product into one block of result rows per thread of the team, each a
 /// single-threaded primitive (or sgemm call) on its rows: products of one matrix pair, without
-/// copies, with at least kMinPartRows rows a block. Leaves `parts` empty otherwise, or when oneDNN
+/// copies, with at least kMinPartRows rows a block. With the right side transposed (g·W^T, an
+/// input gradient; weights stored [N, K]) the primitive's blocks are of result columns instead, at
+/// least kMinPartRows a block: each thread then packs half of the right side, not all of it
+/// (matmul_dx/256x512x512, 2 threads on a team, four interleaved rounds: 309-315 us against
+/// 325-329 in row blocks; 256x784x512 alike; untransposed products were slower in columns,
+/// infer/mlp_b256 790-797 against 745-754 us). Leaves `parts` empty otherwise, or when oneDNN
 /// only has its reference kernel for a block.
 void AddParts(MatmulPlan& p) {
   const int64_t m = p.lhs.dims3[1], k = p.lhs.dims3[2], n = p.rhs.dims3[2];
@@ -255,10 +267,27 @@ void AddParts(MatmulPlan& p) {
   // GFLOP/s in blocks on a team against 351-381 whole).
   if (p.sgemm && m * k * n >= kSgemmMacs) return;
   const ThreadScope scope(1);
-  const std::vector<int64_t> ls = DescStrides(p.lhs), dst_strides = DenseStrides({1, m, n});
+  const std::vector<int64_t> ls = DescStrides(p.lhs), rs = DescStrides(p.rhs),
+                             dst_strides = DenseStrides({1, m, n});
   std::vector<MatmulPart> parts(static_cast<size_t>(p.threads));
+  const bool columns = !p.sgemm && rs[1] == 1 && rs[2] != 1 && n >= p.threads * kMinPartRows;
   for (int t = 0; t < p.threads; ++t) {
     MatmulPart& part = parts[static_cast<size_t>(t)];
+    if (columns) {
+      part.rows = m;
+      part.first_col = n * t / p.threads;
+      part.cols = n * (t + 1) / p.threads - part.first_col;
+      part.src = p.src;
+      part.weights = StridedDesc({1, k, part.cols}, rs, p.type);
+      part.dst = StridedDesc({1, m, part.cols}, dst_strides, p.type);
+      if (p.epilogue.bias) part.bias = StridedDesc({1, 1, part.cols}, {part.cols, part.cols, 1}, p.type);
+      const dnnl::matmul::primitive_desc pd =
+          DescribeFor(p, part.src, part.dst, &part.weights, p.epilogue.bias ? &part.bias : nullptr);
+      if (IsReference(pd)) return;
+      part.scratchpad = pd.scratchpad_desc();
+      part.primitive = dnnl::matmul(pd);
+      continue;
+    }
     part.first = m * t / p.threads;
     part.rows = m * (t + 1) / p.threads - part.first;
     if (p.sgemm) continue;
@@ -269,6 +298,7 @@ void AddParts(MatmulPlan& p) {
     part.scratchpad = pd.scratchpad_desc();
     part.primitive = dnnl::matmul(pd);
   }
+  p.column_parts = columns;
   p.parts = std::move(parts);
 }
 
@@ -347,8 +377,34 @@ bool RunContractionBlocks(const MatmulPlan& p, ref::Operands in, uint8_t* out) {
   return true;
 }
 
+/// Runs one block of columns of the plan on the calling thread.
+void RunColumnPart(const MatmulPlan& p, const MatmulPart& part, ref::Operands in, uint8_t* out) {
+  const auto element = static_cast<int64_t>(dnnl::memory::data_type_size(p.type));
+  const int64_t n = p.rhs.dims3[2];
+  uint8_t* dst = out + part.first_col * element;
+  const int64_t rhs_col = DescStrides(p.rhs)[2];
+  std::unordered_map<int, dnnl::memory> args{
+      {DNNL_ARG_SRC, Wrap(part.src, in[0])},
+      {DNNL_ARG_WEIGHTS, Wrap(part.weights, in[1] + part.first_col * rhs_col * element)},
+      {DNNL_ARG_DST, Wrap(part.dst, dst)}};
+  if (p.epilogue.bias) args.emplace(DNNL_ARG_BIAS, Wrap(part.bias, in[2] + part.first_col * element));
+  if (part.scratchpad.get_size() > 0)
+    args.emplace(DNNL_ARG_SCRATCHPAD, Wrap(part.scratchpad, Scratch(part.scratchpad.get_size())));
+  dnnl::stream stream(Engine());
+  part.primitive.execute(stream, args);
+  stream.wait();
+  if (p.epilogue.activation == Activation::kRelu) {
+    for (int64_t r = 0; r < part.rows; ++r)
+      ReluInPlace(reinterpret_cast<float*>(dst + r * n * element), part.cols, 1);
+  }
+}
+
 /// Runs one block of rows of the plan on the calling thread.
 void RunPart(const MatmulPlan& p, const MatmulPart& part, ref::Operands in, uint8_t* out) {
+  if (p.column_parts) {
+    RunColumnPart(p, part, in, out);
+    return;
+  }
   if (p.sgemm) {
     RunSgemmRows(p, in, out, part.first, part.rows, 1);
     return;
@@ -466,7 +522,8 @@ KernelChoice MakeDnnlMatmul(int threads, int team, const Instruction& inst,
     AddContractionBlocks(*plan, team);
     if (plan->lhs.copy || plan->rhs.copy) name += "(copy)";
     if (plan->threads == 1 && threads > 1) name += "(1 thread)";
-    if (!plan->parts.empty()) name += fmt::format("({} row blocks)", plan->parts.size());
+    if (!plan->parts.empty())
+      name += fmt::format("({} {} blocks)", plan->parts.size(), plan->column_parts ? "column" : "row");
     if (plan->k_blocks > 0) name += fmt::format("({} contraction blocks)", plan->k_blocks);
     if (epilogue != nullptr) name += "+post[" + epilogue->ToString() + "]";
     KernelChoice choice = GuardedDnnlKernel(
