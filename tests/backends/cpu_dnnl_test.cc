@@ -879,21 +879,7 @@ TEST(CpuDnnl, ConstantKernelsAreReorderedOnceAndStayRight) {
   for (int i = 0; i < 4; ++i) inputs.push_back(Random(xs, rng));
   std::vector<Tensor> want;
   for (const Tensor& in : inputs) want.push_back(RunProgram(Ref(), program, {in})[0]);
-  std::vector<std::thread> threads;
-  std::vector<int> failures(3, 0);
-  for (size_t t = 0; t < failures.size(); ++t) {
-    threads.emplace_back([&, t] {
-      for (int i = 0; i < 12; ++i) {
-        const size_t which = (t + static_cast<size_t>(i)) % inputs.size();
-        std::vector<compute::BufferPtr> out =
-            exe->Execute({inputs[which].DeviceBuffer(dumping, 0)}, std::vector<bool>(1, false), 0);
-        const Tensor got = Tensor::FromBuffer(dumping, 0, program->OutputShape(0), out[0]);
-        if (!Close(got, want[which], 72 * 9)) ++failures[t];
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  for (int f : failures) EXPECT_EQ(f, 0);
+  kiln::test::ExpectConcurrentCallsMatch(*exe, dumping, program->OutputShape(0), inputs, want, 72 * 9);
 }
 
 TEST(CpuDnnl, LargeTransposesOfFourByteElementsAreReorders) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <memory>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "backends/cpu/passes.h"
@@ -69,6 +70,28 @@ inline void ExpectCpuMatchesRefAndPlain(const std::shared_ptr<const compute::Pro
     EXPECT_TRUE(Close(got[i], want[i], terms)) << "output " << i << " vs ref";
     EXPECT_TRUE(Close(got[i], plain[i], terms)) << "output " << i << " vs fusion=false";
   }
+}
+
+/// Runs `exe` (compiled by `backend` from a program of one input and one output of `shape`) from 3
+/// threads at once, 12 calls each over `inputs` in turn: every result must be Close to
+/// `want[i]` (the output for inputs[i]) over `terms` products.
+inline void ExpectConcurrentCallsMatch(compute::Executable& exe, const compute::BackendPtr& backend,
+                                       const Shape& shape, const std::vector<Tensor>& inputs,
+                                       const std::vector<Tensor>& want, int64_t terms) {
+  std::vector<std::thread> threads;
+  std::vector<int> failures(3, 0);
+  for (size_t t = 0; t < failures.size(); ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 12; ++i) {
+        const size_t which = (t + static_cast<size_t>(i)) % inputs.size();
+        std::vector<compute::BufferPtr> out =
+            exe.Execute({inputs[which].DeviceBuffer(backend, 0)}, std::vector<bool>(1, false), 0);
+        if (!Close(Tensor::FromBuffer(backend, 0, shape, out[0]), want[which], terms)) ++failures[t];
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int f : failures) EXPECT_EQ(f, 0);
 }
 
 }  // namespace kiln::test

@@ -94,25 +94,56 @@ std::pair<int64_t, int64_t> Padding(const OpAttributes& at, size_t i) {
   return {at.padding[i].low, at.padding[i].high};
 }
 
-/// Fills the input's part of s: rows and columns read, low padding, strides (image axis
-/// `image`, features contiguous).
-void MapInput(const OpAttributes& at, const Shape& x, int64_t image, WinogradShape& s) {
-  const std::vector<int64_t> xs = DenseStrides(x.Dimensions());
+bool FeaturesFit(int64_t cin, int64_t cout) {
+  return cin > 0 && cout > 0 && cin % kFeatureStep == 0 && cout % kFeatureStep == 0 &&
+         64 * cin * cout <= kMaxPointFloats;
+}
+
+/// Where a form finds what the tiles read: the input's image and feature axes; the operand laid
+/// out as the tiles' results (the result, or the result's gradient) with its image, feature and
+/// spatial axes; and the 5x5 operand (the kernel, or the kernel gradient) with its spatial,
+/// input-feature and output-feature axes.
+struct FormAxes {
+  int64_t x_image = 0, x_feature = 0;
+  const Shape* tiles = nullptr;
+  int64_t t_image = 0, t_feature = 0;
+  std::vector<int64_t> t_spatial;
+  const Shape* taps = nullptr;
+  std::vector<int64_t> w_spatial;
+  int64_t w_in = 0, w_out = 0;
+};
+
+/// Fills the plan's geometry from the form's axes; false when the features are not contiguous
+/// in the input and the tiles' operand, or do not fit (FeaturesFit).
+bool MapForm(const OpAttributes& at, const Shape& x, const FormAxes& f, WinogradPlan& p) {
   const ConvDims& c = at.conv;
+  const std::vector<int64_t> xs = DenseStrides(x.Dimensions()), ts = DenseStrides(f.tiles->Dimensions()),
+                             ws = DenseStrides(f.taps->Dimensions());
+  if (At(xs, f.x_feature) != 1 || At(ts, f.t_feature) != 1) return false;
+  WinogradShape& s = p.s;
+  s.batch = Dim(x, f.x_image);
+  s.cin = Dim(x, f.x_feature);
+  s.cout = Dim(*f.tiles, f.t_feature);
+  if (!FeaturesFit(s.cin, s.cout)) return false;
   const auto [top, bottom] = Padding(at, 0);
   const auto [left, right] = Padding(at, 1);
   s.in_h = Dim(x, c.input_spatial[0]) + std::min<int64_t>(bottom, 0);
   s.in_w = Dim(x, c.input_spatial[1]) + std::min<int64_t>(right, 0);
   s.pad_top = top;
   s.pad_left = left;
-  s.x_image = At(xs, image);
+  s.x_image = At(xs, f.x_image);
   s.x_row = At(xs, c.input_spatial[0]);
   s.x_col = At(xs, c.input_spatial[1]);
-}
-
-bool FeaturesFit(int64_t cin, int64_t cout) {
-  return cin > 0 && cout > 0 && cin % kFeatureStep == 0 && cout % kFeatureStep == 0 &&
-         64 * cin * cout <= kMaxPointFloats;
+  s.out_h = Dim(*f.tiles, f.t_spatial[0]);
+  s.out_w = Dim(*f.tiles, f.t_spatial[1]);
+  s.y_image = At(ts, f.t_image);
+  s.y_row = At(ts, f.t_spatial[0]);
+  s.y_col = At(ts, f.t_spatial[1]);
+  p.w_row = At(ws, f.w_spatial[0]);
+  p.w_col = At(ws, f.w_spatial[1]);
+  p.w_in = At(ws, f.w_in);
+  p.w_out = At(ws, f.w_out);
+  return true;
 }
 
 /// The forward form: a 5x5 kernel, features last in the input and the result.
@@ -120,31 +151,16 @@ bool MapForward(const OpAttributes& at, const Shape& x, const Shape& k, const Sh
                 const Epilogue* epilogue, WinogradPlan& p) {
   const ConvDims& c = at.conv;
   if (Dim(k, c.kernel_spatial[0]) != kTaps || Dim(k, c.kernel_spatial[1]) != kTaps) return false;
-  const std::vector<int64_t> xs = DenseStrides(x.Dimensions()), ks = DenseStrides(k.Dimensions()),
-                             ys = DenseStrides(y.Dimensions());
-  if (At(xs, c.input_feature) != 1 || At(ys, c.output_feature) != 1) return false;
-  WinogradShape& s = p.s;
-  s.batch = Dim(x, c.input_batch);
-  s.cin = Dim(x, c.input_feature);
-  s.cout = Dim(k, c.kernel_output_feature);
-  if (!FeaturesFit(s.cin, s.cout)) return false;
-  MapInput(at, x, c.input_batch, s);
-  s.out_h = Dim(y, c.output_spatial[0]);
-  s.out_w = Dim(y, c.output_spatial[1]);
-  s.y_image = At(ys, c.output_batch);
-  s.y_row = At(ys, c.output_spatial[0]);
-  s.y_col = At(ys, c.output_spatial[1]);
-  p.w_row = At(ks, c.kernel_spatial[0]);
-  p.w_col = At(ks, c.kernel_spatial[1]);
-  p.w_in = At(ks, c.kernel_input_feature);
-  p.w_out = At(ks, c.kernel_output_feature);
   if (epilogue != nullptr) {
     if (epilogue->bias && epilogue->axis != c.output_feature) return false;
     if (epilogue->activation != Activation::kNone && epilogue->activation != Activation::kRelu) return false;
     p.bias = epilogue->bias;
     p.relu = epilogue->activation == Activation::kRelu;
   }
-  return true;
+  return MapForm(at, x,
+                 {c.input_batch, c.input_feature, &y, c.output_batch, c.output_feature, c.output_spatial, &k,
+                  c.kernel_spatial, c.kernel_input_feature, c.kernel_output_feature},
+                 p);
 }
 
 /// The kernel-gradient form: the result is a 5x5 kernel ([taps, taps] by the input's batch axis,
@@ -155,26 +171,11 @@ bool MapKernelGradient(const OpAttributes& at, const Shape& x, const Shape& dy, 
   const ConvDims& c = at.conv;
   if (Dim(y, c.output_spatial[0]) != kTaps || Dim(y, c.output_spatial[1]) != kTaps) return false;
   if (Dim(dy, c.kernel_spatial[0]) * Dim(dy, c.kernel_spatial[1]) <= kTaps * kTaps) return false;
-  const std::vector<int64_t> xs = DenseStrides(x.Dimensions()), ds = DenseStrides(dy.Dimensions()),
-                             ys = DenseStrides(y.Dimensions());
-  if (At(xs, c.input_batch) != 1 || At(ds, c.kernel_output_feature) != 1) return false;
-  WinogradShape& s = p.s;
-  s.batch = Dim(x, c.input_feature);
-  s.cin = Dim(x, c.input_batch);
-  s.cout = Dim(dy, c.kernel_output_feature);
-  if (!FeaturesFit(s.cin, s.cout)) return false;
-  MapInput(at, x, c.input_feature, s);
-  s.out_h = Dim(dy, c.kernel_spatial[0]);
-  s.out_w = Dim(dy, c.kernel_spatial[1]);
-  s.y_image = At(ds, c.kernel_input_feature);
-  s.y_row = At(ds, c.kernel_spatial[0]);
-  s.y_col = At(ds, c.kernel_spatial[1]);
-  p.w_row = At(ys, c.output_spatial[0]);
-  p.w_col = At(ys, c.output_spatial[1]);
-  p.w_in = At(ys, c.output_batch);
-  p.w_out = At(ys, c.output_feature);
   p.kernel_gradient = true;
-  return true;
+  return MapForm(at, x,
+                 {c.input_feature, c.input_batch, &dy, c.kernel_input_feature, c.kernel_output_feature,
+                  c.kernel_spatial, &y, c.output_spatial, c.output_batch, c.output_feature},
+                 p);
 }
 
 /// The work space of one block on the calling thread: `own` (carved out of the caller's scratch

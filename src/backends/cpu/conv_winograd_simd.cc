@@ -59,6 +59,15 @@ static_assert(kWinogradRowStep % kRowStep == 0, "blocks of tiles hold whole step
 /// are zero).
 HWY_INLINE int64_t RowsUsed(int64_t count) { return (count + kRowStep - 1) / kRowStep * kRowStep; }
 
+/// Zeroes rows [count, RowsUsed(count)) of each of `points` planes of rows of `features` floats,
+/// `stride` floats apart, so that the products over whole register blocks add nothing for them.
+void ZeroRowsPast(float* planes, int64_t points, int64_t stride, int64_t count, int64_t features) {
+  for (int64_t p = 0; p < points; ++p) {
+    std::memset(planes + p * stride + count * features, 0,
+                sizeof(float) * static_cast<size_t>((RowsUsed(count) - count) * features));
+  }
+}
+
 /// Patches of tiles [first, first + count) at the points into v ([points][s.rows][cin]); rows
 /// from count to RowsUsed(count) are zero.
 template <int M>
@@ -100,37 +109,39 @@ void TransformPatches(const WinogradShape& s, const float* x, int64_t first, int
       }
     }
   }
-  for (int p = 0; p < P * P; ++p) {
-    std::memset(v + p * point_stride + count * s.cin, 0,
-                sizeof(float) * static_cast<size_t>((RowsUsed(count) - count) * s.cin));
-  }
+  ZeroRowsPast(v, P * P, point_stride, count, s.cin);
 }
 
-/// m[R rows][NV vectors] = v[R rows][cin] . u[cin][NV vectors] (row strides cin and cout).
-template <int R, int NV>
-HWY_INLINE void MultiplyBlock(D d, const float* v, const float* u, int64_t cin, int64_t cout, float* m) {
+/// One register block of a product: c[R rows][NV vectors] (rows ldc apart) = (c if kAdd, else 0)
+/// + sum over `depth` terms k of a(r, k) b[k][NV vectors], where a(r, k) is at a + r * a_row +
+/// k * a_term and b's rows are ldb apart. The forward products (rows of tiles, terms of input
+/// features) and the kernel gradient's (rows of input features, terms of tiles) both run on it.
+template <int R, int NV, bool kAdd>
+HWY_INLINE void ProductBlock(D d, const float* a, int64_t a_row, int64_t a_term, const float* b, int64_t ldb,
+                             int64_t depth, float* c, int64_t ldc) {
   const size_t lanes = hn::Lanes(d);
   V acc[R][NV];
 #pragma GCC unroll 24
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 4
-    for (int k = 0; k < NV; ++k) acc[r][k] = hn::Zero(d);
+    for (int k = 0; k < NV; ++k)
+      acc[r][k] = kAdd ? hn::LoadU(d, c + r * ldc + static_cast<int64_t>(k * lanes)) : hn::Zero(d);
   }
-  for (int64_t c = 0; c < cin; ++c) {
+  for (int64_t t = 0; t < depth; ++t) {
     V w[NV];
 #pragma GCC unroll 4
-    for (int k = 0; k < NV; ++k) w[k] = hn::LoadU(d, u + c * cout + static_cast<int64_t>(k * lanes));
+    for (int k = 0; k < NV; ++k) w[k] = hn::LoadU(d, b + t * ldb + static_cast<int64_t>(k * lanes));
 #pragma GCC unroll 24
     for (int r = 0; r < R; ++r) {
-      const V b = hn::Set(d, v[r * cin + c]);
+      const V x = hn::Set(d, a[r * a_row + t * a_term]);
 #pragma GCC unroll 4
-      for (int k = 0; k < NV; ++k) acc[r][k] = hn::MulAdd(b, w[k], acc[r][k]);
+      for (int k = 0; k < NV; ++k) acc[r][k] = hn::MulAdd(x, w[k], acc[r][k]);
     }
   }
 #pragma GCC unroll 24
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 4
-    for (int k = 0; k < NV; ++k) hn::StoreU(acc[r][k], d, m + r * cout + static_cast<int64_t>(k * lanes));
+    for (int k = 0; k < NV; ++k) hn::StoreU(acc[r][k], d, c + r * ldc + static_cast<int64_t>(k * lanes));
   }
 }
 
@@ -150,7 +161,8 @@ HWY_INLINE void MultiplyColumns(D d, int64_t rows, const float* v, const float* 
                                 float* m) {
   constexpr int R = BlockRows<NV>();
   static_assert(kRowStep % R == 0, "register blocks divide the rows a block's products run over");
-  for (int64_t t = 0; t < rows; t += R) MultiplyBlock<R, NV>(d, v + t * cin, u, cin, cout, m + t * cout);
+  for (int64_t t = 0; t < rows; t += R)
+    ProductBlock<R, NV, false>(d, v + t * cin, cin, 1, u, cout, cin, m + t * cout, cout);
 }
 
 /// The products at the points: m[p] ([rows][cout]) = v[p] . u[p].
@@ -271,40 +283,7 @@ void TransformGradients(const WinogradShape& s, const float* dy, int64_t first, 
       }
     }
   }
-  for (int p = 0; p < P * P; ++p) {
-    std::memset(w + p * point_stride + count * s.cout, 0,
-                sizeof(float) * static_cast<size_t>((RowsUsed(count) - count) * s.cout));
-  }
-}
-
-/// sums[R input features][NV vectors] += v^T . w over the block's `rows` tiles (v's rows
-/// of cin, w's of cout).
-template <int R, int NV>
-HWY_INLINE void AccumulateBlock(D d, int64_t rows, const float* v, const float* w, int64_t cin, int64_t cout,
-                                float* sums) {
-  const size_t lanes = hn::Lanes(d);
-  V acc[R][NV];
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 4
-    for (int k = 0; k < NV; ++k) acc[r][k] = hn::LoadU(d, sums + r * cout + static_cast<int64_t>(k * lanes));
-  }
-  for (int64_t t = 0; t < rows; ++t) {
-    V g[NV];
-#pragma GCC unroll 4
-    for (int k = 0; k < NV; ++k) g[k] = hn::LoadU(d, w + t * cout + static_cast<int64_t>(k * lanes));
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const V b = hn::Set(d, v[t * cin + r]);
-#pragma GCC unroll 4
-      for (int k = 0; k < NV; ++k) acc[r][k] = hn::MulAdd(b, g[k], acc[r][k]);
-    }
-  }
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 4
-    for (int k = 0; k < NV; ++k) hn::StoreU(acc[r][k], d, sums + r * cout + static_cast<int64_t>(k * lanes));
-  }
+  ZeroRowsPast(w, P * P, point_stride, count, s.cout);
 }
 
 template <int M>
@@ -317,7 +296,7 @@ void KernelGradientTilesOf(const WinogradShape& s, const float* x, const float* 
   TransformPatches<M>(s, x, first, count, v);
   TransformGradients<M>(s, dy, first, count, w);
   const int64_t rows = RowsUsed(count);
-  // Blocks of R input features (cin is a multiple of 16) by 2 or 1 vectors of output features.
+  // Blocks of R input features (cin is a multiple of 16) by 4, 2 or 1 vectors of output features.
   constexpr int R = 4;
   for (int64_t p = 0; p < s.Points(); ++p) {
     const float* vp = v + p * PointStride(s, s.cin);
@@ -326,10 +305,11 @@ void KernelGradientTilesOf(const WinogradShape& s, const float* x, const float* 
     for (int64_t i = 0; i < s.cin; i += R) {
       int64_t o = 0;
       for (; o + 4 * lanes <= s.cout; o += 4 * lanes)
-        AccumulateBlock<R, 4>(d, rows, vp + i, wp + o, s.cin, s.cout, sp + i * s.cout + o);
+        ProductBlock<R, 4, true>(d, vp + i, 1, s.cin, wp + o, s.cout, rows, sp + i * s.cout + o, s.cout);
       for (; o + 2 * lanes <= s.cout; o += 2 * lanes)
-        AccumulateBlock<R, 2>(d, rows, vp + i, wp + o, s.cin, s.cout, sp + i * s.cout + o);
-      if (o < s.cout) AccumulateBlock<R, 1>(d, rows, vp + i, wp + o, s.cin, s.cout, sp + i * s.cout + o);
+        ProductBlock<R, 2, true>(d, vp + i, 1, s.cin, wp + o, s.cout, rows, sp + i * s.cout + o, s.cout);
+      if (o < s.cout)
+        ProductBlock<R, 1, true>(d, vp + i, 1, s.cin, wp + o, s.cout, rows, sp + i * s.cout + o, s.cout);
     }
   }
 }
