@@ -316,7 +316,7 @@ TEST(CpuWinograd, SwitchesAndOtherShapesLeaveConvolutionsOnOneDnn) {
       EXPECT_EQ(name.rfind("dnnl.", 0), 0u) << config << ": " << name;
   }
   // Features not in multiples of 16, another kernel size, a stride, a dilation, groups, features
-  // first, and more than 256 by 256 features.
+  // first, and more than 128 by 128 features.
   struct Other {
     std::vector<int64_t> x, k;
     int64_t stride = 1, dilation = 1, groups = 1;
@@ -329,7 +329,7 @@ TEST(CpuWinograd, SwitchesAndOtherShapesLeaveConvolutionsOnOneDnn) {
                                            {{1, 12, 12, 16}, {5, 5, 16, 16}, 1, 2},
                                            {{1, 8, 8, 32}, {5, 5, 16, 32}, 1, 1, 2},
                                            {{1, 16, 8, 8}, {16, 16, 5, 5}, 1, 1, 1, true},
-                                           {{1, 6, 6, 272}, {5, 5, 272, 272}}}) {
+                                           {{1, 6, 6, 144}, {5, 5, 144, 128}}}) {
     Graph g;
     graph::Node x = g.Parameter(Shape(DType::Float32, o.x)), k = g.Parameter(Shape(DType::Float32, o.k));
     graph::ConvBuilder b = graph::Convolve(x, k);

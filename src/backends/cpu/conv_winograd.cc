@@ -35,9 +35,10 @@ using namespace dnnl_util;
 constexpr int64_t kTaps = 5;
 /// Features come in vectors of 16 (AVX-512's; two of AVX2's).
 constexpr int64_t kFeatureStep = 16;
-/// The transformed kernel ([64][cin][cout]) is at most this many floats (256 by 256 features,
-/// 16.8 MB); larger convolutions stay on oneDNN.
-constexpr int64_t kMaxPointFloats = 64 * 256 * 256;
+/// The transformed kernel ([64][cin][cout]) is at most this many floats (cin x cout up to 128 by
+/// 128, 4.2 MB; the kernel gradient keeps up to kGradientChunks partial sums of that size);
+/// larger convolutions stay on oneDNN.
+constexpr int64_t kMaxPointFloats = 64 * 128 * 128;
 /// The kernel gradient's tiles are split into this many chunks (fewer for small convolutions),
 /// each summing into its own partial sums, which are then added in order: the result has the same
 /// bits on any number of threads.

@@ -53,9 +53,10 @@ KernelChoice MakeShiftConv(int threads, const Instruction& inst, const std::vect
 
 /// A 2-D Float32 ConvGeneral with a 5x5 kernel (or autodiff's kernel-gradient form, whose result
 /// is the 5x5 kernel), unit strides and dilations, no groups, and input and output features in
-/// multiples of 16 (at most 256 by 256), contiguous in the data, as Winograd's F(4x4, 5x5) or F(2x2, 5x5)
-/// (conv_winograd.cc); `epilogue` (when not null): a bias along the output features and ReLU or
-/// none. With `constant_kernel` the kernel is transformed once. Empty for any other convolution.
+/// multiples of 16 (input times output features at most 128 x 128), contiguous in the data, as
+/// Winograd's F(4x4, 5x5) or F(2x2, 5x5) (conv_winograd.cc); `epilogue` (when not null): a bias along the
+/// output features and ReLU or none. With `constant_kernel` the kernel is transformed once. Empty for any
+/// other convolution.
 KernelChoice MakeWinogradConv(int threads, const Instruction& inst, const std::vector<Shape>& operands,
                               const Epilogue* epilogue, bool constant_kernel = false);
 
