@@ -203,8 +203,8 @@ BackendInfo CpuBackendInfo() {
        {"winograd",
         "true (default) or false: 2-D Float32 convolutions with 5x5 kernels, unit strides and features in "
         "multiples of 16 (and their gradients) run as Winograd's F(4x4, 5x5), about a fifth of the "
-        "multiply-adds of a direct convolution; false runs them on oneDNN's direct kernels (results differ by rounding; "
-        "a NaN or infinity in the input reaches the 2x2 block of results around it)"},
+        "multiply-adds of a direct convolution; false runs them on oneDNN's direct kernels (results differ "
+        "by rounding; a NaN or infinity in the input can reach the other results of its 4x4 tile)"},
        {"int8_activations",
         "true (default) or false: quantized products (Int8 weights, ggml Q4_0 and Q8_0) at few rows of x "
         "quantize x to int8 in blocks of 32, as ggml does, and run integer dot products; false keeps x in "
