@@ -183,7 +183,7 @@ bool MapKernelGradient(const OpAttributes& at, const Shape& x, const Shape& dy, 
 /// before the split) on the thread that made the call, the thread's own scratch on a helper.
 float* BlockWork(std::thread::id caller, float* own, const WinogradShape& s) {
   if (std::this_thread::get_id() == caller) return own;
-  return reinterpret_cast<float*>(Scratch(sizeof(float) * static_cast<size_t>(WinogradWorkFloats(s))));
+  return reinterpret_cast<float*>(Scratch(sizeof(float) * static_cast<size_t>(s.WorkFloats())));
 }
 
 /// The kernel (operand `w`, at the plan's strides) at the points in `u`; `g` takes a dense
@@ -225,7 +225,7 @@ void RunForward(const WinogradPlan& p, ref::Operands in, uint8_t* out) {
   const size_t g_at = layout.Add(sizeof(float) * kTaps * kTaps * plane);
   const size_t u_at =
       p.kernel_cache ? 0 : layout.Add(sizeof(float) * static_cast<size_t>(s.Points() * s.PointPlane()));
-  const size_t work_at = layout.Add(sizeof(float) * static_cast<size_t>(WinogradWorkFloats(s)));
+  const size_t work_at = layout.Add(sizeof(float) * static_cast<size_t>(s.WorkFloats()));
   uint8_t* scratch = Scratch(layout.total);
   auto* g = reinterpret_cast<float*>(scratch + g_at);
   auto* own_work = reinterpret_cast<float*>(scratch + work_at);
@@ -259,7 +259,7 @@ void RunKernelGradient(const WinogradPlan& p, ref::Operands in, uint8_t* out) {
   ScratchLayout layout;
   const size_t sums_at = layout.Add(sizeof(float) * static_cast<size_t>(chunks * points));
   const size_t dg_at = layout.Add(sizeof(float) * static_cast<size_t>(kTaps * kTaps * plane));
-  const size_t work_at = layout.Add(sizeof(float) * static_cast<size_t>(WinogradWorkFloats(s)));
+  const size_t work_at = layout.Add(sizeof(float) * static_cast<size_t>(s.WorkFloats()));
   uint8_t* scratch = Scratch(layout.total);
   auto* sums = reinterpret_cast<float*>(scratch + sums_at);
   auto* dg = reinterpret_cast<float*>(scratch + dg_at);

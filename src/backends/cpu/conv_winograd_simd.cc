@@ -11,6 +11,7 @@
 // clang-format: the includes below must follow foreach_target.h.
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "backends/cpu/conv_winograd.h"
 #include "backends/cpu/winograd_lines-inl.h"
@@ -32,13 +33,18 @@ constexpr int kAccumulators = 24;
 #else
 constexpr int kAccumulators = 12;
 #endif
+/// The most vectors of output features a register block takes.
+constexpr int kWideVectors = kAccumulators >= 24 ? 4 : 2;
 
-/// Floats from one point's block of rows of `features` to the next: a cache line more than the
-/// rows, so that the 36 planes a tile's transform writes (and the results' read) fall in
-/// different sets of L1 rather than in two to four (the block's rows of 32 or 64 features are 3
-/// or 6 KiB long: with the line of padding, 0.95 against 0.35 ms for a [128, 14, 14, 64]
-/// gradient's transforms).
-HWY_INLINE int64_t PointStride(const WinogradShape& s, int64_t features) { return s.rows * features + 16; }
+/// Calls f(std::integral_constant<int, M>()) for the shape's tile size M (4 or 2).
+template <class F>
+HWY_INLINE void WithTile(const WinogradShape& s, F f) {
+  if (s.tile == 4) {
+    f(std::integral_constant<int, 4>());
+  } else {
+    f(std::integral_constant<int, 2>());
+  }
+}
 
 /// The image and first row and column (of the result, or of the gradient) of tile `tile`.
 struct TilePlace {
@@ -51,13 +57,11 @@ HWY_INLINE TilePlace PlaceOf(const WinogradShape& s, int64_t tile) {
   return {tile / per_image, rem / wide * s.tile, rem % wide * s.tile};
 }
 
-/// The rows the products run over come in multiples of this.
-constexpr int64_t kRowStep = 8;
-static_assert(kWinogradRowStep % kRowStep == 0, "blocks of tiles hold whole steps of rows");
-
-/// Rows of a block the products run over: `count` rounded up to kRowStep (the rows past `count`
-/// are zero).
-HWY_INLINE int64_t RowsUsed(int64_t count) { return (count + kRowStep - 1) / kRowStep * kRowStep; }
+/// Rows of a block the products run over: `count` rounded up to kWinogradRowStep (the rows past
+/// `count` are zero).
+HWY_INLINE int64_t RowsUsed(int64_t count) {
+  return (count + kWinogradRowStep - 1) / kWinogradRowStep * kWinogradRowStep;
+}
 
 /// Zeroes rows [count, RowsUsed(count)) of each of `points` planes of rows of `features` floats,
 /// `stride` floats apart, so that the products over whole register blocks add nothing for them.
@@ -76,7 +80,7 @@ void TransformPatches(const WinogradShape& s, const float* x, int64_t first, int
   const D d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   HWY_ALIGN float line[P * P * hn::MaxLanes(d)];
-  const int64_t point_stride = PointStride(s, s.cin);
+  const int64_t point_stride = s.PointStride(s.cin);
   for (int64_t t = 0; t < count; ++t) {
     const TilePlace at = PlaceOf(s, first + t);
     const int64_t iy0 = at.row - s.pad_top, ix0 = at.col - s.pad_left;
@@ -145,7 +149,7 @@ HWY_INLINE void ProductBlock(D d, const float* a, int64_t a_row, int64_t a_term,
   }
 }
 
-/// Rows of a register block of NV vectors of output features (they divide kRowStep): AVX-512's
+/// Rows of a register block of NV vectors of output features (they divide kWinogradRowStep): AVX-512's
 /// 4 by 4 vectors ran the [128, 14, 14, 32] to 64 products at 6 by 4's speed, and 8 by 2 vectors
 /// (32 features, the input gradient's) 1.2 times as fast as 12 by 2 (24 accumulators; 2.58
 /// against 3.08 ms for the whole convolution).
@@ -160,7 +164,7 @@ template <int NV>
 HWY_INLINE void MultiplyColumns(D d, int64_t rows, const float* v, const float* u, int64_t cin, int64_t cout,
                                 float* m) {
   constexpr int R = BlockRows<NV>();
-  static_assert(kRowStep % R == 0, "register blocks divide the rows a block's products run over");
+  static_assert(kWinogradRowStep % R == 0, "register blocks divide the rows a block's products run over");
   for (int64_t t = 0; t < rows; t += R)
     ProductBlock<R, NV, false>(d, v + t * cin, cin, 1, u, cout, cin, m + t * cout, cout);
 }
@@ -169,18 +173,17 @@ HWY_INLINE void MultiplyColumns(D d, int64_t rows, const float* v, const float* 
 void MultiplyPoints(const WinogradShape& s, int64_t rows, const float* v, const float* u, float* m) {
   const D d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
-  constexpr int kWide = kAccumulators >= 24 ? 4 : 2;
   for (int64_t p = 0; p < s.Points(); ++p) {
-    const float* vp = v + p * PointStride(s, s.cin);
+    const float* vp = v + p * s.PointStride(s.cin);
     const float* up = u + p * s.PointPlane();
-    float* mp = m + p * PointStride(s, s.cout);
+    float* mp = m + p * s.PointStride(s.cout);
     int64_t o = 0;
-    for (; o + kWide * lanes <= s.cout; o += kWide * lanes)
-      MultiplyColumns<kWide>(d, rows, vp, up + o, s.cin, s.cout, mp + o);
+    for (; o + kWideVectors * lanes <= s.cout; o += kWideVectors * lanes)
+      MultiplyColumns<kWideVectors>(d, rows, vp, up + o, s.cin, s.cout, mp + o);
     const int64_t left = (s.cout - o) / lanes;
-    if (kWide == 4 && left == 3) {
+    if (kWideVectors == 4 && left == 3) {
       MultiplyColumns<3>(d, rows, vp, up + o, s.cin, s.cout, mp + o);
-    } else if (kWide == 4 && left == 2) {
+    } else if (kWideVectors == 4 && left == 2) {
       MultiplyColumns<2>(d, rows, vp, up + o, s.cin, s.cout, mp + o);
     } else if (left == 1) {
       MultiplyColumns<1>(d, rows, vp, up + o, s.cin, s.cout, mp + o);
@@ -195,7 +198,7 @@ void StoreResults(const WinogradShape& s, const float* m, int64_t first, int64_t
   constexpr int P = Lines<M>::kPatch;
   const D d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
-  const int64_t point_stride = PointStride(s, s.cout);
+  const int64_t point_stride = s.PointStride(s.cout);
   for (int64_t t = 0; t < count; ++t) {
     const TilePlace at = PlaceOf(s, first + t);
     float* image = y + at.image * s.y_image;
@@ -226,23 +229,15 @@ void StoreResults(const WinogradShape& s, const float* m, int64_t first, int64_t
   }
 }
 
-template <int M>
-void ForwardTilesOf(const WinogradShape& s, const float* x, const float* u, const float* bias, bool relu,
-                    int64_t first, int64_t count, float* work, float* y) {
-  float* v = work;
-  float* m = work + s.Points() * PointStride(s, s.cin);
-  TransformPatches<M>(s, x, first, count, v);
-  MultiplyPoints(s, RowsUsed(count), v, u, m);
-  StoreResults<M>(s, m, first, count, bias, relu, y);
-}
-
 void ForwardTiles(const WinogradShape& s, const float* x, const float* u, const float* bias, bool relu,
                   int64_t first, int64_t count, float* work, float* y) {
-  if (s.tile == 4) {
-    ForwardTilesOf<4>(s, x, u, bias, relu, first, count, work, y);
-  } else {
-    ForwardTilesOf<2>(s, x, u, bias, relu, first, count, work, y);
-  }
+  float* v = work;
+  float* m = work + s.Points() * s.PointStride(s.cin);
+  WithTile(s, [&](auto tile) {
+    TransformPatches<tile()>(s, x, first, count, v);
+    MultiplyPoints(s, RowsUsed(count), v, u, m);
+    StoreResults<tile()>(s, m, first, count, bias, relu, y);
+  });
 }
 
 /// The result gradient's tiles [first, first + count) at the points into w
@@ -253,7 +248,7 @@ void TransformGradients(const WinogradShape& s, const float* dy, int64_t first, 
   constexpr int P = Lines<M>::kPatch;
   const D d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
-  const int64_t point_stride = PointStride(s, s.cout);
+  const int64_t point_stride = s.PointStride(s.cout);
   for (int64_t t = 0; t < count; ++t) {
     const TilePlace at = PlaceOf(s, first + t);
     const float* image = dy + at.image * s.y_image;
@@ -286,40 +281,34 @@ void TransformGradients(const WinogradShape& s, const float* dy, int64_t first, 
   ZeroRowsPast(w, P * P, point_stride, count, s.cout);
 }
 
-template <int M>
-void KernelGradientTilesOf(const WinogradShape& s, const float* x, const float* dy, int64_t first,
-                           int64_t count, float* work, float* sums) {
+void KernelGradientTiles(const WinogradShape& s, const float* x, const float* dy, int64_t first,
+                         int64_t count, float* work, float* sums) {
   const D d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   float* v = work;
-  float* w = work + s.Points() * PointStride(s, s.cin);
-  TransformPatches<M>(s, x, first, count, v);
-  TransformGradients<M>(s, dy, first, count, w);
+  float* w = work + s.Points() * s.PointStride(s.cin);
+  WithTile(s, [&](auto tile) {
+    TransformPatches<tile()>(s, x, first, count, v);
+    TransformGradients<tile()>(s, dy, first, count, w);
+  });
   const int64_t rows = RowsUsed(count);
-  // Blocks of R input features (cin is a multiple of 16) by 4, 2 or 1 vectors of output features.
+  // Blocks of R input features (cin is a multiple of 16) by kWideVectors, 2 or 1 vectors of
+  // output features.
   constexpr int R = 4;
   for (int64_t p = 0; p < s.Points(); ++p) {
-    const float* vp = v + p * PointStride(s, s.cin);
-    const float* wp = w + p * PointStride(s, s.cout);
+    const float* vp = v + p * s.PointStride(s.cin);
+    const float* wp = w + p * s.PointStride(s.cout);
     float* sp = sums + p * s.PointPlane();
     for (int64_t i = 0; i < s.cin; i += R) {
       int64_t o = 0;
-      for (; o + 4 * lanes <= s.cout; o += 4 * lanes)
-        ProductBlock<R, 4, true>(d, vp + i, 1, s.cin, wp + o, s.cout, rows, sp + i * s.cout + o, s.cout);
+      for (; o + kWideVectors * lanes <= s.cout; o += kWideVectors * lanes)
+        ProductBlock<R, kWideVectors, true>(d, vp + i, 1, s.cin, wp + o, s.cout, rows, sp + i * s.cout + o,
+                                            s.cout);
       for (; o + 2 * lanes <= s.cout; o += 2 * lanes)
         ProductBlock<R, 2, true>(d, vp + i, 1, s.cin, wp + o, s.cout, rows, sp + i * s.cout + o, s.cout);
       if (o < s.cout)
         ProductBlock<R, 1, true>(d, vp + i, 1, s.cin, wp + o, s.cout, rows, sp + i * s.cout + o, s.cout);
     }
-  }
-}
-
-void KernelGradientTiles(const WinogradShape& s, const float* x, const float* dy, int64_t first,
-                         int64_t count, float* work, float* sums) {
-  if (s.tile == 4) {
-    KernelGradientTilesOf<4>(s, x, dy, first, count, work, sums);
-  } else {
-    KernelGradientTilesOf<2>(s, x, dy, first, count, work, sums);
   }
 }
 
@@ -341,40 +330,31 @@ HWY_INLINE void BothAxes(D d, const float* in, int64_t in_stride, float* out, in
   }
 }
 
-template <int M>
-void TransformKernelOf(const WinogradShape& s, const float* g, float* u) {
+/// BothAxes over every vector of a [cin][cout] plane: block `in` (in_stride floats between its
+/// kIn x kIn matrices) to block `out`.
+template <int kIn, int kOut, class Line>
+HWY_INLINE void BothAxesOfPlane(const WinogradShape& s, const float* in, int64_t in_stride, float* out,
+                                int64_t out_stride, Line line) {
   const D d;
-  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d)), plane = s.cin * s.cout;
-  for (int64_t i = 0; i < plane; i += lanes) {
-    BothAxes<5, Lines<M>::kPatch>(d, g + i, plane, u + i, s.PointPlane(),
-                                  [](D dd, const V* in, V* out) { Lines<M>::Kernel(dd, in, out); });
-  }
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  for (int64_t i = 0; i < s.cin * s.cout; i += lanes)
+    BothAxes<kIn, kOut>(d, in + i, in_stride, out + i, out_stride, line);
 }
 
 void TransformKernel(const WinogradShape& s, const float* g, float* u) {
-  if (s.tile == 4) {
-    TransformKernelOf<4>(s, g, u);
-  } else {
-    TransformKernelOf<2>(s, g, u);
-  }
-}
-
-template <int M>
-void FinishKernelGradientOf(const WinogradShape& s, const float* sums, float* dg) {
-  const D d;
-  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d)), plane = s.cin * s.cout;
-  for (int64_t i = 0; i < plane; i += lanes) {
-    BothAxes<Lines<M>::kPatch, 5>(d, sums + i, s.PointPlane(), dg + i, plane,
-                                  [](D dd, const V* in, V* out) { Lines<M>::KernelGradient(dd, in, out); });
-  }
+  WithTile(s, [&](auto tile) {
+    using L = Lines<tile()>;
+    BothAxesOfPlane<5, L::kPatch>(s, g, s.cin * s.cout, u, s.PointPlane(),
+                                  [](D dd, const V* in, V* out) { L::Kernel(dd, in, out); });
+  });
 }
 
 void FinishKernelGradient(const WinogradShape& s, const float* sums, float* dg) {
-  if (s.tile == 4) {
-    FinishKernelGradientOf<4>(s, sums, dg);
-  } else {
-    FinishKernelGradientOf<2>(s, sums, dg);
-  }
+  WithTile(s, [&](auto tile) {
+    using L = Lines<tile()>;
+    BothAxesOfPlane<L::kPatch, 5>(s, sums, s.PointPlane(), dg, s.cin * s.cout,
+                                  [](D dd, const V* in, V* out) { L::KernelGradient(dd, in, out); });
+  });
 }
 
 }  // namespace HWY_NAMESPACE
@@ -406,8 +386,6 @@ void WinogradKernelGradientTiles(const WinogradShape& s, const float* x, const f
 void WinogradFinishKernelGradient(const WinogradShape& s, const float* sums, float* dg) {
   HWY_DYNAMIC_DISPATCH(FinishKernelGradient)(s, sums, dg);
 }
-
-int64_t WinogradWorkFloats(const WinogradShape& s) { return s.Points() * (s.rows * (s.cin + s.cout) + 32); }
 
 }  // namespace kiln::compute::cpu
 #endif  // HWY_ONCE
