@@ -14,11 +14,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <mutex>
-#include <new>
 #include <thread>
 
 #include "backends/cpu/cost_model.h"
@@ -44,14 +41,6 @@ constexpr int64_t kMaxPointFloats = 64 * 128 * 128;
 /// bits on any number of threads.
 constexpr int64_t kGradientChunks = 4;
 
-/// A constant kernel's transform ([points][cin][cout]), made on the first call (and again only if
-/// the constant's buffer moves).
-struct KernelCache {
-  std::mutex mu;
-  const void* source = nullptr;
-  std::unique_ptr<float, decltype(&std::free)> data{nullptr, &std::free};
-};
-
 /// Everything one call needs.
 struct WinogradPlan {
   WinogradShape s;
@@ -62,8 +51,8 @@ struct WinogradPlan {
   bool bias = false, relu = false;
   int threads = 1;
   bool parallel = false;
-  /// Set for a forward convolution whose kernel is a constant.
-  std::shared_ptr<KernelCache> kernel_cache;
+  /// Set for a forward convolution whose kernel is a constant: its transform.
+  std::shared_ptr<KeptCopy> kernel_cache;
 };
 
 /// The tile size that does fewer products: 4 (64 points per 4x4 results) unless 2 (36 points per
@@ -203,19 +192,9 @@ void TransformKernel(const WinogradPlan& p, const uint8_t* w, float* g, float* u
 
 /// The constant kernel `w` at the points, from the plan's cache (transformed now if not yet).
 const float* CachedKernel(const WinogradPlan& p, const uint8_t* w, float* g) {
-  KernelCache& cache = *p.kernel_cache;
-  std::lock_guard<std::mutex> lock(cache.mu);
-  if (cache.source != w) {
-    if (!cache.data) {
-      const size_t bytes =
-          (sizeof(float) * static_cast<size_t>(p.s.Points() * p.s.PointPlane()) + 63) / 64 * 64;
-      cache.data.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
-      if (!cache.data) throw std::bad_alloc();
-    }
-    TransformKernel(p, w, g, cache.data.get());
-    cache.source = w;
-  }
-  return cache.data.get();
+  const size_t bytes = sizeof(float) * static_cast<size_t>(p.s.Points() * p.s.PointPlane());
+  return reinterpret_cast<const float*>(p.kernel_cache->Get(
+      w, bytes, [&](uint8_t* copy) { TransformKernel(p, w, g, reinterpret_cast<float*>(copy)); }));
 }
 
 void RunForward(const WinogradPlan& p, ref::Operands in, uint8_t* out) {
@@ -319,7 +298,7 @@ KernelChoice MakeWinogradConv(int threads, const Instruction& inst, const std::v
   const int64_t macs = s.batch * s.out_h * s.out_w * s.cin * s.cout * kTaps * kTaps;
   p.threads = threads;
   p.parallel = threads > 1 && macs > SingleThreadMacs();
-  if (constant_kernel && !p.kernel_gradient) p.kernel_cache = std::make_shared<KernelCache>();
+  if (constant_kernel && !p.kernel_gradient) p.kernel_cache = std::make_shared<KeptCopy>();
   std::string name = p.kernel_gradient ? "conv.winograd_kernel_gradient" : "conv.winograd";
   name += fmt::format("({0}x{0} tiles)", s.tile);
   if (p.kernel_cache) name += "(kernel kept)";

@@ -4,6 +4,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -42,6 +43,11 @@ uint8_t* Scratch(size_t bytes) {
     scratch.size = size;
   }
   return scratch.data;
+}
+
+void KeptCopy::Allocate(size_t bytes) {
+  data_.reset(static_cast<uint8_t*>(std::aligned_alloc(kAlign, std::max<size_t>(AlignUp(bytes), kAlign))));
+  if (!data_) throw std::bad_alloc();
 }
 
 size_t ScratchLayout::Add(size_t bytes) {

@@ -4,7 +4,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <dnnl.hpp>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +22,31 @@ const dnnl::engine& Engine();
 /// At least `bytes` bytes of 64-byte aligned scratch owned by the calling thread, valid until the
 /// thread's next call (a kernel takes it once per call; kernels on one thread run one at a time).
 uint8_t* Scratch(size_t bytes);
+
+/// A constant operand in the form a kernel wants (oneDNN's layout of a kernel, Winograd's
+/// transformed kernel), made on the first call and again only if the constant's buffer moves.
+/// One per kernel, shared by its calls from any thread.
+class KeptCopy {
+ public:
+  /// The form of the constant at `source`: `fill` writes it into `bytes` of 64-byte aligned
+  /// memory unless it was made for this source already.
+  template <class Fill>
+  const uint8_t* Get(const void* source, size_t bytes, Fill fill) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (source_ != source) {
+      if (!data_) Allocate(bytes);
+      fill(data_.get());
+      source_ = source;
+    }
+    return data_.get();
+  }
+
+ private:
+  void Allocate(size_t bytes);
+  std::mutex mu_;
+  const void* source_ = nullptr;
+  std::unique_ptr<uint8_t, decltype(&std::free)> data_{nullptr, &std::free};
+};
 
 /// Carves 64-byte aligned regions out of one scratch block.
 struct ScratchLayout {

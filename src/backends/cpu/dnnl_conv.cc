@@ -43,14 +43,6 @@ struct ConvArg {
   int64_t offset = 0;  ///< Element offset of the view's origin in the user's buffer (cropping).
 };
 
-/// A constant kernel in oneDNN's layout, reordered on the first call (and again only if the
-/// constant's buffer moves).
-struct WeightCache {
-  std::mutex mu;
-  const void* source = nullptr;
-  std::unique_ptr<uint8_t, decltype(&std::free)> data{nullptr, &std::free};
-};
-
 /// The kernel's compiled state.
 struct ConvPlan {
   dnnl::primitive primitive;
@@ -71,7 +63,7 @@ struct ConvPlan {
   memory::desc bias;
   /// Set for a constant kernel that is reordered (not the backward-data form, whose kernel is
   /// copied reversed on every call).
-  std::shared_ptr<WeightCache> weight_cache;
+  std::shared_ptr<KeptCopy> weight_cache;
 };
 
 /// The oneDNN-side description of the convolution before layouts are chosen.
@@ -314,20 +306,12 @@ const void* ReorderIn(const ConvArg& a, const void* user, uint8_t* buffer, uint8
 }
 
 /// The constant kernel `w` in the primitive's layout, from `cache` (reordered now if not yet).
-const void* CachedWeights(const ConvArg& a, WeightCache& cache, const void* w, uint8_t* pad,
+const void* CachedWeights(const ConvArg& a, KeptCopy& cache, const void* w, uint8_t* pad,
                           dnnl::stream& stream) {
-  std::lock_guard<std::mutex> lock(cache.mu);
-  if (cache.source != w) {
-    if (!cache.data) {
-      const size_t bytes = (a.primitive.get_size() + 63) / 64 * 64;
-      cache.data.reset(static_cast<uint8_t*>(std::aligned_alloc(64, std::max<size_t>(bytes, 64))));
-      if (!cache.data) throw std::bad_alloc();
-    }
-    ReorderIn(a, w, cache.data.get(), pad, stream);
+  return cache.Get(w, a.primitive.get_size(), [&](uint8_t* copy) {
+    ReorderIn(a, w, copy, pad, stream);
     stream.wait();
-    cache.source = w;
-  }
-  return cache.data.get();
+  });
 }
 
 /// Runs one call: weight copy, reorders in, the convolution, the reorder out.
@@ -485,7 +469,7 @@ KernelChoice MakeDnnlConv(int threads, const Instruction& inst, const std::vecto
     Finish(plan->output, pd.query_md(dnnl::query::exec_arg_md, plan->output.arg), true);
     // The copied (reversed) kernel of the backward-data form is rebuilt per call: not cached.
     if (constant_kernel && plan->weights.reordered && !plan->copy_weights)
-      plan->weight_cache = std::make_shared<WeightCache>();
+      plan->weight_cache = std::make_shared<KeptCopy>();
     plan->scratchpad = pd.scratchpad_desc();
     plan->primitive = dnnl::primitive(pd);
     std::string name = std::string(bwd_data      ? "dnnl.conv_bwd_data["
