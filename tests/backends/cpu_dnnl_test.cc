@@ -33,6 +33,8 @@ namespace kiln {
 namespace {
 
 using kiln::test::Close;
+using kiln::test::Pick;
+using kiln::test::Random;
 using kiln::test::RunProgram;
 
 using compute::OpAttributes;
@@ -42,14 +44,6 @@ using graph::Graph;
 /// The cpu backend with two threads (the kernels' OpenMP team) and the reference backend.
 const compute::BackendPtr& Cpu() { return kiln::test::Backend("cpu:threads=2,serial_work=0"); }
 const compute::BackendPtr& Ref() { return kiln::test::Backend("ref"); }
-
-/// Uniform values in [-1, 1] of `shape`.
-Tensor Random(const Shape& shape, std::mt19937& rng) {
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(static_cast<size_t>(shape.Size()));
-  for (float& x : v) x = u(rng);
-  return Tensor::FromFlat(shape, v);
-}
 
 /// The kernel the cpu backend picks for each `op` instruction of `program`.
 std::vector<std::string> KernelNames(const compute::Program& program, OpType op) {
@@ -90,11 +84,6 @@ std::vector<int64_t> Place(size_t roles, std::mt19937& rng) {
   std::iota(axes.begin(), axes.end(), 0);
   std::shuffle(axes.begin(), axes.end(), rng);
   return axes;
-}
-
-/// Uniform integer in [lo, hi].
-int64_t Pick(std::mt19937& rng, int64_t lo, int64_t hi) {
-  return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
 }
 
 TEST(CpuDnnl, RandomDotGeneral) {

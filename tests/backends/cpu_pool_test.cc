@@ -26,6 +26,7 @@
 namespace kiln {
 namespace {
 
+using kiln::test::Pick;
 using kiln::test::RunProgram;
 
 using compute::OpType;
@@ -39,10 +40,6 @@ const compute::BackendPtr& CpuScalar() {
   return kiln::test::Backend("cpu:threads=2,simd=scalar,serial_work=0");
 }
 const compute::BackendPtr& Ref() { return kiln::test::Backend("ref"); }
-
-int64_t Pick(std::mt19937& rng, int64_t lo, int64_t hi) {
-  return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
-}
 
 /// Small integers stored as floats (many ties), with some -0 and, when `nans`, some NaNs.
 Tensor Ties(const Shape& shape, std::mt19937& rng, bool nans) {

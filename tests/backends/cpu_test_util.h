@@ -51,6 +51,19 @@ inline Tensor RandomUniform(const std::vector<int64_t>& dims, uint32_t seed) {
   return Tensor::FromFlat(shape, v);
 }
 
+/// Uniform values in [-1, 1] of `shape` (Float32), drawn from `rng`.
+inline Tensor Random(const Shape& shape, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(shape.Size()));
+  for (float& x : v) x = u(rng);
+  return Tensor::FromFlat(shape, v);
+}
+
+/// A uniform integer in [lo, hi].
+inline int64_t Pick(std::mt19937& rng, int64_t lo, int64_t hi) {
+  return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+}
+
 /// How many nodes of `m` compute `op`.
 inline int CountOps(const compute::cpu::Module& m, compute::OpType op) {
   return static_cast<int>(std::count_if(m.nodes.begin(), m.nodes.end(),

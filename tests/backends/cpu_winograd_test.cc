@@ -29,6 +29,8 @@ namespace kiln {
 namespace {
 
 using kiln::test::Close;
+using kiln::test::Pick;
+using kiln::test::Random;
 using kiln::test::RunProgram;
 
 using compute::OpAttributes;
@@ -37,18 +39,6 @@ using graph::Graph;
 
 const compute::BackendPtr& Cpu() { return kiln::test::Backend("cpu:threads=2,serial_work=0"); }
 const compute::BackendPtr& Ref() { return kiln::test::Backend("ref"); }
-
-/// Uniform values in [-1, 1] of `shape`.
-Tensor Random(const Shape& shape, std::mt19937& rng) {
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(static_cast<size_t>(shape.Size()));
-  for (float& x : v) x = u(rng);
-  return Tensor::FromFlat(shape, v);
-}
-
-int64_t Pick(std::mt19937& rng, int64_t lo, int64_t hi) {
-  return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
-}
 
 /// The kernel `backend` (a cpu one) picks for each ConvGeneral of `program`, in program order.
 std::vector<std::string> ConvKernels(const compute::BackendPtr& backend, const compute::Program& program) {
