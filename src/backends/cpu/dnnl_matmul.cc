@@ -97,13 +97,13 @@ std::vector<int64_t> DescStrides(const OperandView& v) {
 bool IsDense(const OperandView& v) { return DescStrides(v) == DenseStrides(v.dims3); }
 
 /// One thread's block of the result on a program team: rows [first, first + rows) of the M axis,
-/// or (a column block) columns [first_col, first_col + cols) of every row.
+/// or (a column block, in `column_parts` plans) `cols` columns of every row.
 struct MatmulPart {
-  int64_t first = 0, rows = 0;
-  int64_t first_col = 0, cols = 0;
+  int64_t first = 0, rows = 0, cols = 0;
   dnnl::matmul primitive;  ///< Single-threaded, over the block (not for sgemm plans).
-  dnnl::memory::desc src, dst, scratchpad;
-  dnnl::memory::desc weights, bias;  ///< A column block's own views of them.
+  /// The block's views of the operands, bias and result, and where each starts (elements).
+  dnnl::memory::desc src, weights, bias, dst, scratchpad;
+  int64_t src_at = 0, weights_at = 0, bias_at = 0, dst_at = 0;
 };
 
 /// A block of rows is at least this long (fewer rows: the product is not split by row blocks).
@@ -273,27 +273,22 @@ void AddParts(MatmulPlan& p) {
   const bool columns = !p.sgemm && rs[1] == 1 && rs[2] != 1 && n >= p.threads * kMinPartRows;
   for (int t = 0; t < p.threads; ++t) {
     MatmulPart& part = parts[static_cast<size_t>(t)];
-    if (columns) {
-      part.rows = m;
-      part.first_col = n * t / p.threads;
-      part.cols = n * (t + 1) / p.threads - part.first_col;
-      part.src = p.src;
-      part.weights = StridedDesc({1, k, part.cols}, rs, p.type);
-      part.dst = StridedDesc({1, m, part.cols}, dst_strides, p.type);
-      if (p.epilogue.bias) part.bias = StridedDesc({1, 1, part.cols}, {part.cols, part.cols, 1}, p.type);
-      const dnnl::matmul::primitive_desc pd =
-          DescribeFor(p, part.src, part.dst, &part.weights, p.epilogue.bias ? &part.bias : nullptr);
-      if (IsReference(pd)) return;
-      part.scratchpad = pd.scratchpad_desc();
-      part.primitive = dnnl::matmul(pd);
-      continue;
-    }
-    part.first = m * t / p.threads;
-    part.rows = m * (t + 1) / p.threads - part.first;
+    const int64_t along = columns ? n : m, first = along * t / p.threads;
+    const int64_t size = along * (t + 1) / p.threads - first;
+    part.first = columns ? 0 : first;
+    part.rows = columns ? m : size;
+    part.cols = columns ? size : n;
     if (p.sgemm) continue;
     part.src = StridedDesc({1, part.rows, k}, ls, p.type);
-    part.dst = StridedDesc({1, part.rows, n}, dst_strides, p.type);
-    const dnnl::matmul::primitive_desc pd = DescribeFor(p, part.src, part.dst);
+    part.weights = StridedDesc({1, k, part.cols}, rs, p.type);
+    part.dst = StridedDesc({1, part.rows, part.cols}, dst_strides, p.type);
+    if (p.epilogue.bias) part.bias = StridedDesc({1, 1, part.cols}, {part.cols, part.cols, 1}, p.type);
+    part.src_at = columns ? 0 : first * ls[1];
+    part.weights_at = columns ? first * rs[2] : 0;
+    part.bias_at = columns ? first : 0;
+    part.dst_at = columns ? first : first * n;
+    const dnnl::matmul::primitive_desc pd =
+        DescribeFor(p, part.src, part.dst, &part.weights, p.epilogue.bias ? &part.bias : nullptr);
     if (IsReference(pd)) return;
     part.scratchpad = pd.scratchpad_desc();
     part.primitive = dnnl::matmul(pd);
@@ -377,54 +372,32 @@ bool RunContractionBlocks(const MatmulPlan& p, ref::Operands in, uint8_t* out) {
   return true;
 }
 
-/// Runs one block of columns of the plan on the calling thread.
-void RunColumnPart(const MatmulPlan& p, const MatmulPart& part, ref::Operands in, uint8_t* out) {
-  const auto element = static_cast<int64_t>(dnnl::memory::data_type_size(p.type));
-  const int64_t n = p.rhs.dims3[2];
-  uint8_t* dst = out + part.first_col * element;
-  const int64_t rhs_col = DescStrides(p.rhs)[2];
-  std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_SRC, Wrap(part.src, in[0])},
-      {DNNL_ARG_WEIGHTS, Wrap(part.weights, in[1] + part.first_col * rhs_col * element)},
-      {DNNL_ARG_DST, Wrap(part.dst, dst)}};
-  if (p.epilogue.bias) args.emplace(DNNL_ARG_BIAS, Wrap(part.bias, in[2] + part.first_col * element));
-  if (part.scratchpad.get_size() > 0)
-    args.emplace(DNNL_ARG_SCRATCHPAD, Wrap(part.scratchpad, Scratch(part.scratchpad.get_size())));
-  dnnl::stream stream(Engine());
-  part.primitive.execute(stream, args);
-  stream.wait();
-  if (p.epilogue.activation == Activation::kRelu) {
-    for (int64_t r = 0; r < part.rows; ++r)
-      ReluInPlace(reinterpret_cast<float*>(dst + r * n * element), part.cols, 1);
-  }
-}
-
-/// Runs one block of rows of the plan on the calling thread.
+/// Runs one block of the plan (rows, or columns) on the calling thread.
 void RunPart(const MatmulPlan& p, const MatmulPart& part, ref::Operands in, uint8_t* out) {
-  if (p.column_parts) {
-    RunColumnPart(p, part, in, out);
-    return;
-  }
   if (p.sgemm) {
     RunSgemmRows(p, in, out, part.first, part.rows, 1);
     return;
   }
   const auto element = static_cast<int64_t>(dnnl::memory::data_type_size(p.type));
   const int64_t n = p.rhs.dims3[2];
-  uint8_t* dst = out + part.first * n * element;
-  const int64_t lhs_rows = DescStrides(p.lhs)[1];
+  uint8_t* dst = out + part.dst_at * element;
   std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_SRC, Wrap(part.src, in[0] + part.first * lhs_rows * element)},
-      {DNNL_ARG_WEIGHTS, Wrap(p.weights, in[1])},
+      {DNNL_ARG_SRC, Wrap(part.src, in[0] + part.src_at * element)},
+      {DNNL_ARG_WEIGHTS, Wrap(part.weights, in[1] + part.weights_at * element)},
       {DNNL_ARG_DST, Wrap(part.dst, dst)}};
-  if (p.epilogue.bias) args.emplace(DNNL_ARG_BIAS, Wrap(p.bias, in[2]));
+  if (p.epilogue.bias) args.emplace(DNNL_ARG_BIAS, Wrap(part.bias, in[2] + part.bias_at * element));
   if (part.scratchpad.get_size() > 0)
     args.emplace(DNNL_ARG_SCRATCHPAD, Wrap(part.scratchpad, Scratch(part.scratchpad.get_size())));
   dnnl::stream stream(Engine());
   part.primitive.execute(stream, args);
   stream.wait();
-  if (p.epilogue.activation == Activation::kRelu)
+  if (p.epilogue.activation != Activation::kRelu) return;
+  if (part.cols == n) {
     ReluInPlace(reinterpret_cast<float*>(dst), part.rows * n, 1);
+    return;
+  }
+  for (int64_t r = 0; r < part.rows; ++r)
+    ReluInPlace(reinterpret_cast<float*>(dst + r * n * element), part.cols, 1);
 }
 
 /// Runs the plan on one call's operands.
