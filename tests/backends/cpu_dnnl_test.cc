@@ -35,6 +35,7 @@ namespace {
 using kiln::test::Close;
 using kiln::test::Pick;
 using kiln::test::Random;
+using kiln::test::RunDumped;
 using kiln::test::RunProgram;
 
 using compute::OpAttributes;
@@ -201,12 +202,8 @@ TEST(CpuDnnl, MatmulPathsByShape) {
     std::shared_ptr<const compute::Program> program = g.Build({y});
     const std::vector<Tensor> inputs = {Random(f32({48, 96}), rng), Random(f32({301, 96}), rng),
                                         Random(f32({301}), rng)};
-    setenv("KILN_CPU_DUMP", "1", 1);
-    const compute::BackendPtr dumping = compute::NewWithConfig("cpu:threads=2,serial_work=0");
-    unsetenv("KILN_CPU_DUMP");
-    ::testing::internal::CaptureStderr();
-    const std::vector<Tensor> got = RunProgram(dumping, program, inputs);
-    const std::string dump = ::testing::internal::GetCapturedStderr();
+    std::string dump;
+    const std::vector<Tensor> got = RunDumped(program, inputs, dump, "cpu:threads=2,serial_work=0");
     EXPECT_NE(dump.find("(2 column blocks)+post[bias(axis 1), Relu]"), std::string::npos) << dump;
     EXPECT_TRUE(Close(got[0], RunProgram(Ref(), program, inputs)[0], 96));
   }
@@ -390,19 +387,6 @@ TEST(CpuDnnl, ConvGradientsRunOnDnnl) {
       }
     }
   }
-}
-
-/// Runs `program` on a fresh cpu backend (2 threads) with KILN_CPU_DUMP on; `dump` gets what
-/// its compiler printed.
-std::vector<Tensor> RunDumped(const std::shared_ptr<const compute::Program>& program,
-                              const std::vector<Tensor>& inputs, std::string& dump) {
-  setenv("KILN_CPU_DUMP", "1", 1);
-  const compute::BackendPtr cpu = compute::NewWithConfig("cpu:threads=2");
-  unsetenv("KILN_CPU_DUMP");
-  ::testing::internal::CaptureStderr();
-  std::vector<Tensor> got = RunProgram(cpu, program, inputs);
-  dump = ::testing::internal::GetCapturedStderr();
-  return got;
 }
 
 TEST(CpuDnnl, OneChannelConvsTakeTheDirectKernel) {
@@ -853,22 +837,14 @@ TEST(CpuDnnl, ConstantKernelsAreReorderedOnceAndStayRight) {
   graph::Node y = graph::Convolve(x, k).ChannelsFirst().PadSame().Done();
   graph::Node z = graph::Convolve(y, d).ChannelsFirst().ChannelGroupCount(16).PadSame().Done();
   std::shared_ptr<const compute::Program> program = g.Build({z});
-  setenv("KILN_CPU_DUMP", "1", 1);
-  const compute::BackendPtr dumping = compute::NewWithConfig("cpu:threads=2,serial_work=0");
-  unsetenv("KILN_CPU_DUMP");
-  ::testing::internal::CaptureStderr();
-  std::unique_ptr<compute::Executable> exe = dumping->Compile(program);
-  const std::string dump = ::testing::internal::GetCapturedStderr();
-  size_t kept = 0;
-  for (size_t at = dump.find("(weights kept)"); at != std::string::npos;
-       at = dump.find("(weights kept)", at + 1))
-    ++kept;
-  EXPECT_EQ(kept, 2u) << dump;
+  const kiln::test::Dumped compiled = kiln::test::CompileDumped("cpu:threads=2,serial_work=0", program);
+  EXPECT_EQ(kiln::test::Occurrences(compiled.dump, "(weights kept)"), 2u) << compiled.dump;
   std::vector<Tensor> inputs;
   for (int i = 0; i < 4; ++i) inputs.push_back(Random(xs, rng));
   std::vector<Tensor> want;
   for (const Tensor& in : inputs) want.push_back(RunProgram(Ref(), program, {in})[0]);
-  kiln::test::ExpectConcurrentCallsMatch(*exe, dumping, program->OutputShape(0), inputs, want, 72 * 9);
+  kiln::test::ExpectConcurrentCallsMatch(*compiled.exe, compiled.backend, program->OutputShape(0), inputs,
+                                         want, 72 * 9);
 }
 
 TEST(CpuDnnl, LargeTransposesOfFourByteElementsAreReorders) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <memory>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -83,6 +84,47 @@ inline void ExpectCpuMatchesRefAndPlain(const std::shared_ptr<const compute::Pro
     EXPECT_TRUE(Close(got[i], want[i], terms)) << "output " << i << " vs ref";
     EXPECT_TRUE(Close(got[i], plain[i], terms)) << "output " << i << " vs fusion=false";
   }
+}
+
+/// A program compiled by a fresh cpu backend with KILN_CPU_DUMP on, and what its compiler printed.
+struct Dumped {
+  compute::BackendPtr backend;
+  std::unique_ptr<compute::Executable> exe;
+  std::string dump;
+};
+
+/// Compiles `program` on a fresh backend of `config` with KILN_CPU_DUMP on.
+inline Dumped CompileDumped(const std::string& config,
+                            const std::shared_ptr<const compute::Program>& program) {
+  setenv("KILN_CPU_DUMP", "1", 1);
+  Dumped d;
+  d.backend = compute::NewWithConfig(config);
+  unsetenv("KILN_CPU_DUMP");
+  ::testing::internal::CaptureStderr();
+  d.exe = d.backend->Compile(program);
+  d.dump = ::testing::internal::GetCapturedStderr();
+  return d;
+}
+
+/// Runs `program` on a fresh backend of `config` with KILN_CPU_DUMP on; `dump` gets what its
+/// compiler printed.
+inline std::vector<Tensor> RunDumped(const std::shared_ptr<const compute::Program>& program,
+                                     const std::vector<Tensor>& inputs, std::string& dump,
+                                     const std::string& config = "cpu:threads=2") {
+  setenv("KILN_CPU_DUMP", "1", 1);
+  const compute::BackendPtr cpu = compute::NewWithConfig(config);
+  unsetenv("KILN_CPU_DUMP");
+  ::testing::internal::CaptureStderr();
+  std::vector<Tensor> got = RunProgram(cpu, program, inputs);
+  dump = ::testing::internal::GetCapturedStderr();
+  return got;
+}
+
+/// How many times `text` occurs in `s`.
+inline size_t Occurrences(const std::string& s, const std::string& text) {
+  size_t n = 0;
+  for (size_t at = s.find(text); at != std::string::npos; at = s.find(text, at + 1)) ++n;
+  return n;
 }
 
 /// Runs `exe` (compiled by `backend` from a program of one input and one output of `shape`) from 3

@@ -345,12 +345,8 @@ TEST(CpuWinograd, TheEpilogueRunsInTheKernelUnlessItIsNotReLU) {
     y = relu ? graph::MaxScalar(y, 0.0f) : graph::Logistic(y);
     std::shared_ptr<const compute::Program> program = g.Build({y});
     const std::vector<Tensor> inputs = {Random(xs, rng), Random(ks, rng), Random(bs, rng)};
-    setenv("KILN_CPU_DUMP", "1", 1);
-    const compute::BackendPtr cpu = compute::NewWithConfig("cpu:threads=2");
-    unsetenv("KILN_CPU_DUMP");
-    ::testing::internal::CaptureStderr();
-    const std::vector<Tensor> got = RunProgram(cpu, program, inputs);
-    const std::string dump = ::testing::internal::GetCapturedStderr();
+    std::string dump;
+    const std::vector<Tensor> got = kiln::test::RunDumped(program, inputs, dump);
     EXPECT_TRUE(Close(got[0], RunProgram(Ref(), program, inputs)[0], 400));
     if (relu) {
       EXPECT_NE(dump.find("kernel conv.winograd(4x4 tiles)+post[bias(axis 3), Relu]"), std::string::npos)
@@ -378,23 +374,15 @@ TEST(CpuWinograd, ConstantKernelsAreTransformedOnceAndStayRight) {
   oihw.padding = {{2, 2, 0}, {2, 2, 0}};
   graph::Node z = g.AddOp(OpType::ConvGeneral, {y, k2}, oihw);
   std::shared_ptr<const compute::Program> program = g.Build({z});
-  setenv("KILN_CPU_DUMP", "1", 1);
-  const compute::BackendPtr dumping = compute::NewWithConfig("cpu:threads=2,serial_work=0");
-  unsetenv("KILN_CPU_DUMP");
-  ::testing::internal::CaptureStderr();
-  std::unique_ptr<compute::Executable> exe = dumping->Compile(program);
-  const std::string dump = ::testing::internal::GetCapturedStderr();
-  size_t kept = 0;
-  for (size_t at = dump.find("kernel conv.winograd(4x4 tiles)(kernel kept)"); at != std::string::npos;
-       at = dump.find("kernel conv.winograd(4x4 tiles)(kernel kept)", at + 1))
-    ++kept;
-  EXPECT_EQ(kept, 2u) << dump;
+  const kiln::test::Dumped compiled = kiln::test::CompileDumped("cpu:threads=2,serial_work=0", program);
+  EXPECT_EQ(kiln::test::Occurrences(compiled.dump, "kernel conv.winograd(4x4 tiles)(kernel kept)"), 2u)
+      << compiled.dump;
   std::vector<Tensor> inputs;
   for (int i = 0; i < 4; ++i) inputs.push_back(Random(xs, rng));
   std::vector<Tensor> want;
   for (const Tensor& in : inputs) want.push_back(RunProgram(Ref(), program, {in})[0]);
-  kiln::test::ExpectConcurrentCallsMatch(*exe, dumping, program->OutputShape(0), inputs, want,
-                                         25 * 32 * 25 * 16);
+  kiln::test::ExpectConcurrentCallsMatch(*compiled.exe, compiled.backend, program->OutputShape(0), inputs,
+                                         want, 25 * 32 * 25 * 16);
 }
 
 TEST(CpuWinograd, ANaNReachesNoResultOutsideTheTilesWhosePatchesHoldIt) {
