@@ -15,23 +15,24 @@
 namespace kiln::bench {
 namespace {
 
-constexpr int64_t kBatch = 128, kKernel = 5;
+constexpr int64_t kBatch = 128;
 
-// One convolution layer of the CNN.
+// One convolution layer: size x size images of `in` features to `out`, a kernel x kernel kernel.
 struct Layer {
   int64_t size, in, out;
   std::string name;
+  int64_t kernel = 5;
 };
 
 // FLOPs of one pass (the three passes do the same multiply-adds).
 double ConvFlops(const Layer& l) {
-  return 2.0 * static_cast<double>(kBatch * l.size * l.size * l.out * kKernel * kKernel * l.in);
+  return 2.0 * static_cast<double>(kBatch * l.size * l.size * l.out * l.kernel * l.kernel * l.in);
 }
 
 // kiln: the graph for `pass` takes x, kernel and the output gradient g.
 void KilnCase(benchmark::State& state, ConvPass pass, Layer l) {
   Tensor x = UniformTensor(21, {kBatch, l.size, l.size, l.in}, -1, 1);
-  Tensor k = UniformTensor(22, {kKernel, kKernel, l.in, l.out}, -0.1F, 0.1F);
+  Tensor k = UniformTensor(22, {l.kernel, l.kernel, l.in, l.out}, -0.1F, 0.1F);
   Tensor g = UniformTensor(23, {kBatch, l.size, l.size, l.out}, -1, 1);
   auto exec = graph::NewExec(Backend(), [pass](graph::Node xn, graph::Node kn, graph::Node gn) {
     graph::Node y = graph::Convolve(xn, kn).PadSame().Done();
@@ -45,7 +46,7 @@ void KilnCase(benchmark::State& state, ConvPass pass, Layer l) {
 
 // oneDNN's convolution primitives.
 void DnnlCase(benchmark::State& state, ConvPass pass, Layer l) {
-  const auto run = MakeDnnlConv(pass, kBatch, l.size, l.in, l.out, kKernel, BenchThreads());
+  const auto run = MakeDnnlConv(pass, kBatch, l.size, l.in, l.out, l.kernel, BenchThreads());
   run();
   for (auto _ : state) run();
   SetRate(state, "FLOP/s", ConvFlops(l));
@@ -68,6 +69,22 @@ void RegisterConvCases() {
           ->UseRealTime()
           ->Unit(benchmark::kMillisecond);
     }
+  }
+  // Kernel gradients of first layers (few input features), which kiln runs as tap sums
+  // (src/backends/cpu/conv_tap_sums.h).
+  for (const Layer& l : std::vector<Layer>{{28, 1, 32, "28x28x1_3x3x32", 3},
+                                           {28, 2, 32, "28x28x2_5x5x32"},
+                                           {32, 3, 32, "32x32x3_5x5x32"},
+                                           {32, 3, 64, "32x32x3_3x3x64", 3},
+                                           {28, 4, 32, "28x28x4_5x5x32"}}) {
+    benchmark::RegisterBenchmark(("conv_bwd_weights_few/" + l.name).c_str(), KilnCase,
+                                 ConvPass::kBackwardWeights, l)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("conv_bwd_weights_few_onednn/" + l.name).c_str(), DnnlCase,
+                                 ConvPass::kBackwardWeights, l)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
   }
   for (const auto& [in, out] : std::vector<std::pair<int64_t, int64_t>>{{32, 1},
                                                                         {32, 2},

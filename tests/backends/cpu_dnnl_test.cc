@@ -360,7 +360,8 @@ TEST(CpuDnnl, ConvGradientsRunOnDnnl) {
   for (int64_t stride : {1, 2}) {
     for (int64_t pad : {0, 1, 2}) {
       Graph g;
-      const Shape xs(DType::Float32, {3, 9, 8, 4}), ks(DType::Float32, {3, 3, 4, 5});
+      // (Eight input features: the tap sums take kernel gradients of 1 to 4, conv_tap_sums.h.)
+      const Shape xs(DType::Float32, {3, 9, 8, 8}), ks(DType::Float32, {3, 3, 8, 5});
       graph::Node x = g.Parameter(xs), k = g.Parameter(ks);
       OpAttributes at;
       at.conv = {0, 3, {1, 2}, 2, 3, {0, 1}, 0, 3, {1, 2}};
@@ -619,7 +620,8 @@ TEST(CpuDnnl, HalfPrecisionContractionsRunOnDnnl) {
     SCOPED_TRACE(DTypeName(half));
     Graph g;
     const Shape as(DType::Float32, {33, 70}), bs(DType::Float32, {70, 20});
-    const Shape xs(DType::Float32, {2, 9, 9, 3}), ks(DType::Float32, {3, 3, 3, 4});
+    // (Five input features: the tap sums take widened kernel gradients of 1 to 4.)
+    const Shape xs(DType::Float32, {2, 9, 9, 5}), ks(DType::Float32, {3, 3, 5, 4});
     graph::Node a = graph::ConvertDType(g.Parameter(as), half),
                 b = graph::ConvertDType(g.Parameter(bs), half);
     graph::Node x = graph::ConvertDType(g.Parameter(xs), half),

@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/kernels.h"
 #include "backends/cpu/passes.h"
 #include "kiln/kiln.h"
 #include "test_util.h"
@@ -118,6 +120,23 @@ inline std::vector<Tensor> RunDumped(const std::shared_ptr<const compute::Progra
   std::vector<Tensor> got = RunProgram(cpu, program, inputs);
   dump = ::testing::internal::GetCapturedStderr();
   return got;
+}
+
+/// The kernel `backend` (a cpu one) picks for each ConvGeneral of `program`, in program order.
+inline std::vector<std::string> ConvKernels(const compute::BackendPtr& backend,
+                                            const compute::Program& program) {
+  auto* cpu = dynamic_cast<compute::cpu::CpuBackend*>(backend.get());
+  EXPECT_NE(cpu, nullptr);
+  std::vector<std::string> names;
+  const std::vector<compute::Instruction>& insts = program.Instructions();
+  for (const compute::Instruction& inst : insts) {
+    if (inst.op != compute::OpType::ConvGeneral) continue;
+    std::vector<Shape> operands;
+    for (int o : inst.operands) operands.push_back(insts[static_cast<size_t>(o)].shape);
+    compute::cpu::Node node{inst, nullptr};
+    names.push_back(compute::cpu::ChooseKernel(*cpu, cpu->options().threads, node, operands).name);
+  }
+  return names;
 }
 
 /// How many times `text` occurs in `s`.

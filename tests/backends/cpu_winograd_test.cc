@@ -29,6 +29,7 @@ namespace kiln {
 namespace {
 
 using kiln::test::Close;
+using kiln::test::ConvKernels;
 using kiln::test::Pick;
 using kiln::test::Random;
 using kiln::test::RunProgram;
@@ -39,22 +40,6 @@ using graph::Graph;
 
 const compute::BackendPtr& Cpu() { return kiln::test::Backend("cpu:threads=2,serial_work=0"); }
 const compute::BackendPtr& Ref() { return kiln::test::Backend("ref"); }
-
-/// The kernel `backend` (a cpu one) picks for each ConvGeneral of `program`, in program order.
-std::vector<std::string> ConvKernels(const compute::BackendPtr& backend, const compute::Program& program) {
-  auto* cpu = dynamic_cast<compute::cpu::CpuBackend*>(backend.get());
-  EXPECT_NE(cpu, nullptr);
-  std::vector<std::string> names;
-  const std::vector<compute::Instruction>& insts = program.Instructions();
-  for (const compute::Instruction& inst : insts) {
-    if (inst.op != OpType::ConvGeneral) continue;
-    std::vector<Shape> operands;
-    for (int o : inst.operands) operands.push_back(insts[static_cast<size_t>(o)].shape);
-    compute::cpu::Node node{inst, nullptr};
-    names.push_back(compute::cpu::ChooseKernel(*cpu, cpu->options().threads, node, operands).name);
-  }
-  return names;
-}
 
 /// A convolution with its two gradients: the program's outputs are y, dx and dk.
 struct ConvProgram {

@@ -72,12 +72,6 @@ std::pair<int64_t, int64_t> BlockTiles(int64_t b, int64_t blocks, int64_t tiles)
   return {tiles * b / blocks, tiles * (b + 1) / blocks};
 }
 
-bool AllOne(const std::vector<int64_t>& v) {
-  return std::all_of(v.begin(), v.end(), [](int64_t e) { return e == 1; });
-}
-
-int64_t At(const std::vector<int64_t>& strides, int64_t axis) { return strides[static_cast<size_t>(axis)]; }
-
 /// The padding of spatial axis i: low, high.
 std::pair<int64_t, int64_t> Padding(const OpAttributes& at, size_t i) {
   if (at.padding.empty()) return {0, 0};

@@ -2,6 +2,7 @@
 // Shared pieces of the cpu backend's oneDNN kernels: the engine, per-thread scratch memory (the
 // user-scratchpad mode: the kernel, not oneDNN, owns scratch), strided copies and helpers.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -90,6 +91,16 @@ inline int64_t Dim(const Shape& s, int64_t a) { return s.Dimensions()[static_cas
 
 /// Row-major (dense) strides of `dims`.
 std::vector<int64_t> DenseStrides(const std::vector<int64_t>& dims);
+
+/// Entry `axis` of `strides` (a ConvDims axis number).
+inline int64_t At(const std::vector<int64_t>& strides, int64_t axis) {
+  return strides[static_cast<size_t>(axis)];
+}
+
+/// Whether every entry of `v` (strides, dilations) is 1.
+inline bool AllOne(const std::vector<int64_t>& v) {
+  return std::all_of(v.begin(), v.end(), [](int64_t e) { return e == 1; });
+}
 
 /// Copies the box `dims` of `src` (element i at src + sum(i_a * src_strides[a]); strides may be
 /// negative, in elements) into `dst`, dense row-major; elements of `type` (f32 or bf16).

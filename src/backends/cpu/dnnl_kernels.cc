@@ -172,13 +172,16 @@ void ReluInPlace(float* x, int64_t n, int threads) {
 }
 
 KernelChoice TryDnnlKernel(int threads, int team, const Node& node, const std::vector<Shape>& operands,
-                           bool winograd) {
+                           bool winograd, bool tap_sums) {
   if (node.kind != NodeKind::kPrimitive || node.inst.IsTuple()) return {};
   if (node.inst.op == OpType::Transpose) return MakeDnnlTranspose(threads, node.inst, operands.at(0));
   const Epilogue* e = node.epilogue.get();
   if (winograd && node.inst.op == OpType::ConvGeneral) {
     if (KernelChoice w = MakeWinogradConv(threads, node.inst, operands, e, node.constant_kernel); w.kernel)
       return w;
+  }
+  if (tap_sums && e == nullptr && node.inst.op == OpType::ConvGeneral) {
+    if (KernelChoice t = MakeTapSumsConv(threads, node.inst, operands); t.kernel) return t;
   }
   // Float32 contractions, and the BFloat16 ones the widening pass left (widen.cc).
   KernelChoice k = MakeDnnlContraction(threads, team, node.inst, operands, e, node.constant_kernel);

@@ -60,6 +60,12 @@ KernelChoice MakeShiftConv(int threads, const Instruction& inst, const std::vect
 KernelChoice MakeWinogradConv(int threads, const Instruction& inst, const std::vector<Shape>& operands,
                               const Epilogue* epilogue, bool constant_kernel = false);
 
+/// Autodiff's kernel-gradient form of a 2-D Float32 ConvGeneral (the result is the kernel) with
+/// a 3x3 or 5x5 kernel, unit strides and dilations, no groups, 1 to 4 input features and the
+/// output features contiguous in the result's gradient, as tap sums (conv_tap_sums.cc). Empty for
+/// any other convolution.
+KernelChoice MakeTapSumsConv(int threads, const Instruction& inst, const std::vector<Shape>& operands);
+
 /// Whether a convolution of `in` to `out` features runs faster as a product and a shift-add than
 /// on oneDNN, which pads the output features to a vector of 16: at most 4 output features from
 /// 16 or more inputs, or one from 4 or more (28x28 images, 5x5, batch 128, 2 threads, three

@@ -87,7 +87,8 @@ KernelChoice ChooseKernel(CpuBackend& backend, int threads, const Node& node,
     return {ref::MakeCollectiveKernel(node.inst, operands, node.collective_divisor), "ref+div"};
   if (KernelChoice p = TryPoolKernel(backend, threads, node, operands); p.kernel) return p;
   const Options& o = backend.options();
-  if (KernelChoice d = TryDnnlKernel(threads, TeamThreads(o), node, operands, o.winograd && o.simd); d.kernel)
+  if (KernelChoice d = TryDnnlKernel(threads, TeamThreads(o), node, operands, o.winograd && o.simd, o.simd);
+      d.kernel)
     return d;
   const Instruction& inst = node.inst;
   Kernel k = ref::MakeKernel(inst, operands);
