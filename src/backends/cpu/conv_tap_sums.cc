@@ -83,13 +83,6 @@ bool Map(const OpAttributes& at, const Shape& x, const Shape& dy, const Shape& y
   return true;
 }
 
-/// The work space of a chunk's planes: `own` (carved out of the caller's scratch before the
-/// split) on the thread that made the call, the thread's own scratch on a helper.
-float* ChunkPlanes(std::thread::id caller, float* own, const TapSumsShape& s) {
-  if (std::this_thread::get_id() == caller) return own;
-  return reinterpret_cast<float*>(Scratch(sizeof(float) * static_cast<size_t>(s.PlaneFloats())));
-}
-
 void Run(const TapSumsPlan& p, ref::Operands in, uint8_t* out) {
   const TapSumsShape& s = p.s;
   const int64_t rows = s.Rows(), chunks = std::min(rows, kChunks), sum_floats = s.SumFloats();
@@ -103,7 +96,7 @@ void Run(const TapSumsPlan& p, ref::Operands in, uint8_t* out) {
   const auto* dy = reinterpret_cast<const float*>(in[1]);
   const std::thread::id caller = std::this_thread::get_id();
   SplitAcrossTeam(chunks, p.threads, p.parallel, [&](int64_t first, int64_t last) {
-    float* planes = ChunkPlanes(caller, own_planes, s);
+    float* planes = PartWork(caller, own_planes, s.PlaneFloats());
     for (int64_t chunk = first; chunk < last; ++chunk) {
       float* part = sums + chunk * sum_floats;
       std::memset(part, 0, sizeof(float) * static_cast<size_t>(sum_floats));

@@ -162,13 +162,6 @@ bool MapKernelGradient(const OpAttributes& at, const Shape& x, const Shape& dy, 
                  p);
 }
 
-/// The work space of one block on the calling thread: `own` (carved out of the caller's scratch
-/// before the split) on the thread that made the call, the thread's own scratch on a helper.
-float* BlockWork(std::thread::id caller, float* own, const WinogradShape& s) {
-  if (std::this_thread::get_id() == caller) return own;
-  return reinterpret_cast<float*>(Scratch(sizeof(float) * static_cast<size_t>(s.WorkFloats())));
-}
-
 /// The kernel (operand `w`, at the plan's strides) at the points in `u`; `g` takes a dense
 /// copy of it unless it is dense already ([5][5][cin][cout]).
 void TransformKernel(const WinogradPlan& p, const uint8_t* w, float* g, float* u) {
@@ -216,7 +209,7 @@ void RunForward(const WinogradPlan& p, ref::Operands in, uint8_t* out) {
   const int64_t tiles = s.Tiles(), blocks = (tiles + s.rows - 1) / s.rows;
   const std::thread::id caller = std::this_thread::get_id();
   SplitAcrossTeam(blocks, p.threads, p.parallel, [&](int64_t first, int64_t last) {
-    float* work = BlockWork(caller, own_work, s);
+    float* work = PartWork(caller, own_work, s.WorkFloats());
     for (int64_t b = first; b < last; ++b) {
       const auto [t0, t1] = BlockTiles(b, blocks, tiles);
       WinogradForwardTiles(s, x, u, bias, p.relu, t0, t1 - t0, work, y);
@@ -241,7 +234,7 @@ void RunKernelGradient(const WinogradPlan& p, ref::Operands in, uint8_t* out) {
   const auto* dy = reinterpret_cast<const float*>(in[1]);
   const std::thread::id caller = std::this_thread::get_id();
   SplitAcrossTeam(chunks, p.threads, p.parallel, [&](int64_t first, int64_t last) {
-    float* work = BlockWork(caller, own_work, s);
+    float* work = PartWork(caller, own_work, s.WorkFloats());
     for (int64_t chunk = first; chunk < last; ++chunk) {
       float* part = sums + chunk * points;
       std::memset(part, 0, sizeof(float) * static_cast<size_t>(points));

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kiln/core/shape.h"
@@ -23,6 +24,14 @@ const dnnl::engine& Engine();
 /// At least `bytes` bytes of 64-byte aligned scratch owned by the calling thread, valid until the
 /// thread's next call (a kernel takes it once per call; kernels on one thread run one at a time).
 uint8_t* Scratch(size_t bytes);
+
+/// `floats` floats of work space for a part of a kernel split across a team: `own` (carved out of
+/// the calling thread's Scratch before the split, since the kernel holds that block) on the thread
+/// that made the call (`caller`), the thread's own Scratch on a helper.
+inline float* PartWork(std::thread::id caller, float* own, int64_t floats) {
+  if (std::this_thread::get_id() == caller) return own;
+  return reinterpret_cast<float*>(Scratch(sizeof(float) * static_cast<size_t>(floats)));
+}
 
 /// A constant operand in the form a kernel wants (oneDNN's layout of a kernel, Winograd's
 /// transformed kernel), made on the first call and again only if the constant's buffer moves.
