@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstring>
 #include <memory>
 #include <thread>
 
@@ -95,18 +94,10 @@ void Run(const TapSumsPlan& p, ref::Operands in, uint8_t* out) {
   const auto* x = reinterpret_cast<const float*>(in[0]);
   const auto* dy = reinterpret_cast<const float*>(in[1]);
   const std::thread::id caller = std::this_thread::get_id();
-  SplitAcrossTeam(chunks, p.threads, p.parallel, [&](int64_t first, int64_t last) {
+  SumChunksAcrossTeam(chunks, sum_floats, p.threads, p.parallel, sums, [&](int64_t chunk, float* part) {
     float* planes = PartWork(caller, own_planes, s.PlaneFloats());
-    for (int64_t chunk = first; chunk < last; ++chunk) {
-      float* part = sums + chunk * sum_floats;
-      std::memset(part, 0, sizeof(float) * static_cast<size_t>(sum_floats));
-      TapSumsRows(s, x, dy, rows * chunk / chunks, rows * (chunk + 1) / chunks, planes, part);
-    }
+    TapSumsRows(s, x, dy, rows * chunk / chunks, rows * (chunk + 1) / chunks, planes, part);
   });
-  for (int64_t chunk = 1; chunk < chunks; ++chunk) {
-    const float* part = sums + chunk * sum_floats;
-    for (int64_t i = 0; i < sum_floats; ++i) sums[i] += part[i];
-  }
   auto* y = reinterpret_cast<float*>(out);
   const int64_t cp = s.CoutPadded();
   for (int64_t i = 0; i < s.cin; ++i) {

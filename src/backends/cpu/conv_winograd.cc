@@ -14,7 +14,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstring>
 #include <memory>
 #include <thread>
 
@@ -233,21 +232,13 @@ void RunKernelGradient(const WinogradPlan& p, ref::Operands in, uint8_t* out) {
   const auto* x = reinterpret_cast<const float*>(in[0]);
   const auto* dy = reinterpret_cast<const float*>(in[1]);
   const std::thread::id caller = std::this_thread::get_id();
-  SplitAcrossTeam(chunks, p.threads, p.parallel, [&](int64_t first, int64_t last) {
+  SumChunksAcrossTeam(chunks, points, p.threads, p.parallel, sums, [&](int64_t chunk, float* part) {
     float* work = PartWork(caller, own_work, s.WorkFloats());
-    for (int64_t chunk = first; chunk < last; ++chunk) {
-      float* part = sums + chunk * points;
-      std::memset(part, 0, sizeof(float) * static_cast<size_t>(points));
-      for (int64_t b = blocks * chunk / chunks; b < blocks * (chunk + 1) / chunks; ++b) {
-        const auto [t0, t1] = BlockTiles(b, blocks, tiles);
-        WinogradKernelGradientTiles(s, x, dy, t0, t1 - t0, work, part);
-      }
+    for (int64_t b = blocks * chunk / chunks; b < blocks * (chunk + 1) / chunks; ++b) {
+      const auto [t0, t1] = BlockTiles(b, blocks, tiles);
+      WinogradKernelGradientTiles(s, x, dy, t0, t1 - t0, work, part);
     }
   });
-  for (int64_t chunk = 1; chunk < chunks; ++chunk) {
-    const float* part = sums + chunk * points;
-    for (int64_t i = 0; i < points; ++i) sums[i] += part[i];
-  }
   WinogradFinishKernelGradient(s, sums, dg);
   auto* y = reinterpret_cast<float*>(out);
   for (int64_t a = 0; a < kTaps; ++a) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "backends/cpu/team.h"
 
@@ -33,6 +34,25 @@ void SplitAcrossTeam(int64_t units, int threads, bool parallel, B body) {
   }
 #pragma omp parallel num_threads(team)
   range(omp_get_thread_num(), omp_get_num_threads());
+}
+
+/// Partial sums by fixed chunks: fill(chunk, part) for chunks [0, chunks) split across the team
+/// as SplitAcrossTeam does, each part (`floats` floats at parts + chunk * floats) zeroed first;
+/// then every part added into the first, in chunk order. The sums depend on the chunks alone, not
+/// on the threads: the same bits on any team.
+template <class F>
+void SumChunksAcrossTeam(int64_t chunks, int64_t floats, int threads, bool parallel, float* parts, F fill) {
+  SplitAcrossTeam(chunks, threads, parallel, [&](int64_t first, int64_t last) {
+    for (int64_t chunk = first; chunk < last; ++chunk) {
+      float* part = parts + chunk * floats;
+      std::memset(part, 0, sizeof(float) * static_cast<size_t>(floats));
+      fill(chunk, part);
+    }
+  });
+  for (int64_t chunk = 1; chunk < chunks; ++chunk) {
+    const float* part = parts + chunk * floats;
+    for (int64_t i = 0; i < floats; ++i) parts[i] += part[i];
+  }
 }
 
 }  // namespace kiln::compute::cpu
