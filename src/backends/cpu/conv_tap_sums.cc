@@ -114,13 +114,9 @@ void Run(const TapSumsPlan& p, ref::Operands in, uint8_t* out) {
 }  // namespace
 
 KernelChoice MakeTapSumsConv(int threads, const Instruction& inst, const std::vector<Shape>& operands) {
+  if (!UnitStrided2DFloat32Conv(inst, operands)) return {};
   const OpAttributes& at = inst.attrs;
-  const ConvDims& c = at.conv;
   const Shape &x = operands.at(0), &dy = operands.at(1), &y = inst.shape;
-  if (c.input_spatial.size() != 2 || at.feature_groups != 1 || at.batch_groups != 1) return {};
-  if (x.dtype() != DType::Float32 || dy.dtype() != DType::Float32 || y.dtype() != DType::Float32) return {};
-  if (!AllOne(at.strides) || !AllOne(at.input_dilations) || !AllOne(at.kernel_dilations)) return {};
-  if (y.Size() == 0 || x.Size() == 0 || dy.Size() == 0) return {};
   auto plan = std::make_shared<TapSumsPlan>();
   if (!Map(at, x, dy, y, *plan)) return {};
   TapSumsPlan& p = *plan;

@@ -256,13 +256,9 @@ void RunKernelGradient(const WinogradPlan& p, ref::Operands in, uint8_t* out) {
 
 KernelChoice MakeWinogradConv(int threads, const Instruction& inst, const std::vector<Shape>& operands,
                               const Epilogue* epilogue, bool constant_kernel) {
+  if (!UnitStrided2DFloat32Conv(inst, operands)) return {};
   const OpAttributes& at = inst.attrs;
-  const ConvDims& c = at.conv;
   const Shape &x = operands.at(0), &k = operands.at(1), &y = inst.shape;
-  if (c.input_spatial.size() != 2 || at.feature_groups != 1 || at.batch_groups != 1) return {};
-  if (x.dtype() != DType::Float32 || k.dtype() != DType::Float32 || y.dtype() != DType::Float32) return {};
-  if (!AllOne(at.strides) || !AllOne(at.input_dilations) || !AllOne(at.kernel_dilations)) return {};
-  if (y.Size() == 0 || x.Size() == 0 || k.Size() == 0) return {};
   auto plan = std::make_shared<WinogradPlan>();
   WinogradPlan& p = *plan;
   if (!MapForward(at, x, k, y, epilogue, p)) {

@@ -205,6 +205,19 @@ KernelChoice MakeDnnlContraction(int threads, int team, const Instruction& inst,
   return MakeDnnlConv(threads, inst, operands, epilogue, constant_kernel);
 }
 
+bool UnitStrided2DFloat32Conv(const Instruction& inst, const std::vector<Shape>& operands) {
+  const OpAttributes& at = inst.attrs;
+  if (inst.op != OpType::ConvGeneral || at.conv.input_spatial.size() != 2) return false;
+  if (at.feature_groups != 1 || at.batch_groups != 1) return false;
+  if (!dnnl_util::AllOne(at.strides) || !dnnl_util::AllOne(at.input_dilations) ||
+      !dnnl_util::AllOne(at.kernel_dilations))
+    return false;
+  for (const Shape* s : {&operands.at(0), &operands.at(1), &inst.shape}) {
+    if (s->dtype() != DType::Float32 || s->Size() == 0) return false;
+  }
+  return true;
+}
+
 bool DnnlRunsBFloat16(const Instruction& inst, const std::vector<Node>& nodes, const Epilogue* epilogue) {
   if (inst.shape.dtype() != DType::BFloat16 || !dnnl_util::NativeBFloat16()) return false;
   std::vector<Shape> operands;

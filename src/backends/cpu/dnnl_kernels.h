@@ -60,6 +60,11 @@ KernelChoice MakeShiftConv(int threads, const Instruction& inst, const std::vect
 KernelChoice MakeWinogradConv(int threads, const Instruction& inst, const std::vector<Shape>& operands,
                               const Epilogue* epilogue, bool constant_kernel = false);
 
+/// Whether `inst` is a 2-D Float32 ConvGeneral with unit strides and dilations, no groups and no
+/// empty operand or result (what the convolutions of conv_winograd.cc and conv_tap_sums.cc
+/// start from).
+bool UnitStrided2DFloat32Conv(const Instruction& inst, const std::vector<Shape>& operands);
+
 /// Autodiff's kernel-gradient form of a 2-D Float32 ConvGeneral (the result is the kernel) with
 /// a 3x3 or 5x5 kernel, unit strides and dilations, no groups, 1 to 4 input features and the
 /// output features contiguous in the result's gradient, as tap sums (conv_tap_sums.cc). Empty for
