@@ -200,6 +200,20 @@ TEST(CpuTapSums, EverySimdTargetMatchesRef) {
   }
 }
 
+TEST(CpuTapSums, WideGradientsRunInBandsOfFewRows) {
+  // A band of the gradient's rows takes at most 256 KiB: 300 positions of 120 features a row make
+  // bands of one row (215 of 150 features: bands of two), so the input planes are filled band by
+  // band inside each image and chunk.
+  std::mt19937 rng(107);
+  for (const GradientProgram& c :
+       {LayerGradient({2, 7, 300, 2}, 5, 120, rng), LayerGradient({1, 9, 215, 3}, 3, 150, rng)}) {
+    ASSERT_EQ(ConvKernels(Cpu(), *c.program), std::vector<std::string>{c.expected}) << c.what;
+    EXPECT_TRUE(
+        Close(RunProgram(Cpu(), c.program, c.inputs)[0], RunProgram(Ref(), c.program, c.inputs)[0], c.terms))
+        << c.what;
+  }
+}
+
 TEST(CpuTapSums, AnyThreadCountGivesTheSameBits) {
   // The partial sums are split by fixed chunks of the gradient's rows, whatever the team.
   std::mt19937 rng(101);
