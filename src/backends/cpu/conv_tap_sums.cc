@@ -25,8 +25,12 @@ using namespace dnnl_util;
 
 /// The most input features taken (each one's sums read the whole gradient again).
 constexpr int64_t kMaxInputs = 4;
-/// The gradient's rows are split into this many chunks (fewer when there are fewer rows).
-constexpr int64_t kChunks = 8;
+/// The gradient's rows are split into at most this many chunks, so that teams of up to as many
+/// threads share the work: fewer where there are fewer rows, or where the chunks' partial sums
+/// would take more than kChunkSumFloats. The count depends on the shape alone, never on the
+/// threads, so the sums' bits do not either.
+constexpr int64_t kChunks = 32;
+constexpr int64_t kChunkSumFloats = int64_t{1} << 20;
 /// A band's gradient rows take at most this many bytes (they stay in L2 while each input
 /// feature's sums read them).
 constexpr int64_t kBandBytes = 256 << 10;
@@ -84,7 +88,8 @@ bool Map(const OpAttributes& at, const Shape& x, const Shape& dy, const Shape& y
 
 void Run(const TapSumsPlan& p, ref::Operands in, uint8_t* out) {
   const TapSumsShape& s = p.s;
-  const int64_t rows = s.Rows(), chunks = std::min(rows, kChunks), sum_floats = s.SumFloats();
+  const int64_t rows = s.Rows(), sum_floats = s.SumFloats();
+  const int64_t chunks = std::clamp<int64_t>(std::min(kChunkSumFloats / sum_floats, rows), 1, kChunks);
   ScratchLayout layout;
   const size_t sums_at = layout.Add(sizeof(float) * static_cast<size_t>(chunks * sum_floats));
   const size_t planes_at = layout.Add(sizeof(float) * static_cast<size_t>(s.PlaneFloats()));
