@@ -17,9 +17,9 @@
 #include <memory>
 #include <thread>
 
+#include "backends/cpu/conv_kernels.h"
 #include "backends/cpu/cost_model.h"
 #include "backends/cpu/dnnl_common.h"
-#include "backends/cpu/dnnl_kernels.h"
 #include "backends/cpu/team_split.h"
 
 namespace kiln::compute::cpu {

@@ -106,11 +106,6 @@ inline int64_t At(const std::vector<int64_t>& strides, int64_t axis) {
   return strides[static_cast<size_t>(axis)];
 }
 
-/// Whether every entry of `v` (strides, dilations) is 1.
-inline bool AllOne(const std::vector<int64_t>& v) {
-  return std::all_of(v.begin(), v.end(), [](int64_t e) { return e == 1; });
-}
-
 /// Copies the box `dims` of `src` (element i at src + sum(i_a * src_strides[a]); strides may be
 /// negative, in elements) into `dst`, dense row-major; elements of `type` (f32 or bf16).
 void StridedCopy(const uint8_t* src, const std::vector<int64_t>& dims,

@@ -171,18 +171,10 @@ void ReluInPlace(float* x, int64_t n, int threads) {
                   [&](int64_t first, int64_t last) { ReluRange(x + first, last - first); });
 }
 
-KernelChoice TryDnnlKernel(int threads, int team, const Node& node, const std::vector<Shape>& operands,
-                           bool winograd, bool tap_sums) {
+KernelChoice TryDnnlKernel(int threads, int team, const Node& node, const std::vector<Shape>& operands) {
   if (node.kind != NodeKind::kPrimitive || node.inst.IsTuple()) return {};
   if (node.inst.op == OpType::Transpose) return MakeDnnlTranspose(threads, node.inst, operands.at(0));
   const Epilogue* e = node.epilogue.get();
-  if (winograd && node.inst.op == OpType::ConvGeneral) {
-    if (KernelChoice w = MakeWinogradConv(threads, node.inst, operands, e, node.constant_kernel); w.kernel)
-      return w;
-  }
-  if (tap_sums && e == nullptr && node.inst.op == OpType::ConvGeneral) {
-    if (KernelChoice t = MakeTapSumsConv(threads, node.inst, operands); t.kernel) return t;
-  }
   // Float32 contractions, and the BFloat16 ones the widening pass left (widen.cc).
   KernelChoice k = MakeDnnlContraction(threads, team, node.inst, operands, e, node.constant_kernel);
   if (k.kernel || e == nullptr) return k;
@@ -203,19 +195,6 @@ KernelChoice MakeDnnlContraction(int threads, int team, const Instruction& inst,
   if (inst.op != OpType::ConvGeneral) return {};
   if (KernelChoice shift = MakeShiftConv(threads, inst, operands, epilogue); shift.kernel) return shift;
   return MakeDnnlConv(threads, inst, operands, epilogue, constant_kernel);
-}
-
-bool UnitStrided2DFloat32Conv(const Instruction& inst, const std::vector<Shape>& operands) {
-  const OpAttributes& at = inst.attrs;
-  if (inst.op != OpType::ConvGeneral || at.conv.input_spatial.size() != 2) return false;
-  if (at.feature_groups != 1 || at.batch_groups != 1) return false;
-  if (!dnnl_util::AllOne(at.strides) || !dnnl_util::AllOne(at.input_dilations) ||
-      !dnnl_util::AllOne(at.kernel_dilations))
-    return false;
-  for (const Shape* s : {&operands.at(0), &operands.at(1), &inst.shape}) {
-    if (s->dtype() != DType::Float32 || s->Size() == 0) return false;
-  }
-  return true;
 }
 
 bool DnnlRunsBFloat16(const Instruction& inst, const std::vector<Node>& nodes, const Epilogue* epilogue) {

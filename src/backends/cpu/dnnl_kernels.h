@@ -51,26 +51,6 @@ KernelChoice MakeDnnlConv(int threads, const Instruction& inst, const std::vecto
 KernelChoice MakeShiftConv(int threads, const Instruction& inst, const std::vector<Shape>& operands,
                            const Epilogue* epilogue);
 
-/// A 2-D Float32 ConvGeneral with a 5x5 kernel (or autodiff's kernel-gradient form, whose result
-/// is the 5x5 kernel), unit strides and dilations, no groups, and input and output features in
-/// multiples of 16 (input times output features at most 128 x 128), contiguous in the data, as
-/// Winograd's F(4x4, 5x5) or F(2x2, 5x5) (conv_winograd.cc); `epilogue` (when not null): a bias along the
-/// output features and ReLU or none. With `constant_kernel` the kernel is transformed once. Empty for any
-/// other convolution.
-KernelChoice MakeWinogradConv(int threads, const Instruction& inst, const std::vector<Shape>& operands,
-                              const Epilogue* epilogue, bool constant_kernel = false);
-
-/// Whether `inst` is a 2-D Float32 ConvGeneral with unit strides and dilations, no groups and no
-/// empty operand or result (what the convolutions of conv_winograd.cc and conv_tap_sums.cc
-/// start from).
-bool UnitStrided2DFloat32Conv(const Instruction& inst, const std::vector<Shape>& operands);
-
-/// Autodiff's kernel-gradient form of a 2-D Float32 ConvGeneral (the result is the kernel) with
-/// a 3x3 or 5x5 kernel, unit strides and dilations, no groups, 1 to 4 input features and the
-/// output features contiguous in the result's gradient, as tap sums (conv_tap_sums.cc). Empty for
-/// any other convolution.
-KernelChoice MakeTapSumsConv(int threads, const Instruction& inst, const std::vector<Shape>& operands);
-
 /// Whether a convolution of `in` to `out` features runs faster as a product and a shift-add than
 /// on oneDNN, which pads the output features to a vector of 16: at most 4 output features from
 /// 16 or more inputs, or one from 4 or more (28x28 images, 5x5, batch 128, 2 threads, three

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backends/cpu/conv_kernels.h"
 #include "backends/cpu/fused_program.h"
 #include "backends/cpu/pool_kernels.h"
 #include "backends/cpu/row_kernels.h"
@@ -33,6 +34,20 @@ bool WritesEveryElement(OpType op) {
     default:
       return false;
   }
+}
+
+/// kiln's own convolution kernels (conv_kernels.h), with the SIMD kernels on: Winograd's (unless
+/// `winograd=false`), then the tap sums for a kernel gradient without an epilogue.
+KernelChoice TrySimdConvKernel(const Options& o, int threads, const Node& node,
+                               const std::vector<Shape>& operands) {
+  if (!o.simd || node.kind != NodeKind::kPrimitive || node.inst.op != OpType::ConvGeneral) return {};
+  const Epilogue* e = node.epilogue.get();
+  if (o.winograd) {
+    if (KernelChoice w = MakeWinogradConv(threads, node.inst, operands, e, node.constant_kernel); w.kernel)
+      return w;
+  }
+  if (e != nullptr) return {};
+  return MakeTapSumsConv(threads, node.inst, operands);
 }
 
 }  // namespace
@@ -87,9 +102,8 @@ KernelChoice ChooseKernel(CpuBackend& backend, int threads, const Node& node,
     return {ref::MakeCollectiveKernel(node.inst, operands, node.collective_divisor), "ref+div"};
   if (KernelChoice p = TryPoolKernel(backend, threads, node, operands); p.kernel) return p;
   const Options& o = backend.options();
-  if (KernelChoice d = TryDnnlKernel(threads, TeamThreads(o), node, operands, o.winograd && o.simd, o.simd);
-      d.kernel)
-    return d;
+  if (KernelChoice c = TrySimdConvKernel(o, threads, node, operands); c.kernel) return c;
+  if (KernelChoice d = TryDnnlKernel(threads, TeamThreads(o), node, operands); d.kernel) return d;
   const Instruction& inst = node.inst;
   Kernel k = ref::MakeKernel(inst, operands);
   if (WritesEveryElement(inst.op)) return {std::move(k), "ref"};

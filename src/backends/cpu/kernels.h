@@ -32,12 +32,9 @@ struct KernelChoice {
   bool team_work = false;
 };
 
-/// oneDNN kernels (dnnl_kernels.cc): DotGeneral and ConvGeneral where oneDNN runs them (with
-/// `winograd`, a convolution MakeWinogradConv takes runs as Winograd's; with `tap_sums`, a
-/// kernel gradient MakeTapSumsConv takes runs as tap sums); an empty kernel when it does not
-/// apply. `team`: the program team's size the kernel may split into.
-KernelChoice TryDnnlKernel(int threads, int team, const Node& node, const std::vector<Shape>& operands,
-                           bool winograd = true, bool tap_sums = true);
+/// oneDNN kernels (dnnl_kernels.cc): DotGeneral and ConvGeneral where oneDNN runs them; an empty
+/// kernel when it does not apply. `team`: the program team's size the kernel may split into.
+KernelChoice TryDnnlKernel(int threads, int team, const Node& node, const std::vector<Shape>& operands);
 /// The kernel of a fused node (fused_kernel.cc).
 KernelChoice MakeFusedKernel(CpuBackend& backend, int threads, const Node& node,
                              const std::vector<Shape>& operands);
