@@ -97,7 +97,7 @@ std::vector<int64_t> DescStrides(const OperandView& v) {
 bool IsDense(const OperandView& v) { return DescStrides(v) == DenseStrides(v.dims3); }
 
 /// One thread's block of the result on a program team: rows [first, first + rows) of the M axis,
-/// or (a column block, in `column_parts` plans) `cols` columns of every row.
+/// or (a column block: `cols` less than the result's columns) `cols` columns of every row.
 struct MatmulPart {
   int64_t first = 0, rows = 0, cols = 0;
   dnnl::matmul primitive;  ///< Single-threaded, over the block (not for sgemm plans).
@@ -125,7 +125,6 @@ struct MatmulPlan {
   int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0;
   /// One block of rows (or of columns) per thread of a team of `threads` (see AddParts), or none.
   std::vector<MatmulPart> parts;
-  bool column_parts = false;
   /// Contraction blocks for a program team of this many threads (see AddContractionBlocks), or 0.
   int k_blocks = 0;
 };
@@ -293,7 +292,6 @@ void AddParts(MatmulPlan& p) {
     part.scratchpad = pd.scratchpad_desc();
     part.primitive = dnnl::matmul(pd);
   }
-  p.column_parts = columns;
   p.parts = std::move(parts);
 }
 
@@ -496,7 +494,8 @@ KernelChoice MakeDnnlMatmul(int threads, int team, const Instruction& inst,
     if (plan->lhs.copy || plan->rhs.copy) name += "(copy)";
     if (plan->threads == 1 && threads > 1) name += "(1 thread)";
     if (!plan->parts.empty())
-      name += fmt::format("({} {} blocks)", plan->parts.size(), plan->column_parts ? "column" : "row");
+      name += fmt::format("({} {} blocks)", plan->parts.size(),
+                          plan->parts.front().cols < plan->rhs.dims3[2] ? "column" : "row");
     if (plan->k_blocks > 0) name += fmt::format("({} contraction blocks)", plan->k_blocks);
     if (epilogue != nullptr) name += "+post[" + epilogue->ToString() + "]";
     KernelChoice choice = GuardedDnnlKernel(
