@@ -33,6 +33,7 @@ namespace kiln {
 namespace {
 
 using kiln::test::Close;
+using kiln::test::KernelNames;
 using kiln::test::Pick;
 using kiln::test::Random;
 using kiln::test::RunDumped;
@@ -46,22 +47,6 @@ using graph::Graph;
 const compute::BackendPtr& Cpu() { return kiln::test::Backend("cpu:threads=2,serial_work=0"); }
 const compute::BackendPtr& Ref() { return kiln::test::Backend("ref"); }
 
-/// The kernel the cpu backend picks for each `op` instruction of `program`.
-std::vector<std::string> KernelNames(const compute::Program& program, OpType op) {
-  auto* cpu = dynamic_cast<compute::cpu::CpuBackend*>(Cpu().get());
-  EXPECT_NE(cpu, nullptr);
-  std::vector<std::string> names;
-  const std::vector<compute::Instruction>& insts = program.Instructions();
-  for (const compute::Instruction& inst : insts) {
-    if (inst.op != op) continue;
-    std::vector<Shape> operands;
-    for (int o : inst.operands) operands.push_back(insts[static_cast<size_t>(o)].shape);
-    compute::cpu::Node node{inst, nullptr};
-    names.push_back(compute::cpu::ChooseKernel(*cpu, cpu->options().threads, node, operands).name);
-  }
-  return names;
-}
-
 /// Builds `op` over parameters of shapes a and b, runs it on cpu and ref and compares; returns
 /// the name of the kernel the cpu backend picks.
 std::string CheckOp(OpType op, const Shape& a, const Shape& b, const OpAttributes& attrs, int64_t terms,
@@ -72,7 +57,7 @@ std::string CheckOp(OpType op, const Shape& a, const Shape& b, const OpAttribute
   const std::vector<Tensor> inputs = {Random(a, rng), Random(b, rng)};
   EXPECT_TRUE(Close(RunProgram(Cpu(), program, inputs)[0], RunProgram(Ref(), program, inputs)[0], terms))
       << what;
-  const std::vector<std::string> names = KernelNames(*program, op);
+  const std::vector<std::string> names = KernelNames(Cpu(), *program, op);
   return names.empty() ? "" : names[0];
 }
 
@@ -221,11 +206,12 @@ TEST(CpuDnnl, MatmulPathsByShape) {
     Graph g;
     graph::Node big =
         g.AddOp(OpType::DotGeneral, {g.Parameter(f32({2048, 1024})), g.Parameter(f32({1024, 2048}))}, plain);
-    EXPECT_EQ(KernelNames(*g.Build({big}), OpType::DotGeneral), std::vector<std::string>{"dnnl.sgemm"});
+    EXPECT_EQ(KernelNames(Cpu(), *g.Build({big}), OpType::DotGeneral),
+              std::vector<std::string>{"dnnl.sgemm"});
     Graph h;
     graph::Node below =
         h.AddOp(OpType::DotGeneral, {h.Parameter(f32({2047, 1024})), h.Parameter(f32({1024, 2048}))}, plain);
-    const std::vector<std::string> below_names = KernelNames(*h.Build({below}), OpType::DotGeneral);
+    const std::vector<std::string> below_names = KernelNames(Cpu(), *h.Build({below}), OpType::DotGeneral);
     ASSERT_EQ(below_names.size(), 1u);
     EXPECT_EQ(below_names[0].rfind("dnnl.matmul[", 0), 0u) << below_names[0];
     EXPECT_NE(below_names[0].find("(2 row blocks)"), std::string::npos) << below_names[0];
@@ -350,7 +336,7 @@ TEST(CpuDnnl, UnmappedConvsFallBackToRef) {
   graph::Node out =
       g.AddOp(OpType::DotGeneral,
               {g.Parameter(Shape(DType::Float64, {3, 4})), g.Parameter(Shape(DType::Float64, {4, 2}))}, at);
-  EXPECT_EQ(KernelNames(*g.Build({out}), OpType::DotGeneral), std::vector<std::string>{"ref"});
+  EXPECT_EQ(KernelNames(Cpu(), *g.Build({out}), OpType::DotGeneral), std::vector<std::string>{"ref"});
 }
 
 TEST(CpuDnnl, ConvGradientsRunOnDnnl) {
@@ -377,7 +363,7 @@ TEST(CpuDnnl, ConvGradientsRunOnDnnl) {
       const std::string what = fmt::format("stride {} pad {}", stride, pad);
       for (size_t i = 0; i < got.size(); ++i)
         EXPECT_TRUE(Close(got[i], want[i], 200)) << what << " output " << i;
-      const std::vector<std::string> names = KernelNames(*program, OpType::ConvGeneral);
+      const std::vector<std::string> names = KernelNames(Cpu(), *program, OpType::ConvGeneral);
       ASSERT_EQ(names.size(), 3u) << what;
       for (const std::string& n : names) EXPECT_TRUE(IsDnnl(n)) << what << ": " << n;
       // The kernel gradient runs as oneDNN's backward-weights convolution; with stride 2 the
@@ -878,7 +864,7 @@ TEST(CpuDnnl, LargeTransposesOfFourByteElementsAreReorders) {
     attrs.permutation = c.perm;
     graph::Node out = g.AddOp(OpType::Transpose, {g.Parameter(shape)}, attrs);
     std::shared_ptr<const compute::Program> program = g.Build({out});
-    const std::vector<std::string> names = KernelNames(*program, OpType::Transpose);
+    const std::vector<std::string> names = KernelNames(Cpu(), *program, OpType::Transpose);
     ASSERT_EQ(names.size(), 1u);
     EXPECT_EQ(names[0].rfind("dnnl.reorder", 0) == 0, shape.Size() >= compute::cpu::kMinReorderElements)
         << names[0] << " for " << shape;

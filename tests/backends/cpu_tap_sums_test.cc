@@ -8,10 +8,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backends/cpu/simd_target.h"
@@ -142,41 +142,15 @@ GradientProgram LayerGradient(const std::vector<int64_t>& x_dims, int64_t taps, 
 }
 
 TEST(CpuTapSums, GradientMatchesCentralDifferences) {
-  // L = sum(w * conv(x, k)) is linear in k: central differences in Float64 on ref give its
-  // derivative up to rounding; the kernel gradient on the tap sums must match at sampled elements.
+  // The kernel gradient on the tap sums against central differences of the loss in Float64 on ref,
+  // at sampled elements.
   std::mt19937 rng(89);
   for (const auto& [dims, taps, cout] : std::vector<std::tuple<std::vector<int64_t>, int64_t, int64_t>>{
            {{2, 9, 11, 1}, 5, 20}, {{2, 7, 6, 3}, 3, 35}}) {
     const GradientProgram c = LayerGradient(dims, taps, cout, rng);
     ASSERT_EQ(ConvKernels(Cpu(), *c.program), std::vector<std::string>{c.expected});
-    const std::vector<float> grad = RunProgram(Cpu(), c.program, c.inputs)[0].ToVector<float>();
-    Graph g;
-    const auto wide = [](const Tensor& t) { return Shape(DType::Float64, t.shape().Dimensions()); };
-    graph::Node x = g.Parameter(wide(c.inputs[0])), k = g.Parameter(wide(c.inputs[1])),
-                w = g.Parameter(wide(c.inputs[2]));
-    std::shared_ptr<const compute::Program> loss =
-        g.Build({graph::ReduceAllSum(graph::Convolve(x, k).PadSame().Done() * w)});
-    std::vector<std::vector<double>> values;
-    for (const Tensor& t : c.inputs) {
-      const std::vector<float> f = t.ToVector<float>();
-      values.emplace_back(f.begin(), f.end());
-    }
-    const auto loss_at = [&](const std::vector<double>& kernel) {
-      return RunProgram(
-                 Ref(), loss,
-                 {Tensor::FromFlat(wide(c.inputs[0]), values[0]), Tensor::FromFlat(wide(c.inputs[1]), kernel),
-                  Tensor::FromFlat(wide(c.inputs[2]), values[2])})[0]
-          .Item<double>();
-    };
-    const double eps = 1e-3;
-    for (int sample = 0; sample < 60; ++sample) {
-      const size_t j = static_cast<size_t>(Pick(rng, 0, static_cast<int64_t>(grad.size()) - 1));
-      std::vector<double> plus = values[1], minus = values[1];
-      plus[j] += eps;
-      minus[j] -= eps;
-      const double numeric = (loss_at(plus) - loss_at(minus)) / (2 * eps);
-      EXPECT_NEAR(grad[j], numeric, 1e-4 * (1 + std::abs(numeric))) << c.what << " dk[" << j << "]";
-    }
+    kiln::test::ExpectConvGradientMatchesCentralDifferences(
+        c.inputs, 1, RunProgram(Cpu(), c.program, c.inputs)[0], 60, rng, c.what + " dk");
   }
 }
 

@@ -14,6 +14,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/passes.h"
+#include "kiln/graph/conv.h"
 #include "kiln/kiln.h"
 #include "test_util.h"
 
@@ -122,21 +123,62 @@ inline std::vector<Tensor> RunDumped(const std::shared_ptr<const compute::Progra
   return got;
 }
 
-/// The kernel `backend` (a cpu one) picks for each ConvGeneral of `program`, in program order.
-inline std::vector<std::string> ConvKernels(const compute::BackendPtr& backend,
-                                            const compute::Program& program) {
+/// The kernel `backend` (a cpu one) picks for each `op` instruction of `program`, in program order.
+inline std::vector<std::string> KernelNames(const compute::BackendPtr& backend,
+                                            const compute::Program& program, compute::OpType op) {
   auto* cpu = dynamic_cast<compute::cpu::CpuBackend*>(backend.get());
   EXPECT_NE(cpu, nullptr);
   std::vector<std::string> names;
   const std::vector<compute::Instruction>& insts = program.Instructions();
   for (const compute::Instruction& inst : insts) {
-    if (inst.op != compute::OpType::ConvGeneral) continue;
+    if (inst.op != op) continue;
     std::vector<Shape> operands;
     for (int o : inst.operands) operands.push_back(insts[static_cast<size_t>(o)].shape);
     compute::cpu::Node node{inst, nullptr};
     names.push_back(compute::cpu::ChooseKernel(*cpu, cpu->options().threads, node, operands).name);
   }
   return names;
+}
+
+/// KernelNames of the ConvGeneral instructions.
+inline std::vector<std::string> ConvKernels(const compute::BackendPtr& backend,
+                                            const compute::Program& program) {
+  return KernelNames(backend, program, compute::OpType::ConvGeneral);
+}
+
+/// Checks a convolution's gradient against central differences: L = sum(w * Convolve(x, k)
+/// .PadSame()) (channels last) is linear in x and in k, so central differences of L in Float64 on
+/// ref give its derivatives up to rounding. `xkw`: x, k and w (Float32); `grad`: the gradient of L
+/// for xkw[operand], as computed under test; at `samples` elements drawn from `rng` it must be
+/// within 1e-4 (1 + |numeric|) of the difference quotient.
+inline void ExpectConvGradientMatchesCentralDifferences(const std::vector<Tensor>& xkw, size_t operand,
+                                                        const Tensor& grad, int samples, std::mt19937& rng,
+                                                        const std::string& what) {
+  const auto wide = [](const Tensor& t) { return Shape(DType::Float64, t.shape().Dimensions()); };
+  graph::Graph g;
+  graph::Node x = g.Parameter(wide(xkw[0])), k = g.Parameter(wide(xkw[1])), w = g.Parameter(wide(xkw[2]));
+  const std::shared_ptr<const compute::Program> loss =
+      g.Build({graph::ReduceAllSum(graph::Convolve(x, k).PadSame().Done() * w)});
+  std::vector<std::vector<double>> values;
+  for (const Tensor& t : xkw) {
+    const std::vector<float> f = t.ToVector<float>();
+    values.emplace_back(f.begin(), f.end());
+  }
+  const auto loss_at = [&](const std::vector<std::vector<double>>& v) {
+    std::vector<Tensor> in;
+    for (size_t i = 0; i < v.size(); ++i) in.push_back(Tensor::FromFlat(wide(xkw[i]), v[i]));
+    return RunProgram(Backend("ref"), loss, in)[0].Item<double>();
+  };
+  const std::vector<float> got = grad.ToVector<float>();
+  const double eps = 1e-3;
+  for (int sample = 0; sample < samples; ++sample) {
+    const size_t j = static_cast<size_t>(Pick(rng, 0, static_cast<int64_t>(got.size()) - 1));
+    std::vector<std::vector<double>> plus = values, minus = values;
+    plus[operand][j] += eps;
+    minus[operand][j] -= eps;
+    const double numeric = (loss_at(plus) - loss_at(minus)) / (2 * eps);
+    EXPECT_NEAR(got[j], numeric, 1e-4 * (1 + std::abs(numeric))) << what << "[" << j << "]";
+  }
 }
 
 /// How many times `text` occurs in `s`.

@@ -165,47 +165,17 @@ ConvProgram LayerConv(const std::vector<int64_t>& x_dims, int64_t cout, bool bia
 }
 
 TEST(CpuWinograd, GradientsMatchCentralDifferences) {
-  // L = sum(w * conv(x, k)) is linear in x and in k: central differences in Float64 on ref give
-  // its derivatives up to rounding. The gradients the cpu backend computes (input gradient and
-  // kernel gradient on the Winograd kernels) must match them at sampled elements.
+  // The input gradient and the kernel gradient on the Winograd kernels against central
+  // differences of the loss in Float64 on ref, at sampled elements.
   std::mt19937 rng(43);
   const ConvProgram c = LayerConv({2, 9, 11, 16}, 32, false, rng);
   const std::vector<std::string> names = ConvKernels(Cpu(), *c.program);
   ASSERT_EQ(names, (std::vector<std::string>{"conv.winograd(4x4 tiles)", "conv.winograd(4x4 tiles)",
                                              "conv.winograd_kernel_gradient(4x4 tiles)"}));
   const std::vector<Tensor> got = RunProgram(Cpu(), c.program, c.inputs);
-  // The loss in Float64 on ref.
-  Graph g;
-  const auto wide = [](const Tensor& t) { return Shape(DType::Float64, t.shape().Dimensions()); };
-  graph::Node x = g.Parameter(wide(c.inputs[0])), k = g.Parameter(wide(c.inputs[1])),
-              w = g.Parameter(wide(c.inputs[3]));
-  graph::Node loss = graph::ReduceAllSum(graph::Convolve(x, k).PadSame().Done() * w);
-  std::shared_ptr<const compute::Program> loss_program = g.Build({loss});
-  const auto to_double = [](const Tensor& t) {
-    const std::vector<float> f = t.ToVector<float>();
-    return std::vector<double>(f.begin(), f.end());
-  };
-  std::vector<std::vector<double>> values = {to_double(c.inputs[0]), to_double(c.inputs[1]),
-                                             to_double(c.inputs[3])};
-  const auto loss_at = [&](const std::vector<std::vector<double>>& v) {
-    std::vector<Tensor> in;
-    for (size_t i = 0; i < v.size(); ++i)
-      in.push_back(Tensor::FromFlat(wide(i == 2 ? c.inputs[3] : c.inputs[i]), v[i]));
-    return RunProgram(Ref(), loss_program, in)[0].Item<double>();
-  };
-  const double eps = 1e-3;
-  for (size_t operand : {size_t{0}, size_t{1}}) {
-    const std::vector<float> grad = got[1 + operand].ToVector<float>();
-    for (int sample = 0; sample < 40; ++sample) {
-      const size_t j = static_cast<size_t>(Pick(rng, 0, static_cast<int64_t>(grad.size()) - 1));
-      std::vector<std::vector<double>> plus = values, minus = values;
-      plus[operand][j] += eps;
-      minus[operand][j] -= eps;
-      const double numeric = (loss_at(plus) - loss_at(minus)) / (2 * eps);
-      EXPECT_NEAR(grad[j], numeric, 1e-4 * (1 + std::abs(numeric)))
-          << (operand == 0 ? "dx" : "dk") << "[" << j << "]";
-    }
-  }
+  const std::vector<Tensor> xkw = {c.inputs[0], c.inputs[1], c.inputs[3]};
+  kiln::test::ExpectConvGradientMatchesCentralDifferences(xkw, 0, got[1], 40, rng, "dx");
+  kiln::test::ExpectConvGradientMatchesCentralDifferences(xkw, 1, got[2], 40, rng, "dk");
 }
 
 TEST(CpuWinograd, RoundingStaysNearADirectSums) {
