@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "backends/cpu/conv_tap_sums.h"
+#include "backends/cpu/simd_part-inl.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -48,18 +49,6 @@ constexpr int VectorsOf() {
   return Fits(2, KH, KW) ? 2 : 1;
 }
 
-/// The first n floats at p (n at most a vector's lanes; none read when n is 0), the other lanes
-/// zero. x86's masked loads read nothing past them; other targets copy.
-HWY_INLINE V LoadFirst(D d, const float* p, size_t n) {
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
-  return hn::MaskedLoad(hn::FirstN(d, n), d, p);
-#else
-  HWY_ALIGN float part[hn::MaxLanes(d)] = {};
-  std::copy(p, p + n, part);
-  return hn::Load(d, part);
-#endif
-}
-
 /// One step: the gradient at kStep neighbouring positions (g, y_col apart) in NV vectors of
 /// features (`lanes[p]` of each at position p, the rest zero, unless kFull, where all are read),
 /// times the input's rows of the group (`in`, plane_w apart), added into sums[(k * G + r) * KW +
@@ -69,12 +58,13 @@ HWY_INLINE void Step(D d, const float* in, int64_t plane_w, const float* g, int6
                      const size_t* lanes, V* sums) {
   const int64_t n = static_cast<int64_t>(hn::Lanes(d));
   V dy[NV][kStep];
+  HWY_ALIGN float part[hn::MaxLanes(D())];  // LoadPart's copy on the portable targets.
 #pragma GCC unroll 4
   for (int p = 0; p < kStep; ++p) {
 #pragma GCC unroll 2
     for (int k = 0; k < NV; ++k) {
       const float* at = g + p * y_col + k * n;
-      dy[k][p] = kFull ? hn::LoadU(d, at) : LoadFirst(d, at, lanes[p]);
+      dy[k][p] = kFull ? hn::LoadU(d, at) : LoadPart(d, at, lanes[p], hn::Zero(d), part);
     }
   }
 #pragma GCC unroll 5

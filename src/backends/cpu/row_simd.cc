@@ -14,6 +14,7 @@
 
 #include "backends/cpu/row_kernels.h"
 #include "backends/cpu/simd_exp-inl.h"
+#include "backends/cpu/simd_part-inl.h"
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 
@@ -21,33 +22,6 @@ HWY_BEFORE_NAMESPACE();
 namespace kiln::compute::cpu {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
-
-/// The first `count` (< a vector) floats at p, the other lanes `fill`. AVX2 and AVX-512 load
-/// under a mask (no access past them); the portable targets copy through `buf`.
-template <class D, class V = hn::Vec<D>>
-HWY_INLINE V LoadPart(D d, const float* p, size_t count, V fill, float* buf) {
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
-  (void)buf;
-  const auto m = hn::FirstN(d, count);
-  return hn::IfThenElse(m, hn::MaskedLoad(m, d, p), fill);
-#else
-  hn::Store(fill, d, buf);
-  std::memcpy(buf, p, count * sizeof(float));
-  return hn::Load(d, buf);
-#endif
-}
-
-/// Stores the first `count` (< a vector) lanes of v at p.
-template <class D, class V = hn::Vec<D>>
-HWY_INLINE void StorePart(D d, V v, float* p, size_t count, float* buf) {
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
-  (void)buf;
-  hn::BlendedStore(v, hn::FirstN(d, count), d, p);
-#else
-  hn::Store(v, d, buf);
-  std::memcpy(p, buf, count * sizeof(float));
-#endif
-}
 
 using D = hn::ScalableTag<float>;
 using V = hn::Vec<D>;
