@@ -213,30 +213,21 @@ TEST(CpuTapSums, SwitchesAndOtherShapesStayOnTheOtherKernels) {
   EXPECT_EQ(scalar[0].rfind("dnnl.", 0), 0u) << scalar[0];
   // Five input features, a 7x7 or 3x5 kernel, a stride, a dilation, groups, the result's
   // features first.
-  struct Other {
-    std::vector<int64_t> x, k;
-    int64_t stride = 1, dilation = 1, groups = 1;
-    bool channels_first = false;
-  };
-  for (const Other& o : std::vector<Other>{{{1, 8, 8, 5}, {5, 5, 5, 16}},
-                                           {{1, 12, 12, 1}, {7, 7, 1, 16}},
-                                           {{1, 8, 8, 1}, {3, 5, 1, 16}},
-                                           {{1, 9, 9, 1}, {5, 5, 1, 16}, 2},
-                                           {{1, 12, 12, 1}, {3, 3, 1, 16}, 1, 2},
-                                           {{1, 8, 8, 2}, {5, 5, 1, 16}, 1, 1, 2},
-                                           {{1, 1, 8, 8}, {16, 1, 5, 5}, 1, 1, 1, true}}) {
+  for (const kiln::test::ConvVariant& o :
+       std::vector<kiln::test::ConvVariant>{{{1, 8, 8, 5}, {5, 5, 5, 16}},
+                                            {{1, 12, 12, 1}, {7, 7, 1, 16}},
+                                            {{1, 8, 8, 1}, {3, 5, 1, 16}},
+                                            {{1, 9, 9, 1}, {5, 5, 1, 16}, 2},
+                                            {{1, 12, 12, 1}, {3, 3, 1, 16}, 1, 2},
+                                            {{1, 8, 8, 2}, {5, 5, 1, 16}, 1, 1, 2},
+                                            {{1, 1, 8, 8}, {16, 1, 5, 5}, 1, 1, 1, true}}) {
     Graph g;
-    graph::Node x = g.Parameter(Shape(DType::Float32, o.x)), k = g.Parameter(Shape(DType::Float32, o.k));
-    graph::ConvBuilder b = graph::Convolve(x, k);
-    b.PadSame().Strides(o.stride).Dilations(o.dilation).ChannelGroupCount(o.groups);
-    if (o.channels_first) b.ChannelsFirst();
-    graph::Node y = b.Done();
+    graph::Node k;
+    graph::Node y = o.Build(g, &k);
     std::shared_ptr<const compute::Program> program =
         g.Build({graph::VJP({y}, {g.Parameter(y.shape())}, {k})[0]});
     for (const std::string& name : ConvKernels(Cpu(), *program))
-      EXPECT_EQ(name.find("tap_sums"), std::string::npos)
-          << Shape(DType::Float32, o.x).ToString() << " by " << Shape(DType::Float32, o.k).ToString() << ": "
-          << name;
+      EXPECT_EQ(name.find("tap_sums"), std::string::npos) << o.ToString() << ": " << name;
   }
 }
 

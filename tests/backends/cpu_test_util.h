@@ -146,6 +146,27 @@ inline std::vector<std::string> ConvKernels(const compute::BackendPtr& backend,
   return KernelNames(backend, program, compute::OpType::ConvGeneral);
 }
 
+/// A convolution (PadSame) of an x and a kernel of the given dims, with a stride, a dilation,
+/// feature groups and channels first or last: the variants kernel-choice tests try.
+struct ConvVariant {
+  std::vector<int64_t> x, k;
+  int64_t stride = 1, dilation = 1, groups = 1;
+  bool channels_first = false;
+
+  /// The convolution of parameters x and k (returned in `kernel`) in `g`.
+  graph::Node Build(graph::Graph& g, graph::Node* kernel = nullptr) const {
+    graph::Node xn = g.Parameter(Shape(DType::Float32, x)), kn = g.Parameter(Shape(DType::Float32, k));
+    if (kernel != nullptr) *kernel = kn;
+    graph::ConvBuilder b = graph::Convolve(xn, kn);
+    b.PadSame().Strides(stride).Dilations(dilation).ChannelGroupCount(groups);
+    if (channels_first) b.ChannelsFirst();
+    return b.Done();
+  }
+  std::string ToString() const {
+    return Shape(DType::Float32, x).ToString() + " by " + Shape(DType::Float32, k).ToString();
+  }
+};
+
 /// Checks a convolution's gradient against central differences: L = sum(w * Convolve(x, k)
 /// .PadSame()) (channels last) is linear in x and in k, so central differences of L in Float64 on
 /// ref give its derivatives up to rounding. `xkw`: x, k and w (Float32); `grad`: the gradient of L

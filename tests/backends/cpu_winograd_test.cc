@@ -262,28 +262,19 @@ TEST(CpuWinograd, SwitchesAndOtherShapesLeaveConvolutionsOnOneDnn) {
   }
   // Features not in multiples of 16, another kernel size, a stride, a dilation, groups, features
   // first, and more than 128 by 128 features.
-  struct Other {
-    std::vector<int64_t> x, k;
-    int64_t stride = 1, dilation = 1, groups = 1;
-    bool channels_first = false;
-  };
-  for (const Other& o : std::vector<Other>{{{1, 8, 8, 24}, {5, 5, 24, 16}},
-                                           {{1, 8, 8, 16}, {5, 5, 16, 8}},
-                                           {{1, 8, 8, 16}, {3, 3, 16, 16}},
-                                           {{1, 8, 8, 16}, {5, 5, 16, 16}, 2},
-                                           {{1, 12, 12, 16}, {5, 5, 16, 16}, 1, 2},
-                                           {{1, 8, 8, 32}, {5, 5, 16, 32}, 1, 1, 2},
-                                           {{1, 16, 8, 8}, {16, 16, 5, 5}, 1, 1, 1, true},
-                                           {{1, 6, 6, 144}, {5, 5, 144, 128}}}) {
+  for (const kiln::test::ConvVariant& o :
+       std::vector<kiln::test::ConvVariant>{{{1, 8, 8, 24}, {5, 5, 24, 16}},
+                                            {{1, 8, 8, 16}, {5, 5, 16, 8}},
+                                            {{1, 8, 8, 16}, {3, 3, 16, 16}},
+                                            {{1, 8, 8, 16}, {5, 5, 16, 16}, 2},
+                                            {{1, 12, 12, 16}, {5, 5, 16, 16}, 1, 2},
+                                            {{1, 8, 8, 32}, {5, 5, 16, 32}, 1, 1, 2},
+                                            {{1, 16, 8, 8}, {16, 16, 5, 5}, 1, 1, 1, true},
+                                            {{1, 6, 6, 144}, {5, 5, 144, 128}}}) {
     Graph g;
-    graph::Node x = g.Parameter(Shape(DType::Float32, o.x)), k = g.Parameter(Shape(DType::Float32, o.k));
-    graph::ConvBuilder b = graph::Convolve(x, k);
-    b.PadSame().Strides(o.stride).Dilations(o.dilation).ChannelGroupCount(o.groups);
-    if (o.channels_first) b.ChannelsFirst();
-    std::shared_ptr<const compute::Program> program = g.Build({b.Done()});
+    std::shared_ptr<const compute::Program> program = g.Build({o.Build(g)});
     const std::string name = ConvKernels(Cpu(), *program)[0];
-    EXPECT_EQ(name.rfind("dnnl.", 0), 0u) << Shape(DType::Float32, o.x).ToString() << " by "
-                                          << Shape(DType::Float32, o.k).ToString() << ": " << name;
+    EXPECT_EQ(name.rfind("dnnl.", 0), 0u) << o.ToString() << ": " << name;
   }
 }
 
